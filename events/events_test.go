@@ -309,7 +309,7 @@ func TestTimestamps(t *testing.T) {
 func TestResolveKind(t *testing.T) {
 	for in, want := range map[string]string{
 		"MessageEvent": "MessageEvent",
-		"openhands.sdk.event.llm_convertible.message.MessageEvent": "MessageEvent",
+		"openhands.sdk.event.llm_convertible.message.MessageEvent":            "MessageEvent",
 		"openhands.sdk.event.conversation_state.ConversationStateUpdateEvent": "ConversationStateUpdateEvent",
 	} {
 		if got, ok := events.ResolveKind(in); !ok || got != want {
