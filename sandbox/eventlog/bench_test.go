@@ -1,0 +1,163 @@
+package eventlog_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/eventlog"
+)
+
+// bigLog is a 100k-event log built once per benchmark process (in batches, so
+// building it does not take 100k fsyncs).
+var (
+	bigOnce sync.Once
+	bigDir  string
+	bigLog  *eventlog.Log
+	bigMid  time.Time
+)
+
+const bigN = 100_000
+
+func big(b *testing.B) *eventlog.Log {
+	bigOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "eventlog-bench-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		bigDir = dir
+		l, err := eventlog.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		batch := make([]events.Event, 0, 1000)
+		for i := 0; i < bigN; i++ {
+			var ev events.Event
+			switch i % 4 {
+			case 0:
+				ev = msg("user", fmt.Sprintf("user message %d about the parser", i))
+			case 1:
+				ev = msg("agent", fmt.Sprintf("agent reply %d", i))
+			default:
+				ev = state("execution_status", `"running"`)
+			}
+			batch = append(batch, ev)
+			if i == bigN/2 {
+				bigMid = time.Now()
+			}
+			if len(batch) == cap(batch) {
+				if err := l.Append(context.Background(), batch...); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		bigLog = l
+	})
+	return bigLog
+}
+
+// BenchmarkAppend measures one durable append (encode + write + fsync).
+func BenchmarkAppend(b *testing.B) {
+	l, err := eventlog.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := l.Append(context.Background(), msg("user", "hello world")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendParallel measures appends from concurrent writers, which
+// share fsyncs (group commit).
+func BenchmarkAppendParallel(b *testing.B) {
+	l, err := eventlog.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	b.SetParallelism(8)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := l.Append(context.Background(), msg("user", "hello world")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkAppendOn100k measures a durable append to a log that already holds
+// 100k events.
+func BenchmarkAppendOn100k(b *testing.B) {
+	l := big(b)
+	b.ResetTimer()
+	for b.Loop() {
+		if err := l.Append(context.Background(), msg("user", "one more")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSearch100k measures searches of a 100k-event log.
+func BenchmarkSearch100k(b *testing.B) {
+	l := big(b)
+	mid := bigMid
+	cases := []struct {
+		name string
+		q    eventlog.Query
+	}{
+		{"first-page", eventlog.Query{Limit: 100}},
+		{"desc-last-page", eventlog.Query{Limit: 100, Order: events.SortTimestampDesc}},
+		{"kind", eventlog.Query{Limit: 100, Filter: eventlog.Filter{Kind: "MessageEvent"}}},
+		{"source-desc", eventlog.Query{Limit: 100, Order: events.SortTimestampDesc, Filter: eventlog.Filter{Source: "agent"}}},
+		{"body-rare", eventlog.Query{Limit: 100, Filter: eventlog.Filter{Body: "message 99996 about"}}},
+		{"time-range", eventlog.Query{Limit: 100, Filter: eventlog.Filter{TimestampGTE: &mid}}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := l.Search(c.q); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	b.Run("count-kind", func(b *testing.B) {
+		for b.Loop() {
+			l.Count(eventlog.Filter{Kind: "MessageEvent"})
+		}
+	})
+}
+
+// BenchmarkOpen100k measures reopening (re-indexing) a 100k-event log.
+func BenchmarkOpen100k(b *testing.B) {
+	big(b)
+	for b.Loop() {
+		l, err := eventlog.Open(bigDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if l.Len() < bigN {
+			b.Fatalf("len %d", l.Len())
+		}
+		l.Close()
+	}
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bigDir != "" {
+		bigLog.Close()
+		os.RemoveAll(bigDir)
+	}
+	os.Exit(code)
+}
