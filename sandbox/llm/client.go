@@ -1,0 +1,476 @@
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/acs-project/acs/events"
+)
+
+// Tool is a function offered to the LLM.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  map[string]any // JSON Schema of the arguments
+}
+
+// Request is one completion request.
+type Request struct {
+	Messages []events.Message
+	Tools    []Tool
+}
+
+// Usage counts the tokens of one completion.
+type Usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	CacheReadTokens  int64 `json:"cache_read_tokens"`
+	CacheWriteTokens int64 `json:"cache_write_tokens"`
+	ReasoningTokens  int64 `json:"reasoning_tokens"`
+}
+
+// Response is one completion.
+type Response struct {
+	ID               string // the llm_response_id of the events it produces
+	Model            string
+	Content          string
+	ReasoningContent string
+	ToolCalls        []events.MessageToolCall
+	FinishReason     string
+	Usage            Usage
+	Cost             float64 // USD, from configured prices or the proxy's cost header
+	PromptTokenIDs   []int   // only when the endpoint returns token ids
+	ResponseTokenIDs []int
+	Latency          time.Duration
+	RawRequest       json.RawMessage // the request body sent
+	RawResponse      json.RawMessage // the response body (non-streaming) or accumulated completion
+}
+
+// Delta is a piece of a streamed response.
+type Delta struct {
+	Content          string
+	ReasoningContent string
+}
+
+// Error kinds, matched with errors.Is.
+var (
+	ErrContextWindow = errors.New("context window exceeded")
+	ErrAuth          = errors.New("LLM authentication failed")
+	ErrRateLimit     = errors.New("LLM rate limited")
+	ErrTransient     = errors.New("transient LLM error")
+	ErrBadRequest    = errors.New("LLM rejected the request")
+	ErrNotConfigured = errors.New("LLM not configured")
+)
+
+// Error is an LLM failure with its classification and HTTP status (0 when no
+// response arrived).
+type Error struct {
+	Kind       error
+	StatusCode int
+	Message    string
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.StatusCode != 0 {
+		return fmt.Sprintf("%v (HTTP %d): %s", e.Kind, e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("%v: %s", e.Kind, e.Message)
+}
+
+func (e *Error) Unwrap() error { return e.Kind }
+
+// Retryable reports whether the error is worth retrying.
+func (e *Error) Retryable() bool { return e.Kind == ErrTransient || e.Kind == ErrRateLimit }
+
+// Code is a short class name for ConversationErrorEvent.code.
+func (e *Error) Code() string {
+	switch e.Kind {
+	case ErrContextWindow:
+		return "LLMContextWindowExceedError"
+	case ErrAuth:
+		return "LLMAuthenticationError"
+	case ErrRateLimit:
+		return "LLMRateLimitError"
+	case ErrTransient:
+		return "LLMServiceUnavailableError"
+	case ErrNotConfigured:
+		return "LLMNotConfiguredError"
+	}
+	return "LLMBadRequestError"
+}
+
+// RetryEvent describes a retry the client is about to wait for.
+type RetryEvent struct {
+	Attempt int
+	Err     *Error
+	Wait    time.Duration
+}
+
+// Client calls one configured endpoint. It is safe for concurrent use.
+type Client struct {
+	cfg    Config
+	api    openai.Client
+	sleep  func(context.Context, time.Duration) error
+	OnWait func(RetryEvent) // optional; called before each backoff wait
+}
+
+// New builds a client. A missing base URL uses the OpenAI default.
+func New(cfg Config) *Client {
+	opts := []option.RequestOption{option.WithMaxRetries(0)}
+	if cfg.BaseURL != nil && *cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(strings.TrimRight(*cfg.BaseURL, "/")+"/"))
+	}
+	key := "not-needed"
+	if cfg.APIKey != nil && *cfg.APIKey != "" {
+		key = *cfg.APIKey
+	}
+	opts = append(opts, option.WithAPIKey(key))
+	if len(cfg.ExtraHeaders) > 0 {
+		var h map[string]string
+		if json.Unmarshal(cfg.ExtraHeaders, &h) == nil {
+			for k, v := range h {
+				opts = append(opts, option.WithHeader(k, v))
+			}
+		}
+	}
+	if cfg.Timeout != nil && *cfg.Timeout > 0 {
+		opts = append(opts, option.WithRequestTimeout(time.Duration(*cfg.Timeout*float64(time.Second))))
+	}
+	return &Client{cfg: cfg, api: openai.NewClient(opts...), sleep: sleepCtx}
+}
+
+// Config returns the client's configuration.
+func (c *Client) Config() Config { return c.cfg }
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// backoff is the wait before retry number attempt (1-based): exponential from
+// RetryMinWait by RetryMultiplier, capped at RetryMaxWait, and at least the
+// server's Retry-After.
+func (c *Client) backoff(attempt int, e *Error) time.Duration {
+	w := c.cfg.RetryMinWait * math.Pow(math.Max(c.cfg.RetryMultiplier, 1), float64(attempt-1))
+	w = math.Min(w, c.cfg.RetryMaxWait)
+	d := time.Duration(w * float64(time.Second))
+	if e.RetryAfter > d {
+		d = e.RetryAfter
+	}
+	return d
+}
+
+// Complete sends req and returns the completion. Transient failures
+// (connection errors, 408, 429, 5xx) are retried up to NumRetries times with
+// backoff; the last failure is returned as *Error. When the config has
+// stream=true the response is streamed and each piece is passed to onDelta
+// (which may be nil). ctx cancellation aborts the call in flight.
+func (c *Client) Complete(ctx context.Context, req Request, onDelta func(Delta)) (*Response, error) {
+	params, err := c.params(req)
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 0; ; attempt++ {
+		resp, err := c.once(ctx, params, onDelta)
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		var le *Error
+		if !errors.As(err, &le) || !le.Retryable() || attempt >= c.cfg.NumRetries {
+			return nil, err
+		}
+		wait := c.backoff(attempt+1, le)
+		slog.Warn("llm: retrying", "attempt", attempt+1, "wait", wait, "error", le.Error())
+		if c.OnWait != nil {
+			c.OnWait(RetryEvent{Attempt: attempt + 1, Err: le, Wait: wait})
+		}
+		if err := c.sleep(ctx, wait); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
+	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.APIModel())}
+	for _, m := range req.Messages {
+		mp, err := messageParam(m)
+		if err != nil {
+			return p, err
+		}
+		p.Messages = append(p.Messages, mp)
+	}
+	for _, t := range req.Tools {
+		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+			Name: t.Name, Description: openai.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
+		}))
+	}
+	if c.cfg.Temperature != nil {
+		p.Temperature = openai.Float(*c.cfg.Temperature)
+	}
+	if c.cfg.TopP != nil {
+		p.TopP = openai.Float(*c.cfg.TopP)
+	}
+	if c.cfg.MaxOutputTokens != nil {
+		p.MaxCompletionTokens = openai.Int(int64(*c.cfg.MaxOutputTokens))
+	}
+	if c.cfg.Seed != nil {
+		p.Seed = openai.Int(int64(*c.cfg.Seed))
+	}
+	if c.cfg.ReasoningEffort != nil && *c.cfg.ReasoningEffort != "" && *c.cfg.ReasoningEffort != "none" {
+		p.ReasoningEffort = shared.ReasoningEffort(*c.cfg.ReasoningEffort)
+	}
+	return p, nil
+}
+
+func messageParam(m events.Message) (openai.ChatCompletionMessageParamUnion, error) {
+	text := m.Text()
+	switch m.Role {
+	case events.RoleSystem:
+		return openai.SystemMessage(text), nil
+	case events.RoleTool:
+		id := ""
+		if m.ToolCallID != nil {
+			id = *m.ToolCallID
+		}
+		return openai.ToolMessage(text, id), nil
+	case events.RoleAssistant:
+		var a openai.ChatCompletionAssistantMessageParam
+		if text != "" || len(m.ToolCalls) == 0 {
+			a.Content.OfString = openai.String(text)
+		}
+		for _, tc := range m.ToolCalls {
+			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
+				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
+					ID:       tc.ID,
+					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
+				},
+			})
+		}
+		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+	default:
+		var parts []openai.ChatCompletionContentPartUnionParam
+		images := false
+		for _, ct := range m.Content {
+			switch ct := ct.(type) {
+			case *events.TextContent:
+				parts = append(parts, openai.TextContentPart(ct.Text))
+			case *events.ImageContent:
+				for _, u := range ct.ImageURLs {
+					images = true
+					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: u}))
+				}
+			}
+		}
+		if !images {
+			return openai.UserMessage(text), nil
+		}
+		return openai.UserMessage(parts), nil
+	}
+}
+
+func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onDelta func(Delta)) (*Response, error) {
+	start := time.Now()
+	raw, _ := json.Marshal(p)
+	var httpResp *http.Response
+	reqOpts := []option.RequestOption{option.WithResponseInto(&httpResp)}
+	if len(c.cfg.LiteLLMExtraBody) > 0 {
+		var extra map[string]any
+		if json.Unmarshal(c.cfg.LiteLLMExtraBody, &extra) == nil {
+			for k, v := range extra {
+				reqOpts = append(reqOpts, option.WithJSONSet(k, v))
+			}
+		}
+	}
+	var completion *openai.ChatCompletion
+	if c.cfg.Stream {
+		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
+		raw, _ = json.Marshal(p)
+		stream := c.api.Chat.Completions.NewStreaming(ctx, p, reqOpts...)
+		acc := openai.ChatCompletionAccumulator{}
+		var reasoning strings.Builder
+		for stream.Next() {
+			chunk := stream.Current()
+			acc.AddChunk(chunk)
+			if len(chunk.Choices) > 0 {
+				d := Delta{Content: chunk.Choices[0].Delta.Content}
+				if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
+					var s string
+					if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+						d.ReasoningContent = s
+						reasoning.WriteString(s)
+					}
+				}
+				if onDelta != nil && (d.Content != "" || d.ReasoningContent != "") {
+					onDelta(d)
+				}
+			}
+		}
+		if err := stream.Err(); err != nil {
+			return nil, classify(err, httpResp)
+		}
+		stream.Close()
+		completion = &acc.ChatCompletion
+		resp := c.convert(completion, httpResp)
+		if resp.ReasoningContent == "" {
+			resp.ReasoningContent = reasoning.String()
+		}
+		resp.Latency, resp.RawRequest = time.Since(start), raw
+		resp.RawResponse, _ = json.Marshal(completion)
+		return resp, nil
+	}
+	completion, err := c.api.Chat.Completions.New(ctx, p, reqOpts...)
+	if err != nil {
+		return nil, classify(err, httpResp)
+	}
+	if len(completion.Choices) == 0 {
+		return nil, &Error{Kind: ErrTransient, StatusCode: 200, Message: "the response has no choices"}
+	}
+	resp := c.convert(completion, httpResp)
+	resp.Latency, resp.RawRequest = time.Since(start), raw
+	resp.RawResponse = json.RawMessage(completion.RawJSON())
+	return resp, nil
+}
+
+func (c *Client) convert(cc *openai.ChatCompletion, httpResp *http.Response) *Response {
+	r := &Response{ID: cc.ID, Model: cc.Model}
+	if r.ID == "" {
+		r.ID = "chatcmpl-" + events.NewID()
+	}
+	if len(cc.Choices) > 0 {
+		ch := cc.Choices[0]
+		r.Content = ch.Message.Content
+		r.FinishReason = ch.FinishReason
+		if f, ok := ch.Message.JSON.ExtraFields["reasoning_content"]; ok {
+			var s string
+			if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+				r.ReasoningContent = s
+			}
+		}
+		for _, tc := range ch.Message.ToolCalls {
+			args := tc.Function.Arguments
+			if args == "" {
+				args = "{}"
+			}
+			r.ToolCalls = append(r.ToolCalls, events.MessageToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args, Origin: events.OriginCompletion})
+		}
+		if f, ok := ch.JSON.ExtraFields["token_ids"]; ok {
+			_ = json.Unmarshal([]byte(f.Raw()), &r.ResponseTokenIDs)
+		}
+	}
+	if f, ok := cc.JSON.ExtraFields["prompt_token_ids"]; ok {
+		_ = json.Unmarshal([]byte(f.Raw()), &r.PromptTokenIDs)
+	}
+	u := cc.Usage
+	r.Usage = Usage{
+		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		CacheReadTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens,
+	}
+	if c.cfg.InputCostPerToken != nil {
+		r.Cost += float64(u.PromptTokens) * *c.cfg.InputCostPerToken
+	}
+	if c.cfg.OutputCostPerToken != nil {
+		r.Cost += float64(u.CompletionTokens) * *c.cfg.OutputCostPerToken
+	}
+	if httpResp != nil {
+		if v := httpResp.Header.Get("x-litellm-response-cost"); v != "" && r.Cost == 0 {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				r.Cost = f
+			}
+		}
+	}
+	return r
+}
+
+var contextWindowHints = []string{"context length", "context_length", "context window", "maximum context", "too many tokens", "prompt is too long", "input is too long", "reduce the length"}
+
+// classify turns a client error into an *Error.
+func classify(err error, httpResp *http.Response) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var apiErr *openai.Error
+	if errors.As(err, &apiErr) {
+		e := &Error{StatusCode: apiErr.StatusCode, Message: apiMessage(apiErr)}
+		if apiErr.Response != nil {
+			e.RetryAfter = retryAfter(apiErr.Response.Header.Get("Retry-After"))
+		}
+		low := strings.ToLower(e.Message)
+		switch {
+		case apiErr.StatusCode == 401 || apiErr.StatusCode == 403:
+			e.Kind = ErrAuth
+		case apiErr.StatusCode == 429:
+			e.Kind = ErrRateLimit
+		case apiErr.StatusCode == 408 || apiErr.StatusCode >= 500:
+			e.Kind = ErrTransient
+		case containsAny(low, contextWindowHints):
+			e.Kind = ErrContextWindow
+		default:
+			e.Kind = ErrBadRequest
+		}
+		return e
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "EOF") {
+		return &Error{Kind: ErrTransient, Message: err.Error()}
+	}
+	return &Error{Kind: ErrTransient, Message: err.Error()}
+}
+
+func apiMessage(e *openai.Error) string {
+	if e.Message != "" {
+		return e.Message
+	}
+	raw := e.RawJSON()
+	if raw == "" {
+		return http.StatusText(e.StatusCode)
+	}
+	if len(raw) > 500 {
+		raw = raw[:500]
+	}
+	return raw
+}
+
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t)
+	}
+	return 0
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

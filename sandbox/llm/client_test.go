@@ -1,0 +1,236 @@
+package llm_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func client(s *llmtest.Server, mod func(*llm.Config)) *llm.Client {
+	cfg := llm.Config{Model: "litellm_proxy/test-model", BaseURL: &s.URL, APIKey: ptr("sk-test"),
+		NumRetries: 3, RetryMinWait: 0.001, RetryMaxWait: 0.01, RetryMultiplier: 2}
+	if mod != nil {
+		mod(&cfg)
+	}
+	return llm.New(cfg)
+}
+
+func userReq(text string) llm.Request {
+	return llm.Request{
+		Messages: []events.Message{
+			{Role: "system", Content: []events.Content{events.TextItem("You are a test.")}},
+			{Role: "user", Content: []events.Content{events.TextItem(text)}},
+		},
+		Tools: []llm.Tool{{Name: "terminal", Description: "Run a command.", Parameters: map[string]any{
+			"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}}, "required": []string{"command"}}}},
+	}
+}
+
+func TestTextAndToolCalls(t *testing.T) {
+	s := llmtest.New(
+		llmtest.Reply{Text: "Hello!", Reasoning: "be nice", Usage: &llmtest.Usage{PromptTokens: 11, CompletionTokens: 3, CachedTokens: 2}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			{ID: "c1", Name: "terminal", Arguments: map[string]any{"command": "ls"}},
+			{ID: "c2", Name: "terminal", Arguments: map[string]any{"command": "pwd"}},
+		}},
+	)
+	defer s.Close()
+	c := client(s, nil)
+	r, err := c.Complete(context.Background(), userReq("hi"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Content != "Hello!" || r.ReasoningContent != "be nice" || r.ID == "" {
+		t.Fatalf("response %+v", r)
+	}
+	if r.Usage.PromptTokens != 11 || r.Usage.CompletionTokens != 3 || r.Usage.CacheReadTokens != 2 {
+		t.Fatalf("usage %+v", r.Usage)
+	}
+	r, err = c.Complete(context.Background(), userReq("run"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.ToolCalls) != 2 || r.ToolCalls[0].ID != "c1" || r.ToolCalls[1].Arguments != `{"command":"pwd"}` || r.ToolCalls[0].Origin != "completion" {
+		t.Fatalf("tool calls %+v", r.ToolCalls)
+	}
+	reqs := s.Requests()
+	if reqs[0].Model != "test-model" {
+		t.Fatalf("provider prefix not stripped: %s", reqs[0].Model)
+	}
+	if got := reqs[0].Header.Get("Authorization"); got != "Bearer sk-test" {
+		t.Fatalf("auth header %q", got)
+	}
+	if names := reqs[0].ToolNames(); len(names) != 1 || names[0] != "terminal" {
+		t.Fatalf("tools %v", names)
+	}
+}
+
+func TestAssistantToolHistoryIsSent(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{Text: "ok"})
+	defer s.Close()
+	req := userReq("hi")
+	req.Messages = append(req.Messages,
+		events.Message{Role: "assistant", ToolCalls: []events.MessageToolCall{{ID: "c1", Name: "terminal", Arguments: `{"command":"ls"}`, Origin: "completion"}}},
+		events.Message{Role: "tool", ToolCallID: ptr("c1"), Content: []events.Content{events.TextItem("a.txt")}},
+	)
+	if _, err := client(s, nil).Complete(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	msgs := s.Requests()[0].Messages
+	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[2].ToolCallNames()[0] != "terminal" || msgs[3].ToolCallID != "c1" || msgs[3].Text() != "a.txt" {
+		t.Fatalf("history not sent as expected: %+v", msgs)
+	}
+}
+
+func TestErrorClassificationAndRetries(t *testing.T) {
+	cases := []struct {
+		name     string
+		replies  []llmtest.Reply
+		wantKind error
+		wantReqs int
+	}{
+		{"auth is not retried", []llmtest.Reply{{Status: 401, Error: "bad key"}}, llm.ErrAuth, 1},
+		{"bad request is not retried", []llmtest.Reply{{Status: 400, Error: "unknown parameter"}}, llm.ErrBadRequest, 1},
+		{"context window", []llmtest.Reply{{Status: 400, Error: "This model's maximum context length is 8192 tokens"}}, llm.ErrContextWindow, 1},
+		{"5xx retried then succeeds", []llmtest.Reply{{Status: 502}, {Status: 503}, {Text: "ok"}}, nil, 3},
+		{"429 retried then succeeds", []llmtest.Reply{{Status: 429, Error: "slow down"}, {Text: "ok"}}, nil, 2},
+		{"retries exhausted", []llmtest.Reply{{Status: 500}, {Status: 500}, {Status: 500}, {Status: 500}}, llm.ErrTransient, 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := llmtest.New(tc.replies...)
+			defer s.Close()
+			var waits []llm.RetryEvent
+			c := client(s, nil)
+			c.OnWait = func(e llm.RetryEvent) { waits = append(waits, e) }
+			_, err := c.Complete(context.Background(), userReq("x"), nil)
+			if tc.wantKind == nil && err != nil {
+				t.Fatal(err)
+			}
+			if tc.wantKind != nil && !errors.Is(err, tc.wantKind) {
+				t.Fatalf("got %v, want %v", err, tc.wantKind)
+			}
+			if n := len(s.Requests()); n != tc.wantReqs {
+				t.Fatalf("%d requests, want %d", n, tc.wantReqs)
+			}
+			if len(waits) != tc.wantReqs-1 {
+				t.Fatalf("%d retry waits reported, want %d", len(waits), tc.wantReqs-1)
+			}
+		})
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{Status: 429, RetryAfter: 1}, llmtest.Reply{Text: "ok"})
+	defer s.Close()
+	c := client(s, nil)
+	var wait time.Duration
+	c.OnWait = func(e llm.RetryEvent) { wait = e.Wait }
+	if _, err := c.Complete(context.Background(), userReq("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	if wait < time.Second {
+		t.Fatalf("Retry-After ignored: waited %v", wait)
+	}
+}
+
+func TestCancelAbortsCallInFlight(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{Text: "late", Delay: 30 * time.Second})
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		_ = s.WaitRequests(context.Background(), 1)
+		cancel()
+	}()
+	start := time.Now()
+	_, err := client(s, nil).Complete(ctx, userReq("x"), nil)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("cancel did not abort the call")
+	}
+}
+
+func TestStreaming(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{Text: "Streaming works fine here.", Reasoning: "thinking hard about it",
+		ToolCalls: []llmtest.ToolCall{{ID: "c9", Name: "terminal", Arguments: map[string]any{"command": "echo hi"}}},
+		Usage:     &llmtest.Usage{PromptTokens: 7, CompletionTokens: 9}})
+	defer s.Close()
+	c := client(s, func(cfg *llm.Config) { cfg.Stream = true })
+	var mu sync.Mutex
+	var content, reasoning strings.Builder
+	n := 0
+	r, err := c.Complete(context.Background(), userReq("x"), func(d llm.Delta) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		content.WriteString(d.Content)
+		reasoning.WriteString(d.ReasoningContent)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 4 || content.String() != "Streaming works fine here." || reasoning.String() != "thinking hard about it" {
+		t.Fatalf("deltas %d %q %q", n, content.String(), reasoning.String())
+	}
+	if r.Content != "Streaming works fine here." || r.ReasoningContent != "thinking hard about it" || len(r.ToolCalls) != 1 || r.ToolCalls[0].Arguments != `{"command":"echo hi"}` {
+		t.Fatalf("accumulated response %+v", r)
+	}
+	if r.Usage.PromptTokens != 7 || r.Usage.CompletionTokens != 9 {
+		t.Fatalf("usage %+v", r.Usage)
+	}
+	if !s.Requests()[0].Stream {
+		t.Fatal("request was not a streaming request")
+	}
+}
+
+func TestTokenIDsAndCost(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{Text: "x", PromptTokenIDs: []int{1, 2}, ResponseTokenIDs: []int{3},
+		Usage: &llmtest.Usage{PromptTokens: 1000, CompletionTokens: 100}})
+	defer s.Close()
+	c := client(s, func(cfg *llm.Config) {
+		cfg.InputCostPerToken, cfg.OutputCostPerToken = ptr(0.000001), ptr(0.00001)
+	})
+	r, err := c.Complete(context.Background(), userReq("x"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.PromptTokenIDs) != 2 || len(r.ResponseTokenIDs) != 1 {
+		t.Fatalf("token ids %v %v", r.PromptTokenIDs, r.ResponseTokenIDs)
+	}
+	if r.Cost < 0.00199 || r.Cost > 0.00201 {
+		t.Fatalf("cost %v", r.Cost)
+	}
+}
+
+func TestNoScriptLeftIsAnError(t *testing.T) {
+	s := llmtest.New()
+	defer s.Close()
+	_, err := client(s, func(c *llm.Config) { c.NumRetries = 0 }).Complete(context.Background(), userReq("x"), nil)
+	if !errors.Is(err, llm.ErrTransient) || !strings.Contains(err.Error(), "no scripted reply") {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestMatchText(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{MatchText: "banana", Text: "yellow"}, llmtest.Reply{MatchText: "apple", Text: "red"})
+	defer s.Close()
+	c := client(s, nil)
+	r, err := c.Complete(context.Background(), userReq("An APPLE please"), nil)
+	if err != nil || r.Content != "red" {
+		t.Fatalf("%v %+v", err, r)
+	}
+	if s.Remaining() != 1 {
+		t.Fatal("matched reply not consumed")
+	}
+}
