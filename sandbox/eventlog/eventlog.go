@@ -324,6 +324,23 @@ func (l *Log) Wait(ctx context.Context, n int) error {
 	}
 }
 
+// Changed returns a channel closed at the next publish (or at Close). Take it
+// before reading so an append between the read and the wait is not missed.
+func (l *Log) Changed() <-chan struct{} {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.notify
+}
+
+// PositionAt returns the position of the first event with a timestamp at or
+// after t (Len() when there is none).
+func (l *Log) PositionAt(t time.Time) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	us := t.UnixMicro()
+	return sort.Search(len(l.entries), func(i int) bool { return l.entries[i].ts >= us })
+}
+
 func (l *Log) read(e entry) ([]byte, error) {
 	b := make([]byte, e.n)
 	if _, err := l.f.ReadAt(b, e.off); err != nil && !(errors.Is(err, io.EOF) && len(b) == int(e.n)) {

@@ -1,0 +1,499 @@
+// Package agent runs conversations: it keeps a conversation's state and event
+// log, builds the LLM's view of the history, and runs the agent loop (LLM call
+// → ActionEvents → tools → ObservationEvents) with its status machine.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/tools"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Errors returned by conversation operations.
+var (
+	ErrAlreadyRunning = errors.New("Conversation already running. Wait for completion or pause first.")
+	ErrClosed         = errors.New("conversation closed")
+)
+
+const (
+	metaFile  = "meta.json"
+	stateFile = "state.json"
+)
+
+// meta is what a conversation was created with, plus its editable metadata.
+type meta struct {
+	ID        string                        `json:"id"`
+	Request   wire.StartConversationRequest `json:"request"`
+	Title     *string                       `json:"title"`
+	Tags      map[string]string             `json:"tags"`
+	CreatedAt events.Time                   `json:"created_at"`
+}
+
+// state is the mutable runtime state.
+type state struct {
+	ExecutionStatus          wire.ExecutionStatus    `json:"execution_status"`
+	ConfirmationPolicy       wire.ConfirmationPolicy `json:"confirmation_policy"`
+	LastUserMessageID        *string                 `json:"last_user_message_id"`
+	Stats                    wire.Stats              `json:"stats"`
+	ActivatedKnowledgeSkills []string                `json:"activated_knowledge_skills"`
+	SystemPromptEmitted      bool                    `json:"system_prompt_emitted"`
+	UpdatedAt                events.Time             `json:"updated_at"`
+}
+
+// Transient is a frame sent to live subscribers only (never persisted).
+// Subscribers deliver every logged event before position AfterLog first.
+type Transient struct {
+	Frame    []byte
+	AfterLog int
+}
+
+// Options configure a conversation.
+type Options struct {
+	// Dir is the conversation's private persistence directory.
+	Dir string
+	// OnChange is called (from any goroutine, without locks held) after the
+	// conversation's info changed: status, stats, title, tags.
+	OnChange func(*Conversation)
+	// Log is the logger; nil uses slog.Default.
+	Log *slog.Logger
+}
+
+// Conversation is one conversation: its state, event log, tools and loop.
+// It is safe for concurrent use.
+type Conversation struct {
+	id   uuid.UUID
+	dir  string
+	opts Options
+	log  *eventlog.Log
+	lg   *slog.Logger
+
+	mu      sync.Mutex
+	meta    meta
+	st      state
+	history []events.Event // events the LLM sees, in log order
+	tools   []tools.Tool
+	byName  map[string]tools.Tool
+	client  *llm.Client
+	closed  bool
+
+	running    bool
+	rerun      bool
+	pauseAsked bool
+	cancelRun  context.CancelFunc
+	runDone    chan struct{}
+
+	subMu sync.Mutex
+	subs  map[chan Transient]struct{}
+}
+
+// Create makes a new conversation in opts.Dir from req (already validated)
+// and returns it idle. The directory must not hold a conversation yet.
+func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest, opts Options) (*Conversation, error) {
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create conversation dir: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(opts.Dir, metaFile)); err == nil {
+		return nil, fmt.Errorf("create conversation %s: already exists", id)
+	}
+	if err := os.MkdirAll(req.Workspace.WorkingDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create working dir: %w", err)
+	}
+	policy := wire.NeverConfirm()
+	if req.ConfirmationPolicy != nil {
+		policy = *req.ConfirmationPolicy
+	}
+	now := events.Now()
+	c := newConversation(id, opts)
+	c.meta = meta{ID: id.String(), Request: req, Tags: req.Tags, CreatedAt: now}
+	if c.meta.Tags == nil {
+		c.meta.Tags = map[string]string{}
+	}
+	c.st = state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
+		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}}
+	if err := writeJSON(filepath.Join(opts.Dir, metaFile), &c.meta); err != nil {
+		return nil, err
+	}
+	if err := writeJSON(filepath.Join(opts.Dir, stateFile), &c.st); err != nil {
+		return nil, err
+	}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Load reopens a conversation persisted in opts.Dir. A conversation that was
+// running when the server stopped comes back with status error, and every
+// action left without an observation gets an AgentErrorEvent.
+func Load(ctx context.Context, opts Options) (*Conversation, error) {
+	var m meta
+	if err := readJSON(filepath.Join(opts.Dir, metaFile), &m); err != nil {
+		return nil, err
+	}
+	id, err := uuid.Parse(m.ID)
+	if err != nil {
+		return nil, fmt.Errorf("load conversation: bad id in %s: %w", opts.Dir, err)
+	}
+	c := newConversation(id, opts)
+	c.meta = m
+	if err := readJSON(filepath.Join(opts.Dir, stateFile), &c.st); err != nil {
+		return nil, err
+	}
+	if c.st.Stats.UsageToMetrics == nil {
+		c.st.Stats.UsageToMetrics = map[string]*wire.Metrics{}
+	}
+	if err := c.open(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.recover(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func newConversation(id uuid.UUID, opts Options) *Conversation {
+	lg := opts.Log
+	if lg == nil {
+		lg = slog.Default()
+	}
+	return &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg.With("conversation", id.String()),
+		subs: map[chan Transient]struct{}{}, byName: map[string]tools.Tool{}}
+}
+
+// open opens the event log, rebuilds the LLM history and builds the tools.
+func (c *Conversation) open(ctx context.Context) error {
+	l, err := eventlog.Open(c.dir)
+	if err != nil {
+		return err
+	}
+	c.log = l
+	for i := 0; i < l.Len(); i += 500 {
+		batch, err := l.ReadFrom(i, 500)
+		if err != nil {
+			l.Close()
+			return err
+		}
+		for _, b := range batch {
+			ev, err := events.Decode(b)
+			if err != nil {
+				l.Close()
+				return fmt.Errorf("load conversation %s: stored event: %w", c.id, err)
+			}
+			if inView(ev) {
+				c.history = append(c.history, ev)
+			}
+		}
+	}
+	req := c.meta.Request
+	env := tools.Env{ConversationID: c.id.String(), WorkDir: req.Workspace.WorkingDir,
+		StateDir: filepath.Join(c.dir, "tools"), Log: c.lg}
+	ts, err := tools.Build(ctx, env, req.Agent.Tools)
+	if err != nil {
+		l.Close()
+		return err
+	}
+	c.tools = ts
+	for _, t := range ts {
+		c.byName[t.Name()] = t
+	}
+	c.client = llm.New(req.Agent.LLM)
+	return nil
+}
+
+// recover repairs a conversation whose server stopped mid-run.
+func (c *Conversation) recover(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.st.ExecutionStatus != wire.StatusRunning {
+		return nil
+	}
+	var orphans []events.Event
+	for _, a := range c.unansweredActionsLocked() {
+		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
+			Error: "A restart occurred while this tool was in progress. The tool call was interrupted and its result is unknown; check the state before retrying."})
+	}
+	if err := c.emitLocked(ctx, orphans...); err != nil {
+		return err
+	}
+	return c.setStatusLocked(ctx, wire.StatusError)
+}
+
+// unansweredActionsLocked lists executable actions without a result.
+func (c *Conversation) unansweredActionsLocked() []*events.ActionEvent {
+	answered := map[string]bool{}
+	for _, ev := range c.history {
+		switch e := ev.(type) {
+		case *events.ObservationEvent:
+			answered[e.ToolCallID] = true
+		case *events.AgentErrorEvent:
+			answered[e.ToolCallID] = true
+		case *events.UserRejectObservation:
+			answered[e.ToolCallID] = true
+		}
+	}
+	var out []*events.ActionEvent
+	for _, ev := range c.history {
+		if a, ok := ev.(*events.ActionEvent); ok && a.Action != nil && !answered[a.ToolCallID] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// ID returns the conversation id.
+func (c *Conversation) ID() uuid.UUID { return c.id }
+
+// Dir returns the persistence directory.
+func (c *Conversation) Dir() string { return c.dir }
+
+// Log returns the event log.
+func (c *Conversation) Log() *eventlog.Log { return c.log }
+
+// Status returns the execution status.
+func (c *Conversation) Status() wire.ExecutionStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.st.ExecutionStatus
+}
+
+// Running reports whether a run is in progress.
+func (c *Conversation) Running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.running
+}
+
+// inView reports whether an event is part of what the LLM sees.
+func inView(ev events.Event) bool {
+	switch ev.(type) {
+	case *events.MessageEvent, *events.ActionEvent, *events.ObservationEvent, *events.AgentErrorEvent,
+		*events.UserRejectObservation, *events.Condensation, *events.CondensationRequest:
+		return true
+	}
+	return false
+}
+
+// emitLocked appends events durably and adds them to the history. c.mu must
+// be held.
+func (c *Conversation) emitLocked(ctx context.Context, evs ...events.Event) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if err := c.log.Append(context.WithoutCancel(ctx), evs...); err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	for _, ev := range evs {
+		if inView(ev) {
+			c.history = append(c.history, ev)
+		}
+	}
+	c.st.UpdatedAt = events.Now()
+	return nil
+}
+
+// emitStateLocked appends a ConversationStateUpdateEvent for key.
+func (c *Conversation) emitStateLocked(ctx context.Context, key string, value any) error {
+	raw, err := strictjson.Marshal(value)
+	if err != nil {
+		return fmt.Errorf("encode state %s: %w", key, err)
+	}
+	return c.emitLocked(ctx, &events.ConversationStateUpdateEvent{Key: key, Value: raw})
+}
+
+// setStatusLocked changes the execution status, persists it and emits the
+// state update. No-op when unchanged.
+func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStatus) error {
+	if c.st.ExecutionStatus == s {
+		return nil
+	}
+	c.st.ExecutionStatus = s
+	if err := c.saveStateLocked(); err != nil {
+		return err
+	}
+	if err := c.emitStateLocked(ctx, "execution_status", s); err != nil {
+		return err
+	}
+	c.changed()
+	return nil
+}
+
+func (c *Conversation) saveStateLocked() error {
+	c.st.UpdatedAt = events.Now()
+	return writeJSON(filepath.Join(c.dir, stateFile), &c.st)
+}
+
+// changed notifies OnChange asynchronously.
+func (c *Conversation) changed() {
+	if c.opts.OnChange != nil {
+		go c.opts.OnChange(c)
+	}
+}
+
+// Subscribe returns a channel of transient frames (full_state snapshots,
+// streaming deltas) and a function to unsubscribe. Slow subscribers lose
+// frames rather than block the conversation.
+func (c *Conversation) Subscribe() (<-chan Transient, func()) {
+	ch := make(chan Transient, 256)
+	c.subMu.Lock()
+	c.subs[ch] = struct{}{}
+	c.subMu.Unlock()
+	return ch, func() {
+		c.subMu.Lock()
+		delete(c.subs, ch)
+		c.subMu.Unlock()
+	}
+}
+
+func (c *Conversation) broadcast(frame []byte) {
+	t := Transient{Frame: frame, AfterLog: c.log.Len()}
+	c.subMu.Lock()
+	defer c.subMu.Unlock()
+	for ch := range c.subs {
+		select {
+		case ch <- t:
+		default:
+			c.lg.Warn("dropping transient frame for a slow subscriber")
+		}
+	}
+}
+
+// FullState returns the full_state ConversationStateUpdateEvent (not
+// persisted), sent to new subscribers and after every run.
+func (c *Conversation) FullState() *events.ConversationStateUpdateEvent {
+	info := c.Info()
+	raw := strictjson.MustMarshal(&info)
+	return events.Stamp(&events.ConversationStateUpdateEvent{Key: "full_state", Value: raw})
+}
+
+func (c *Conversation) broadcastFullState() {
+	c.broadcast(events.MustEncode(c.FullState()))
+}
+
+// Info returns the conversation's info with secrets redacted.
+func (c *Conversation) Info() wire.ConversationInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.infoLocked()
+}
+
+func (c *Conversation) infoLocked() wire.ConversationInfo {
+	req := c.meta.Request
+	agentCfg := req.Agent.Redact()
+	combined := c.st.Stats.Combined()
+	var lastEvent *string
+	if n := c.log.Len(); n > 0 {
+		if b, err := c.log.ReadFrom(n-1, 1); err == nil && len(b) == 1 {
+			if v, err := strictjson.Parse(b[0]); err == nil {
+				if idv, ok := v.Get("id"); ok {
+					s := idv.Str
+					lastEvent = &s
+				}
+			}
+		}
+	}
+	info := wire.ConversationInfo{
+		ID: c.id.String(), Agent: agentCfg, Workspace: req.Workspace, PersistenceDir: c.dir,
+		MaxIterations: req.MaxIterations, StuckDetection: req.StuckDetection,
+		ExecutionStatus: c.st.ExecutionStatus, ConfirmationPolicy: c.st.ConfirmationPolicy,
+		SecurityAnalyzer:         req.SecurityAnalyzer,
+		ActivatedKnowledgeSkills: c.st.ActivatedKnowledgeSkills, InvokedSkills: []string{},
+		BlockedActions: map[string]string{}, BlockedMessages: map[string]string{},
+		LastUserMessageID: c.st.LastUserMessageID, LeafEventID: lastEvent,
+		Stats:          c.st.Stats,
+		SecretRegistry: wire.SecretRegistry{SecretSources: wire.RedactSecrets(req.Secrets)},
+		AgentState:     map[string]string{}, HookConfig: req.HookConfig,
+		Title: c.meta.Title, Metrics: &combined,
+		CreatedAt: c.meta.CreatedAt, UpdatedAt: c.st.UpdatedAt, Tags: c.meta.Tags,
+		ParentConversationID: req.ParentConversationID, SubConversationIDs: []string{},
+		CurrentModelID: &req.Agent.LLM.Model, AvailableModels: []string{req.Agent.LLM.Model},
+		ClientTools: req.ClientTools,
+	}
+	if info.SecretRegistry.SecretSources == nil {
+		info.SecretRegistry.SecretSources = map[string]wire.SecretSource{}
+	}
+	if req.ObservabilitySpanName != nil || req.ObservabilityTags != nil || req.ObservabilityMetadata != nil {
+		info.Observability = &wire.ObservabilityInfo{SpanName: req.ObservabilitySpanName, Tags: req.ObservabilityTags, Metadata: req.ObservabilityMetadata}
+	}
+	return info
+}
+
+// Close stops a run in progress, closes the tools and the log.
+func (c *Conversation) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	cancel, done := c.cancelRun, c.runDone
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			c.lg.Warn("run did not stop within 10s of close")
+		}
+	}
+	tools.CloseAll(c.tools)
+	return c.log.Close()
+}
+
+func writeJSON(path string, v any) error {
+	b, err := strictjson.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	return WriteFileAtomic(path, b)
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", filepath.Base(path), err)
+	}
+	if err := strictjson.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	return nil
+}
+
+// WriteFileAtomic writes data to path through a synced temporary file and a
+// rename, so readers see the old or the new content, never a torn one.
+func WriteFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("rename %s: %w", path, err)
+	}
+	return nil
+}

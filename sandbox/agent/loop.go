@@ -1,0 +1,546 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// SendMessage appends a user message. A finished or stuck conversation
+// becomes idle. With run=true a run starts, or, when one is in progress, the
+// running loop picks the message up (it is never lost).
+func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequest) (*events.MessageEvent, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if err := c.ensureSystemPromptLocked(ctx); err != nil {
+		return nil, err
+	}
+	msg := &events.MessageEvent{Base: events.Base{Source: events.SourceUser},
+		LLMMessage: events.Message{Role: events.RoleUser, Content: req.Content}}
+	if s := c.meta.Request.Agent.AgentContext; s != nil && s.UserMessageSuffix != nil && *s.UserMessageSuffix != "" {
+		msg.ExtendedContent = append(msg.ExtendedContent, events.Text(*s.UserMessageSuffix))
+	}
+	if err := c.emitLocked(ctx, msg); err != nil {
+		return nil, err
+	}
+	id := msg.ID
+	c.st.LastUserMessageID = &id
+	if err := c.saveStateLocked(); err != nil {
+		return nil, err
+	}
+	if err := c.emitStateLocked(ctx, "last_user_message_id", id); err != nil {
+		return nil, err
+	}
+	if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
+		if err := c.setStatusLocked(ctx, wire.StatusIdle); err != nil {
+			return nil, err
+		}
+	}
+	if req.Run {
+		if c.running {
+			c.rerun = true
+		} else if err := c.startRunLocked(ctx); err != nil {
+			return nil, err
+		}
+	}
+	c.changed()
+	return msg, nil
+}
+
+// Run starts the agent loop in the background. It returns ErrAlreadyRunning
+// when a run is in progress. A finished conversation stays finished until a
+// new message arrives.
+func (c *Conversation) Run(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.running {
+		return ErrAlreadyRunning
+	}
+	if c.st.ExecutionStatus == wire.StatusFinished {
+		return nil
+	}
+	if err := c.ensureSystemPromptLocked(ctx); err != nil {
+		return err
+	}
+	return c.startRunLocked(ctx)
+}
+
+// Pause stops the agent at the next step boundary (an LLM call in flight
+// completes first). It emits a PauseEvent and sets the status paused; it is a
+// no-op unless the conversation is idle or running.
+func (c *Conversation) Pause(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	s := c.st.ExecutionStatus
+	if s != wire.StatusIdle && s != wire.StatusRunning {
+		c.mu.Unlock()
+		return nil
+	}
+	if err := c.emitLocked(ctx, &events.PauseEvent{}); err != nil {
+		c.mu.Unlock()
+		return err
+	}
+	if c.running {
+		c.pauseAsked = true
+	}
+	err := c.setStatusLocked(ctx, wire.StatusPaused)
+	c.mu.Unlock()
+	c.broadcastFullState()
+	return err
+}
+
+// WaitIdle blocks until no run is in progress or ctx ends.
+func (c *Conversation) WaitIdle(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		running, done := c.running, c.runDone
+		c.mu.Unlock()
+		if !running {
+			return nil
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// ensureSystemPromptLocked emits the SystemPromptEvent once, before the first
+// message or run.
+func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
+	if c.st.SystemPromptEmitted {
+		return nil
+	}
+	ev := &events.SystemPromptEvent{SystemPrompt: events.Text(c.systemPromptText()),
+		Tools: make([]events.ToolDefinition, 0, len(c.tools))}
+	for _, t := range c.tools {
+		ev.Tools = append(ev.Tools, t.Definition())
+	}
+	dc := events.Text(dynamicContext(c.meta.Request.Workspace.WorkingDir, c.secretNamesLocked(), time.Now()))
+	ev.DynamicContext = &dc
+	if err := c.emitLocked(ctx, ev); err != nil {
+		return err
+	}
+	c.st.SystemPromptEmitted = true
+	return c.saveStateLocked()
+}
+
+func (c *Conversation) systemPromptText() string {
+	p := systemPrompt
+	if s := c.meta.Request.Agent.AgentContext; s != nil && s.SystemMessageSuffix != nil && *s.SystemMessageSuffix != "" {
+		p += "\n\n" + *s.SystemMessageSuffix
+	}
+	return p
+}
+
+func (c *Conversation) secretNamesLocked() []string {
+	var names []string
+	for n := range c.meta.Request.Secrets {
+		names = append(names, n)
+	}
+	if ac := c.meta.Request.Agent.AgentContext; ac != nil {
+		for n := range ac.Secrets {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+func (c *Conversation) startRunLocked(ctx context.Context) error {
+	if err := c.setStatusLocked(ctx, wire.StatusRunning); err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.running, c.rerun, c.pauseAsked = true, false, false
+	c.cancelRun, c.runDone = cancel, make(chan struct{})
+	go c.loop(runCtx, c.runDone)
+	return nil
+}
+
+// loop runs steps until the agent finishes, waits, pauses, fails or hits a
+// limit. max_iterations counts steps per run.
+func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
+	defer func() {
+		c.mu.Lock()
+		c.running = false
+		c.cancelRun = nil
+		c.mu.Unlock()
+		close(done)
+		c.broadcastFullState()
+		c.changed()
+	}()
+	iteration := 0
+	for {
+		c.mu.Lock()
+		if c.pauseAsked || ctx.Err() != nil || c.closed {
+			c.mu.Unlock()
+			return
+		}
+		if iteration >= c.meta.Request.MaxIterations {
+			err := c.failLocked(ctx, "MaxIterationsReached",
+				fmt.Sprintf("Agent reached the maximum of %d iterations without finishing. Send a message to continue.", c.meta.Request.MaxIterations))
+			c.logErr(err)
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		iteration++
+
+		finished, err := c.step(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.mu.Lock()
+			code, detail := errorCode(err), err.Error()
+			c.logErr(c.failLocked(ctx, code, detail))
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Lock()
+		if c.rerun {
+			// A message arrived during the step: keep going.
+			c.rerun = false
+			iteration = 0
+			c.logErr(c.setStatusLocked(ctx, wire.StatusRunning))
+			c.mu.Unlock()
+			continue
+		}
+		stop := finished || c.st.ExecutionStatus != wire.StatusRunning
+		c.mu.Unlock()
+		if stop {
+			return
+		}
+	}
+}
+
+func (c *Conversation) logErr(err error) {
+	if err != nil {
+		c.lg.Error("conversation state update failed", "error", err)
+	}
+}
+
+// failLocked records a run-loop failure: ConversationErrorEvent, then status
+// error.
+func (c *Conversation) failLocked(ctx context.Context, code, detail string) error {
+	ev := &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment}, Code: code, Detail: detail}
+	if err := c.emitLocked(ctx, ev); err != nil {
+		return err
+	}
+	return c.setStatusLocked(ctx, wire.StatusError)
+}
+
+func errorCode(err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.Code()
+	}
+	var be *budgetError
+	if errors.As(err, &be) {
+		return "MaxBudgetReached"
+	}
+	return "AgentRuntimeError"
+}
+
+type budgetError struct{ spent, budget float64 }
+
+func (e *budgetError) Error() string {
+	return fmt.Sprintf("Agent reached the cost budget: spent $%.4f of $%.4f.", e.spent, e.budget)
+}
+
+// toolsForLLM returns the function schemas offered to the model: each tool's
+// parameters plus summary, and security_risk for tools that change things.
+func (c *Conversation) toolsForLLM() []llm.Tool {
+	out := make([]llm.Tool, 0, len(c.tools))
+	for _, t := range c.tools {
+		params := map[string]any{}
+		for k, v := range t.Parameters() {
+			params[k] = v
+		}
+		props := map[string]any{}
+		if p, ok := params["properties"].(map[string]any); ok {
+			for k, v := range p {
+				props[k] = v
+			}
+		}
+		if !t.ReadOnly() {
+			props["security_risk"] = map[string]any{"type": "string", "enum": []string{"LOW", "MEDIUM", "HIGH"},
+				"description": "The LLM's assessment of the safety risk of this action."}
+		}
+		props["summary"] = map[string]any{"type": "string",
+			"description": "A concise summary (about 10 words) of what this action does."}
+		params["properties"] = props
+		out = append(out, llm.Tool{Name: t.Name(), Description: t.Definition().Description, Parameters: params})
+	}
+	return out
+}
+
+// step makes one LLM call and acts on it. It reports whether the agent
+// finished. Errors are run-loop failures.
+func (c *Conversation) step(ctx context.Context) (bool, error) {
+	c.mu.Lock()
+	system := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem(c.systemPromptText())}}
+	view := buildView(system, c.history)
+	specs := c.toolsForLLM()
+	cfg := c.client.Config()
+	c.mu.Unlock()
+
+	var onDelta func(llm.Delta)
+	if cfg.Stream {
+		onDelta = func(d llm.Delta) { c.broadcast(streamingDelta(d)) }
+	}
+	resp, err := c.client.Complete(ctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	if err != nil {
+		return false, err
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.recordUsageLocked(ctx, cfg, resp, view); err != nil {
+		return false, err
+	}
+	if len(resp.ToolCalls) == 0 {
+		msg := &events.MessageEvent{Base: events.Base{Source: events.SourceAgent},
+			LLMMessage:    events.Message{Role: events.RoleAssistant, Content: []events.Content{events.TextItem(resp.Content)}},
+			LLMResponseID: &resp.ID}
+		if resp.ReasoningContent != "" {
+			msg.LLMMessage.ReasoningContent = &resp.ReasoningContent
+		}
+		if err := c.emitLocked(ctx, msg); err != nil {
+			return false, err
+		}
+		return true, c.setStatusLocked(ctx, wire.StatusFinished)
+	}
+
+	actions := make([]*events.ActionEvent, len(resp.ToolCalls))
+	argErrors := make([]string, len(resp.ToolCalls))
+	batch := make([]events.Event, len(resp.ToolCalls))
+	for i, tc := range resp.ToolCalls {
+		ae := &events.ActionEvent{ToolName: tc.Name, ToolCallID: tc.ID, ToolCall: tc, LLMResponseID: resp.ID,
+			SecurityRisk: events.RiskUnknown}
+		if i == 0 {
+			if resp.Content != "" {
+				ae.Thought = []events.TextContent{events.Text(resp.Content)}
+			}
+			if resp.ReasoningContent != "" {
+				ae.ReasoningContent = &resp.ReasoningContent
+			}
+		}
+		action, risk, summary, errText := c.parseCallLocked(tc)
+		ae.Action, ae.Summary = action, summary
+		if risk != "" && c.meta.Request.SecurityAnalyzer != nil {
+			ae.SecurityRisk = risk
+		}
+		actions[i], argErrors[i], batch[i] = ae, errText, ae
+	}
+	if err := c.emitLocked(ctx, batch...); err != nil {
+		return false, err
+	}
+
+	// Execute outside the lock, in call order; calls after finish are skipped.
+	c.mu.Unlock()
+	results := make([]events.Event, len(actions))
+	finished := false
+	for i, ae := range actions {
+		if argErrors[i] != "" {
+			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID, Error: argErrors[i]}
+			continue
+		}
+		if finished {
+			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
+				Error: "Not executed: the finish tool was called earlier in the same response."}
+			continue
+		}
+		obs, err := c.byName[ae.ToolName].Execute(ctx, ae.Action)
+		if err != nil {
+			if ctx.Err() != nil {
+				c.mu.Lock()
+				return false, ctx.Err()
+			}
+			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
+				Error: fmt.Sprintf("The %s tool failed: %v", ae.ToolName, err)}
+			continue
+		}
+		results[i] = &events.ObservationEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID, ActionID: ae.ID, Observation: obs}
+		if _, ok := ae.Action.(*events.FinishAction); ok {
+			finished = true
+		}
+	}
+	c.mu.Lock()
+	if err := c.emitLocked(ctx, results...); err != nil {
+		return false, err
+	}
+	if finished {
+		return true, c.setStatusLocked(ctx, wire.StatusFinished)
+	}
+	return false, nil
+}
+
+// parseCallLocked turns a tool call into an action. It strips and returns the
+// security_risk and summary arguments every tool accepts. errText, when not
+// empty, explains why the call is not executable.
+func (c *Conversation) parseCallLocked(tc events.MessageToolCall) (events.Action, events.SecurityRisk, *string, string) {
+	tool, ok := c.byName[tc.Name]
+	if !ok {
+		names := make([]string, 0, len(c.tools))
+		for _, t := range c.tools {
+			names = append(names, t.Name())
+		}
+		return nil, "", nil, fmt.Sprintf("Tool '%s' not found. Available tools: %s", tc.Name, strings.Join(names, ", "))
+	}
+	v, err := strictjson.Parse([]byte(tc.Arguments))
+	if err != nil || v.Kind != strictjson.Object {
+		return nil, "", nil, fmt.Sprintf("Error parsing the arguments of %s: they must be a JSON object (%v)", tc.Name, errOr(err, "not an object"))
+	}
+	var risk events.SecurityRisk
+	var summary *string
+	kept := strictjson.Value{Kind: strictjson.Object, Members: []strictjson.Member{}}
+	for _, m := range v.Members {
+		switch m.Key {
+		case "security_risk":
+			if m.Value.Kind != strictjson.String || !validRisk(m.Value.Str) {
+				return nil, "", nil, fmt.Sprintf("Error validating the arguments of %s: security_risk: %s", tc.Name,
+					strictjson.EnumMessage(events.SecurityRisk("").EnumValues()))
+			}
+			risk = events.SecurityRisk(m.Value.Str)
+		case "summary":
+			if m.Value.Kind == strictjson.String {
+				s := m.Value.Str
+				summary = &s
+			}
+		default:
+			kept.Members = append(kept.Members, m)
+		}
+	}
+	action, ok := events.NewAction(tool.ActionKind())
+	if !ok {
+		return nil, "", nil, fmt.Sprintf("Tool %s has no action kind", tc.Name)
+	}
+	if err := strictjson.DecodeValue(kept, action); err != nil {
+		return nil, risk, summary, fmt.Sprintf("Error validating the arguments of %s: %v", tc.Name, err)
+	}
+	return action, risk, summary, ""
+}
+
+func validRisk(s string) bool {
+	for _, v := range events.SecurityRisk("").EnumValues() {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func errOr(err error, s string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return s
+}
+
+// recordUsageLocked adds a completion's usage to the stats, emits the stats
+// update (and token ids and completion logs when available) and enforces the
+// cost budget.
+func (c *Conversation) recordUsageLocked(ctx context.Context, cfg llm.Config, resp *llm.Response, view []events.Message) error {
+	m := c.st.Stats.UsageToMetrics[cfg.UsageID]
+	if m == nil {
+		m = &wire.Metrics{ModelName: cfg.Model, MaxBudgetPerTask: cfg.MaxBudgetPerTask}
+		c.st.Stats.UsageToMetrics[cfg.UsageID] = m
+	}
+	m.AccumulatedCost += resp.Cost
+	t := &m.AccumulatedTokenUsage
+	t.Model = cfg.Model
+	t.PromptTokens += resp.Usage.PromptTokens
+	t.CompletionTokens += resp.Usage.CompletionTokens
+	t.CacheReadTokens += resp.Usage.CacheReadTokens
+	t.CacheWriteTokens += resp.Usage.CacheWriteTokens
+	t.ReasoningTokens += resp.Usage.ReasoningTokens
+	t.PerTurnToken = resp.Usage.PromptTokens + resp.Usage.CompletionTokens
+	t.ResponseID = resp.ID
+	if cfg.MaxInputTokens != nil {
+		t.ContextWindow = int64(*cfg.MaxInputTokens)
+	}
+	if err := c.saveStateLocked(); err != nil {
+		return err
+	}
+	if err := c.emitStateLocked(ctx, "stats", c.st.Stats); err != nil {
+		return err
+	}
+	var extra []events.Event
+	if resp.PromptTokenIDs != nil || resp.ResponseTokenIDs != nil {
+		extra = append(extra, &events.TokenEvent{Base: events.Base{Source: events.SourceAgent},
+			PromptTokenIDs: orEmpty(resp.PromptTokenIDs), ResponseTokenIDs: orEmpty(resp.ResponseTokenIDs)})
+	}
+	if cfg.LogCompletions {
+		logData, _ := json.Marshal(map[string]any{
+			"messages": json.RawMessage(resp.RawRequest), "response": json.RawMessage(orRaw(resp.RawResponse)),
+			"cost": resp.Cost, "latency_sec": resp.Latency.Seconds(), "timestamp": time.Now().Unix(),
+		})
+		extra = append(extra, &events.LLMCompletionLogEvent{
+			Filename:  fmt.Sprintf("%s-%d.json", strings.ReplaceAll(cfg.Model, "/", "__"), time.Now().UnixNano()),
+			LogData:   string(logData), ModelName: cfg.Model, UsageID: cfg.UsageID,
+		})
+	}
+	if err := c.emitLocked(ctx, extra...); err != nil {
+		return err
+	}
+	c.changed()
+	if cfg.MaxBudgetPerTask != nil && m.AccumulatedCost >= *cfg.MaxBudgetPerTask {
+		return &budgetError{spent: m.AccumulatedCost, budget: *cfg.MaxBudgetPerTask}
+	}
+	return nil
+}
+
+func orEmpty(s []int) []int {
+	if s == nil {
+		return []int{}
+	}
+	return s
+}
+
+func orRaw(b json.RawMessage) json.RawMessage {
+	if len(b) == 0 {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// streamingDelta is the transient StreamingDeltaEvent frame (WebSocket only).
+func streamingDelta(d llm.Delta) []byte {
+	type frame struct {
+		Kind             string      `json:"kind"`
+		ID               string      `json:"id"`
+		Timestamp        events.Time `json:"timestamp"`
+		Source           string      `json:"source"`
+		Content          *string     `json:"content"`
+		ReasoningContent *string     `json:"reasoning_content"`
+	}
+	f := frame{Kind: "StreamingDeltaEvent", ID: events.NewID(), Timestamp: events.Now(), Source: "agent"}
+	if d.Content != "" {
+		f.Content = &d.Content
+	}
+	if d.ReasoningContent != "" {
+		f.ReasoningContent = &d.ReasoningContent
+	}
+	return strictjson.MustMarshal(f)
+}

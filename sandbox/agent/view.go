@@ -1,0 +1,131 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/acs-project/acs/events"
+)
+
+// errorPrefix marks an observation with is_error for the LLM.
+const errorPrefix = "[An error occurred during execution.]\n"
+
+// buildView turns the history into LLM messages after the system message.
+//
+// Consecutive ActionEvents of one LLM response become one assistant message
+// with several tool calls, each immediately followed by its result (an
+// observation, an agent error or a rejection), whatever was logged in
+// between: chat APIs require tool results right after their call. A call
+// without a result (interrupted, or still pending confirmation) gets a
+// placeholder result so the history stays valid.
+func buildView(system events.Message, history []events.Event) []events.Message {
+	results := map[string]events.Message{}
+	for _, ev := range history {
+		var id, text string
+		switch e := ev.(type) {
+		case *events.ObservationEvent:
+			id, text = e.ToolCallID, observationText(e.Observation)
+		case *events.AgentErrorEvent:
+			id, text = e.ToolCallID, e.Error
+		case *events.UserRejectObservation:
+			id, text = e.ToolCallID, "Action rejected: "+e.RejectionReason
+		default:
+			continue
+		}
+		idc := id
+		results[id] = events.Message{Role: events.RoleTool, ToolCallID: &idc,
+			Content: []events.Content{events.TextItem(text)}}
+	}
+
+	msgs := []events.Message{system}
+	for i := 0; i < len(history); i++ {
+		switch e := history[i].(type) {
+		case *events.MessageEvent:
+			msgs = append(msgs, messageFor(e))
+		case *events.ActionEvent:
+			// Gather the actions of this LLM response.
+			group := []*events.ActionEvent{e}
+			for i+1 < len(history) {
+				next, ok := history[i+1].(*events.ActionEvent)
+				if !ok || next.LLMResponseID != e.LLMResponseID {
+					break
+				}
+				group = append(group, next)
+				i++
+			}
+			msgs = append(msgs, assistantFor(group))
+			for _, a := range group {
+				r, ok := results[a.ToolCallID]
+				if !ok {
+					id := a.ToolCallID
+					r = events.Message{Role: events.RoleTool, ToolCallID: &id, Content: []events.Content{
+						events.TextItem("[This tool call has no result: it was interrupted or is waiting for confirmation.]")}}
+				}
+				msgs = append(msgs, r)
+			}
+		}
+	}
+	return mergeUserMessages(msgs)
+}
+
+func observationText(o events.Observation) string {
+	b := o.Common()
+	text := b.Text()
+	if b.IsError {
+		return errorPrefix + text
+	}
+	return text
+}
+
+// messageFor converts a MessageEvent: user and environment messages are user
+// messages; extended content (triggered skills, suffixes) is appended.
+func messageFor(e *events.MessageEvent) events.Message {
+	m := e.LLMMessage
+	switch e.Source {
+	case events.SourceAgent:
+		m.Role = events.RoleAssistant
+	default:
+		if m.Role != events.RoleUser {
+			m.Role = events.RoleUser
+		}
+	}
+	if len(e.ExtendedContent) > 0 {
+		content := append([]events.Content(nil), m.Content...)
+		for _, t := range e.ExtendedContent {
+			tc := t
+			content = append(content, &tc)
+		}
+		m.Content = content
+	}
+	return m
+}
+
+func assistantFor(group []*events.ActionEvent) events.Message {
+	var thought []string
+	for _, t := range group[0].Thought {
+		thought = append(thought, t.Text)
+	}
+	m := events.Message{Role: events.RoleAssistant, ReasoningContent: group[0].ReasoningContent}
+	if len(thought) > 0 {
+		m.Content = []events.Content{events.TextItem(strings.Join(thought, "\n"))}
+	}
+	for _, a := range group {
+		m.ToolCalls = append(m.ToolCalls, a.ToolCall)
+	}
+	return m
+}
+
+// mergeUserMessages joins adjacent plain user messages, as providers reject
+// or mishandle consecutive user turns.
+func mergeUserMessages(msgs []events.Message) []events.Message {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if n := len(out); n > 0 && m.Role == events.RoleUser && out[n-1].Role == events.RoleUser {
+			prev := out[n-1]
+			prev.Content = append(append([]events.Content(nil), prev.Content...), m.Content...)
+			out[n-1] = prev
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}

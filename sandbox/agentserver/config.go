@@ -1,0 +1,115 @@
+// Package agentserver is the agent server's HTTP and WebSocket API: the
+// OpenHands-compatible routes under /api, the event socket under /sockets, and
+// the server-details routes. It manages the conversations of one sandbox.
+package agentserver
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Version is the agent server's semver, reported by /server_info. OpenHands
+// clients require at least 1.23.0 for their workspace features.
+const Version = "1.43.1"
+
+// Config configures the agent server.
+type Config struct {
+	// SessionKeys are accepted in X-Session-API-Key. Empty disables auth.
+	SessionKeys []string
+	// ConversationsDir holds one directory per conversation.
+	ConversationsDir string
+	// WorkspaceDir is the default working directory.
+	WorkspaceDir string
+	// WebhookURLs receive events and conversation info.
+	WebhookURLs []string
+	// CORSOrigins may call the API from a browser.
+	CORSOrigins []string
+	// IdleTimeoutSeconds is reported in server_info (runtime idle timeout).
+	IdleTimeoutSeconds *int64
+	// BuildSHA and BuildRef identify the build.
+	BuildSHA, BuildRef string
+}
+
+// indexed collects PREFIX_0, PREFIX_1, ... until the first gap.
+func indexed(getenv func(string) string, prefix string) []string {
+	var out []string
+	for i := 0; ; i++ {
+		v := getenv(fmt.Sprintf("%s_%d", prefix, i))
+		if v == "" {
+			break
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// ConfigFromEnv reads the configuration the way the OpenHands agent server
+// does: OH_SESSION_API_KEYS_0..n (else SESSION_API_KEY), OH_CONVERSATIONS_PATH
+// (default <workspace>/conversations), OH_WEBHOOKS_0_BASE_URL..n,
+// OH_ALLOW_CORS_ORIGINS_0..n, OH_RUNTIME_IDLE_TIMEOUT_SECONDS, and
+// ACS_WORKSPACE_DIR (default ./workspace) for the default working directory.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	var cfg Config
+	var problems []string
+	cfg.SessionKeys = indexed(getenv, "OH_SESSION_API_KEYS")
+	if len(cfg.SessionKeys) == 0 && getenv("SESSION_API_KEY") != "" {
+		cfg.SessionKeys = []string{getenv("SESSION_API_KEY")}
+	}
+	cfg.WorkspaceDir = getenv("ACS_WORKSPACE_DIR")
+	if cfg.WorkspaceDir == "" {
+		cfg.WorkspaceDir = "workspace"
+	}
+	abs, err := filepath.Abs(cfg.WorkspaceDir)
+	if err != nil {
+		problems = append(problems, "ACS_WORKSPACE_DIR: "+err.Error())
+	}
+	cfg.WorkspaceDir = abs
+	cfg.ConversationsDir = getenv("OH_CONVERSATIONS_PATH")
+	if cfg.ConversationsDir == "" {
+		cfg.ConversationsDir = filepath.Join(cfg.WorkspaceDir, "conversations")
+	}
+	if abs, err := filepath.Abs(cfg.ConversationsDir); err == nil {
+		cfg.ConversationsDir = abs
+	}
+	var hooks []string
+	for i := 0; ; i++ {
+		v := getenv(fmt.Sprintf("OH_WEBHOOKS_%d_BASE_URL", i))
+		if v == "" {
+			break
+		}
+		if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+			problems = append(problems, fmt.Sprintf("OH_WEBHOOKS_%d_BASE_URL must be an http(s) URL", i))
+		}
+		hooks = append(hooks, v)
+	}
+	cfg.WebhookURLs = hooks
+	cfg.CORSOrigins = indexed(getenv, "OH_ALLOW_CORS_ORIGINS")
+	if v := getenv("OH_RUNTIME_IDLE_TIMEOUT_SECONDS"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			problems = append(problems, "OH_RUNTIME_IDLE_TIMEOUT_SECONDS must be a positive integer")
+		} else {
+			cfg.IdleTimeoutSeconds = &n
+		}
+	}
+	cfg.BuildSHA, cfg.BuildRef = orUnknown(getenv("OPENHANDS_BUILD_GIT_SHA")), orUnknown(getenv("OPENHANDS_BUILD_GIT_REF"))
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return cfg, fmt.Errorf("agent server configuration: %s", strings.Join(problems, "; "))
+	}
+	return cfg, nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// DefaultEnv reads the process environment.
+func DefaultEnv(key string) string { return os.Getenv(key) }

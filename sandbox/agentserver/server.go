@@ -1,0 +1,538 @@
+package agentserver
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/tools"
+	"github.com/acs-project/acs/sandbox/webhook"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Server serves one sandbox's conversations.
+type Server struct {
+	cfg     Config
+	started time.Time
+	active  atomic.Int64 // unix nanos of the last activity
+	ready   atomic.Bool
+	push    *webhook.Pusher
+	mux     *http.ServeMux
+
+	mu    sync.RWMutex
+	convs map[uuid.UUID]*agent.Conversation
+}
+
+// New loads the conversations persisted under cfg.ConversationsDir and
+// returns a ready server. Conversations that were running come back with
+// status error (see agent.Load).
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if err := os.MkdirAll(cfg.ConversationsDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create conversations dir: %w", err)
+	}
+	if err := os.MkdirAll(cfg.WorkspaceDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create workspace dir: %w", err)
+	}
+	key := ""
+	if len(cfg.SessionKeys) > 0 {
+		key = cfg.SessionKeys[0]
+	}
+	s := &Server{cfg: cfg, started: time.Now(), convs: map[uuid.UUID]*agent.Conversation{},
+		push: webhook.New(webhook.Config{BaseURLs: cfg.WebhookURLs, SessionKey: key})}
+	s.touch()
+	entries, err := os.ReadDir(cfg.ConversationsDir)
+	if err != nil {
+		return nil, fmt.Errorf("list conversations: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(cfg.ConversationsDir, e.Name())
+		if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
+			continue
+		}
+		c, err := agent.Load(ctx, agent.Options{Dir: dir, OnChange: s.onChange})
+		if err != nil {
+			slog.Error("agent server: skipping conversation that failed to load", "dir", dir, "error", err)
+			continue
+		}
+		s.convs[c.ID()] = c
+		s.watch(c)
+	}
+	s.routes()
+	s.ready.Store(true)
+	slog.Info("agent server ready", "conversations", len(s.convs), "dir", cfg.ConversationsDir)
+	return s, nil
+}
+
+// Close stops every conversation and the webhook delivery.
+func (s *Server) Close() {
+	s.mu.Lock()
+	convs := s.convs
+	s.convs = map[uuid.UUID]*agent.Conversation{}
+	s.mu.Unlock()
+	for _, c := range convs {
+		c.Close()
+	}
+	s.push.Close()
+}
+
+// Handler returns the HTTP handler.
+func (s *Server) Handler() http.Handler { return s.cors(s.mux) }
+
+func (s *Server) touch() { s.active.Store(time.Now().UnixNano()) }
+
+func (s *Server) watch(c *agent.Conversation) {
+	s.push.Watch(c.ID(), c.Log(), filepath.Join(c.Dir(), "webhook"))
+	s.onChange(c)
+}
+
+func (s *Server) onChange(c *agent.Conversation) {
+	s.push.NotifyInfo(c.ID(), func() *wire.ConversationInfo {
+		info := c.Info()
+		return &info
+	})
+}
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	m.HandleFunc("GET /alive", func(w http.ResponseWriter, _ *http.Request) {
+		wire.WriteJSON(w, 200, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		wire.WriteJSON(w, 200, map[string]string{"status": "ok"})
+	})
+	m.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.ready.Load() {
+			wire.WriteJSON(w, 503, map[string]string{"status": "initializing", "message": "Server is still initializing"})
+			return
+		}
+		wire.WriteJSON(w, 200, map[string]string{"status": "ready"})
+	})
+	m.HandleFunc("GET /server_info", s.serverInfo)
+	m.HandleFunc("GET /{$}", s.serverInfo)
+
+	api := func(pattern string, h http.HandlerFunc) { m.Handle(pattern, s.auth(h)) }
+	api("POST /api/conversations", s.createConversation)
+	api("GET /api/conversations", s.batchGetConversations)
+	api("GET /api/conversations/search", s.searchConversations)
+	api("GET /api/conversations/count", s.countConversations)
+	api("GET /api/conversations/{id}", s.withConversation(s.getConversation))
+	api("POST /api/conversations/{id}/events", s.withConversation(s.sendMessage))
+	api("POST /api/conversations/{id}/run", s.withConversation(s.run))
+	api("POST /api/conversations/{id}/pause", s.withConversation(s.pause))
+	api("GET /api/conversations/{id}/events/search", s.withConversation(s.searchEvents))
+	api("GET /api/conversations/{id}/events/count", s.withConversation(s.countEvents))
+	api("GET /api/conversations/{id}/events/{event_id}", s.withConversation(s.getEvent))
+	api("GET /api/tools/", s.listTools)
+	api("GET /api/tools", s.listTools)
+	api("/api/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	m.HandleFunc("GET /sockets/events/{id}", s.eventsSocket)
+	s.mux = m
+}
+
+// keyOK compares a presented key with every configured key in constant time.
+func (s *Server) keyOK(key string) bool {
+	if len(s.cfg.SessionKeys) == 0 {
+		return true
+	}
+	ok := 0
+	for _, k := range s.cfg.SessionKeys {
+		ok |= subtle.ConstantTimeCompare([]byte(k), []byte(key))
+	}
+	return ok == 1
+}
+
+func (s *Server) auth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.keyOK(r.Header.Get("X-Session-API-Key")) {
+			wire.WriteDetail(w, http.StatusUnauthorized, "Unauthorized")
+			return
+		}
+		s.touch()
+		h(w, r)
+	})
+}
+
+func (s *Server) cors(h http.Handler) http.Handler {
+	if len(s.cfg.CORSOrigins) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		for _, o := range s.cfg.CORSOrigins {
+			if o == origin || o == "*" {
+				w.Header().Set("Access-Control-Allow-Origin", origin)
+				w.Header().Set("Access-Control-Allow-Credentials", "true")
+				w.Header().Set("Vary", "Origin")
+				if r.Method == http.MethodOptions {
+					w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
+					w.Header().Set("Access-Control-Allow-Headers", "Content-Type, X-Session-API-Key, Authorization")
+					w.WriteHeader(http.StatusNoContent)
+					return
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
+	docs, redoc := "/docs", "/redoc"
+	info := wire.ServerInfo{
+		Uptime: int64(time.Since(s.started).Seconds()), IdleTime: int64(time.Since(time.Unix(0, s.active.Load())).Seconds()),
+		Title: "OpenHands Agent Server", Version: Version, SDKVersion: Version, ToolsVersion: Version, WorkspaceVersion: Version,
+		BuildGitSHA: s.cfg.BuildSHA, BuildGitRef: s.cfg.BuildRef, GoVersion: runtime.Version(),
+		UsableTools:               tools.Names(),
+		RuntimeIdleTimeoutSeconds: s.cfg.IdleTimeoutSeconds,
+		Capabilities:              []string{},
+		Docs:                      &docs, Redoc: &redoc,
+		Implementation: "acs", Started: s.started.UTC().Format(time.RFC3339), ProcessID: os.Getpid(),
+	}
+	if s.cfg.IdleTimeoutSeconds != nil {
+		v := *s.cfg.IdleTimeoutSeconds * 9 / 10
+		info.MaxForegroundTerminalTimeoutSecs = &v
+	}
+	s.mu.RLock()
+	info.ConversationCount = len(s.convs)
+	for _, c := range s.convs {
+		if c.Running() {
+			info.RunningConversationCount++
+		}
+	}
+	s.mu.RUnlock()
+	wire.WriteJSON(w, 200, info)
+}
+
+func (s *Server) listTools(w http.ResponseWriter, _ *http.Request) {
+	wire.WriteJSON(w, 200, tools.Names())
+}
+
+func (s *Server) lookup(id uuid.UUID) *agent.Conversation {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.convs[id]
+}
+
+// withConversation parses {id} (dashed or hex; 422 otherwise) and answers 404
+// for an unknown conversation.
+func (s *Server) withConversation(h func(http.ResponseWriter, *http.Request, *agent.Conversation)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, err := wire.ParseID(r.PathValue("id"))
+		if err != nil {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "conversation_id"}, Msg: err.Error(), Type: "uuid_parsing"}})
+			return
+		}
+		c := s.lookup(id)
+		if c == nil {
+			wire.WriteDetail(w, http.StatusNotFound, "Conversation not found: "+id.String())
+			return
+		}
+		h(w, r, c)
+	}
+}
+
+func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
+	var req wire.StartConversationRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	var errs strictjson.Errors
+	known := map[string]bool{}
+	for _, n := range tools.Names() {
+		known[n] = true
+	}
+	for i, t := range req.Agent.Tools {
+		if !known[t.Name] {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "agent", "tools", i, "name"},
+				Msg: fmt.Sprintf("Unknown tool %q; available tools: %s", t.Name, strings.Join(tools.Names(), ", ")), Type: "value_error"})
+		}
+	}
+	if len(errs) > 0 {
+		wire.WriteValidation(w, errs)
+		return
+	}
+	id := uuid.New()
+	if req.ConversationID != nil {
+		id, _ = wire.ParseID(*req.ConversationID)
+	}
+	s.mu.Lock()
+	if c, ok := s.convs[id]; ok {
+		s.mu.Unlock()
+		wire.WriteJSON(w, http.StatusOK, c.Info())
+		return
+	}
+	c, err := agent.Create(r.Context(), id, req, agent.Options{Dir: filepath.Join(s.cfg.ConversationsDir, wire.Hex(id)), OnChange: s.onChange})
+	if err != nil {
+		s.mu.Unlock()
+		var ute *tools.UnknownToolError
+		if errors.As(err, &ute) {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "agent", "tools"}, Msg: ute.Error(), Type: "value_error"}})
+			return
+		}
+		slog.Error("create conversation", "error", err)
+		wire.WriteDetail(w, http.StatusInternalServerError, "Could not create the conversation: "+err.Error())
+		return
+	}
+	s.convs[id] = c
+	s.mu.Unlock()
+	s.watch(c)
+	if req.InitialMessage != nil {
+		msg := *req.InitialMessage
+		msg.Run = true
+		if _, err := c.SendMessage(r.Context(), msg); err != nil {
+			slog.Error("send initial message", "conversation", id, "error", err)
+			wire.WriteDetail(w, http.StatusInternalServerError, "Conversation created, but the initial message failed: "+err.Error())
+			return
+		}
+	}
+	wire.WriteJSON(w, http.StatusCreated, c.Info())
+}
+
+func (s *Server) getConversation(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
+	wire.WriteJSON(w, 200, c.Info())
+}
+
+func (s *Server) batchGetConversations(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	ids := q.Strings("ids")
+	if len(ids) > 100 {
+		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "ids"}, Msg: "List should have at most 100 items", Type: "too_long"})
+	}
+	out := make([]*wire.ConversationInfo, len(ids))
+	for i, raw := range ids {
+		id, err := wire.ParseID(raw)
+		if err != nil {
+			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "ids", i}, Msg: err.Error(), Type: "uuid_parsing"})
+			continue
+		}
+		if c := s.lookup(id); c != nil {
+			info := c.Info()
+			out[i] = &info
+		}
+	}
+	if !q.OK(w) {
+		return
+	}
+	wire.WriteJSON(w, 200, out)
+}
+
+var conversationSorts = []string{"CREATED_AT", "UPDATED_AT", "CREATED_AT_DESC", "UPDATED_AT_DESC"}
+
+func (s *Server) filteredConversations(q *wire.Query) []wire.ConversationInfo {
+	status := q.Enum("status", "", wire.ExecutionStatus("").EnumValues())
+	s.mu.RLock()
+	var infos []wire.ConversationInfo
+	for _, c := range s.convs {
+		info := c.Info()
+		if status == "" || string(info.ExecutionStatus) == status {
+			infos = append(infos, info)
+		}
+	}
+	s.mu.RUnlock()
+	return infos
+}
+
+func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	pageID := q.String("page_id")
+	limit := q.Int("limit", 100, 1, 100)
+	order := q.Enum("sort_order", "CREATED_AT_DESC", conversationSorts)
+	infos := s.filteredConversations(q)
+	if !q.OK(w) {
+		return
+	}
+	key := func(i wire.ConversationInfo) time.Time {
+		if strings.HasPrefix(order, "UPDATED_AT") {
+			return i.UpdatedAt.Time
+		}
+		return i.CreatedAt.Time
+	}
+	desc := strings.HasSuffix(order, "_DESC")
+	sort.SliceStable(infos, func(a, b int) bool {
+		ka, kb := key(infos[a]), key(infos[b])
+		if ka.Equal(kb) {
+			return infos[a].ID < infos[b].ID
+		}
+		return ka.Before(kb) != desc
+	})
+	start := 0
+	if pageID != nil {
+		start = -1
+		for i, info := range infos {
+			if strings.ReplaceAll(info.ID, "-", "") == strings.ReplaceAll(*pageID, "-", "") {
+				start = i
+			}
+		}
+		if start < 0 {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"}})
+			return
+		}
+	}
+	end := min(len(infos), start+limit)
+	page := struct {
+		Items      []wire.ConversationInfo `json:"items"`
+		NextPageID *string                 `json:"next_page_id" acs:"emitnull"`
+	}{Items: infos[start:end]}
+	if end < len(infos) {
+		next := strings.ReplaceAll(infos[end].ID, "-", "")
+		page.NextPageID = &next
+	}
+	wire.WriteJSON(w, 200, page)
+}
+
+func (s *Server) countConversations(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	infos := s.filteredConversations(q)
+	if !q.OK(w) {
+		return
+	}
+	wire.WriteJSON(w, 200, len(infos))
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.SendMessageRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if _, err := c.SendMessage(r.Context(), req); err != nil {
+		conversationError(w, err)
+		return
+	}
+	wire.WriteJSON(w, 200, wire.Success{Success: true})
+}
+
+func (s *Server) run(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	if err := c.Run(r.Context()); err != nil {
+		conversationError(w, err)
+		return
+	}
+	wire.WriteJSON(w, 200, wire.Success{Success: true})
+}
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	if err := c.Pause(r.Context()); err != nil {
+		conversationError(w, err)
+		return
+	}
+	wire.WriteJSON(w, 200, wire.Success{Success: true})
+}
+
+func conversationError(w http.ResponseWriter, err error) {
+	switch {
+	case errors.Is(err, agent.ErrAlreadyRunning):
+		wire.WriteDetail(w, http.StatusConflict, err.Error())
+	case errors.Is(err, agent.ErrClosed):
+		wire.WriteDetail(w, http.StatusNotFound, "Conversation not found")
+	default:
+		slog.Error("conversation operation failed", "error", err)
+		wire.WriteDetail(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// eventFilter parses the filters shared by events search and count.
+func eventFilter(q *wire.Query) eventlog.Filter {
+	f := eventlog.Filter{Kind: q.EventKind("kind")}
+	f.Source = events.Source(q.Enum("source", "", events.Source("").EnumValues()))
+	if b := q.String("body"); b != nil {
+		f.Body = *b
+	}
+	f.TimestampGTE = q.Time("timestamp__gte")
+	f.TimestampLT = q.Time("timestamp__lt")
+	return f
+}
+
+// SearchEvents parses the spec's event search parameters from r and writes
+// the page of l (or the 422 / paging error). Both the agent server and the
+// tests of compatible stores use it.
+func SearchEvents(w http.ResponseWriter, r *http.Request, l *eventlog.Log) {
+	q := wire.NewQuery(r)
+	query := eventlog.Query{Filter: eventFilter(q)}
+	if p := q.String("page_id"); p != nil {
+		query.PageID = *p
+	}
+	query.Limit = q.Int("limit", 100, 1, 100)
+	query.Order = events.EventSortOrder(q.Enum("sort_order", "TIMESTAMP", events.EventSortOrder("").EnumValues()))
+	if !q.OK(w) {
+		return
+	}
+	page, err := l.Search(query)
+	if errors.Is(err, eventlog.ErrBadPageID) {
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
+		return
+	}
+	if err != nil {
+		slog.Error("search events", "error", err)
+		wire.WriteDetail(w, 500, "Could not read events")
+		return
+	}
+	WritePage(w, page.Items, page.NextPageID)
+}
+
+// WritePage writes an EventPage from canonical event JSON.
+func WritePage(w http.ResponseWriter, items [][]byte, next string) {
+	size := 40
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"items":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"next_page_id":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = strictjson.AppendString(b, next)
+	}
+	b = append(b, '}')
+	wire.WriteRaw(w, 200, b)
+}
+
+func (s *Server) searchEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	SearchEvents(w, r, c.Log())
+}
+
+func (s *Server) countEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	q := wire.NewQuery(r)
+	f := eventFilter(q)
+	if !q.OK(w) {
+		return
+	}
+	wire.WriteJSON(w, 200, c.Log().Count(f))
+}
+
+func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	b, err := c.Log().Get(r.PathValue("event_id"))
+	if errors.Is(err, eventlog.ErrNotFound) {
+		wire.WriteDetail(w, 404, "Event not found: "+r.PathValue("event_id"))
+		return
+	}
+	if err != nil {
+		wire.WriteDetail(w, 500, "Could not read the event")
+		return
+	}
+	wire.WriteRaw(w, 200, b)
+}

@@ -1,0 +1,187 @@
+// Package tools defines the agent's tools: the Tool interface, the registry
+// that builds a conversation's tools from its configuration, and the light
+// tools (think, finish). Heavy tools live in sub-packages (terminal,
+// fileeditor) and are adapted here.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Env is what a conversation's tools may use.
+type Env struct {
+	ConversationID string
+	// WorkDir is the conversation's working directory (absolute).
+	WorkDir string
+	// StateDir is the conversation's private directory, outside the
+	// workspace (tool state such as undo history and saved outputs).
+	StateDir string
+	// Environ is extra KEY=VALUE environment for processes tools start.
+	Environ []string
+	// Mask hides secret values in text a tool returns; nil means identity.
+	Mask func(string) string
+	Log  *slog.Logger
+}
+
+// Tool is one tool bound to one conversation.
+type Tool interface {
+	// Name is the name the LLM calls the tool by.
+	Name() string
+	// Definition is the tool as listed in SystemPromptEvent.tools.
+	Definition() events.ToolDefinition
+	// Parameters is the JSON Schema of the LLM's arguments (without the
+	// security_risk and summary properties the agent adds).
+	Parameters() map[string]any
+	// ActionKind is the kind of the action the arguments decode into.
+	ActionKind() string
+	// ReadOnly tools never change anything (no security_risk asked).
+	ReadOnly() bool
+	// Execute runs the action. A failure the model can act on is an
+	// observation with IsError; an error return means infrastructure failure.
+	Execute(ctx context.Context, a events.Action) (events.Observation, error)
+	// Close releases the tool's resources (processes, files).
+	Close() error
+}
+
+// Factory builds a tool for a conversation. params are the tool's settings
+// from the agent configuration ({} when none).
+type Factory func(ctx context.Context, env Env, params json.RawMessage) (Tool, error)
+
+var (
+	regMu     sync.RWMutex
+	factories = map[string]Factory{}
+)
+
+// Register makes a tool available by name. It panics on a duplicate name.
+func Register(name string, f Factory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := factories[name]; dup {
+		panic("tools: duplicate tool " + name)
+	}
+	factories[name] = f
+}
+
+// Names lists the registered tool names, sorted.
+func Names() []string {
+	regMu.RLock()
+	defer regMu.RUnlock()
+	out := make([]string, 0, len(factories))
+	for n := range factories {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// DefaultTools are always present, whatever the configuration lists.
+var DefaultTools = []string{"finish", "think"}
+
+// UnknownToolError names a configured tool that does not exist.
+type UnknownToolError struct{ Name string }
+
+func (e *UnknownToolError) Error() string {
+	return fmt.Sprintf("unknown tool %q (available: %s)", e.Name, strings.Join(Names(), ", "))
+}
+
+// Build creates the tools a conversation uses: the configured ones, in order,
+// followed by the default tools not already listed. On error the tools built
+// so far are closed.
+func Build(ctx context.Context, env Env, refs []wire.ToolRef) ([]Tool, error) {
+	seen := map[string]bool{}
+	var out []Tool
+	add := func(name string, params json.RawMessage) error {
+		if seen[name] {
+			return nil
+		}
+		seen[name] = true
+		regMu.RLock()
+		f, ok := factories[name]
+		regMu.RUnlock()
+		if !ok {
+			return &UnknownToolError{Name: name}
+		}
+		if len(params) == 0 {
+			params = json.RawMessage(`{}`)
+		}
+		t, err := f(ctx, env, params)
+		if err != nil {
+			return fmt.Errorf("build tool %s: %w", name, err)
+		}
+		out = append(out, t)
+		return nil
+	}
+	for _, r := range refs {
+		if err := add(r.Name, r.Params); err != nil {
+			CloseAll(out)
+			return nil, err
+		}
+	}
+	for _, n := range DefaultTools {
+		if err := add(n, nil); err != nil {
+			CloseAll(out)
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// CloseAll closes every tool, logging failures.
+func CloseAll(ts []Tool) {
+	for _, t := range ts {
+		if err := t.Close(); err != nil {
+			slog.Warn("tools: close", "tool", t.Name(), "error", err)
+		}
+	}
+}
+
+// base implements the descriptive half of Tool.
+type base struct {
+	kind        events.ToolKind
+	description string
+	params      map[string]any
+}
+
+func (b *base) spec() events.ToolSpec {
+	for _, s := range events.ToolSpecs() {
+		if s.Kind == b.kind {
+			return s
+		}
+	}
+	panic("tools: unknown tool kind " + string(b.kind))
+}
+
+func (b *base) Name() string                      { return b.spec().Name }
+func (b *base) ActionKind() string                { return b.spec().ActionType }
+func (b *base) ReadOnly() bool                    { return b.spec().ReadOnly }
+func (b *base) Parameters() map[string]any        { return b.params }
+func (b *base) Close() error                      { return nil }
+func (b *base) Definition() events.ToolDefinition { return events.NewToolDefinition(b.kind, b.description) }
+
+// object builds a JSON Schema object.
+func object(required []string, props map[string]any) map[string]any {
+	if required == nil {
+		required = []string{}
+	}
+	return map[string]any{"type": "object", "properties": props, "required": required}
+}
+
+func prop(typ, desc string) map[string]any { return map[string]any{"type": typ, "description": desc} }
+
+// ErrorObservation is a helper for tools: an observation of kind obs with
+// IsError and text.
+func ErrorObservation(obs events.Observation, text string) events.Observation {
+	b := obs.Common()
+	b.SetText(text)
+	b.IsError = true
+	return obs
+}

@@ -1,0 +1,313 @@
+// Package webhook pushes a sandbox's conversation events and conversation
+// info to the control plane: events as JSON arrays to
+// {base}/events/{conversation_id_hex}, info to {base}/conversations, both with
+// the X-Session-API-Key header. Delivery is at least once: each conversation's
+// events are sent in log order from a cursor persisted after every
+// acknowledgement, retried with backoff until the control plane answers 2xx,
+// and resumed from the cursor after a restart.
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Config configures a Pusher.
+type Config struct {
+	// BaseURLs are the webhook bases, e.g. http://host/api/v1/webhooks.
+	BaseURLs []string
+	// SessionKey is sent as X-Session-API-Key.
+	SessionKey string
+	// FlushDelay is how long new events wait for more to batch with (default
+	// 10ms).
+	FlushDelay time.Duration
+	// BatchSize caps events per request (default 100).
+	BatchSize int
+	// MaxBackoff caps the retry wait (default 5s).
+	MaxBackoff time.Duration
+	Client     *http.Client
+}
+
+// Pusher delivers events and info for many conversations.
+type Pusher struct {
+	cfg    Config
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	watches map[uuid.UUID]context.CancelFunc
+	info    map[uuid.UUID]func() *wire.ConversationInfo
+	infoSig chan struct{}
+}
+
+// New starts a pusher. It does nothing when cfg has no base URLs.
+func New(cfg Config) *Pusher {
+	if cfg.FlushDelay == 0 {
+		cfg.FlushDelay = 10 * time.Millisecond
+	}
+	if cfg.BatchSize == 0 {
+		cfg.BatchSize = 100
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Pusher{cfg: cfg, ctx: ctx, cancel: cancel, watches: map[uuid.UUID]context.CancelFunc{},
+		info: map[uuid.UUID]func() *wire.ConversationInfo{}, infoSig: make(chan struct{}, 1)}
+	if len(cfg.BaseURLs) > 0 {
+		p.wg.Add(1)
+		go p.infoLoop()
+	}
+	return p
+}
+
+// Enabled reports whether any webhook is configured.
+func (p *Pusher) Enabled() bool { return len(p.cfg.BaseURLs) > 0 }
+
+// Watch starts delivering the conversation's events. Cursor files named
+// cursorPrefix + "-N" (one per base URL) record what was acknowledged.
+func (p *Pusher) Watch(id uuid.UUID, log *eventlog.Log, cursorPrefix string) {
+	if !p.Enabled() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.watches[id]; ok {
+		return
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.watches[id] = cancel
+	for i, base := range p.cfg.BaseURLs {
+		p.wg.Add(1)
+		go p.pushEvents(ctx, id, log, base, fmt.Sprintf("%s-%d", cursorPrefix, i))
+	}
+}
+
+// Unwatch stops delivering a conversation's events.
+func (p *Pusher) Unwatch(id uuid.UUID) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if cancel, ok := p.watches[id]; ok {
+		cancel()
+		delete(p.watches, id)
+	}
+}
+
+// Flush blocks until every watched conversation's events up to now have been
+// acknowledged by every base, or ctx ends.
+func (p *Pusher) Flush(ctx context.Context, id uuid.UUID, log *eventlog.Log, cursorPrefix string) error {
+	target := log.Len()
+	for {
+		done := true
+		for i := range p.cfg.BaseURLs {
+			if readCursor(fmt.Sprintf("%s-%d", cursorPrefix, i)) < target {
+				done = false
+			}
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// NotifyInfo schedules a push of the conversation's info; get is called when
+// sending so the latest state goes out. Repeated calls coalesce.
+func (p *Pusher) NotifyInfo(id uuid.UUID, get func() *wire.ConversationInfo) {
+	if !p.Enabled() {
+		return
+	}
+	p.mu.Lock()
+	p.info[id] = get
+	p.mu.Unlock()
+	select {
+	case p.infoSig <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops all delivery.
+func (p *Pusher) Close() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+func (p *Pusher) post(ctx context.Context, url string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if p.cfg.SessionKey != "" {
+		req.Header.Set("X-Session-API-Key", p.cfg.SessionKey)
+	}
+	resp, err := p.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("webhook %s: HTTP %d: %s", url, resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// backoff waits before retry n (1-based): 50ms doubling to MaxBackoff.
+func (p *Pusher) backoff(ctx context.Context, n int) bool {
+	d := 50 * time.Millisecond << min(n-1, 10)
+	if d > p.cfg.MaxBackoff {
+		d = p.cfg.MaxBackoff
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+func (p *Pusher) pushEvents(ctx context.Context, id uuid.UUID, log *eventlog.Log, base, cursorPath string) {
+	defer p.wg.Done()
+	url := strings.TrimRight(base, "/") + "/events/" + wire.Hex(id)
+	pos := readCursor(cursorPath)
+	lg := slog.With("conversation", id.String(), "webhook", base)
+	for {
+		if err := log.Wait(ctx, pos); err != nil {
+			return
+		}
+		// Give events appended together a moment to join the batch.
+		if log.Len()-pos < p.cfg.BatchSize {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.cfg.FlushDelay):
+			}
+		}
+		items, err := log.ReadFrom(pos, p.cfg.BatchSize)
+		if err != nil {
+			lg.Error("webhook: read events", "error", err)
+			if !p.backoff(ctx, 5) {
+				return
+			}
+			continue
+		}
+		body := append([]byte{'['}, bytes.Join(items, []byte{','})...)
+		body = append(body, ']')
+		for attempt := 1; ; attempt++ {
+			err := p.post(ctx, url, body)
+			if err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			if attempt == 1 || attempt%20 == 0 {
+				lg.Warn("webhook: event delivery failed; retrying", "attempt", attempt, "error", err)
+			}
+			if !p.backoff(ctx, attempt) {
+				return
+			}
+		}
+		pos += len(items)
+		if err := writeCursor(cursorPath, pos); err != nil {
+			lg.Error("webhook: save cursor", "error", err)
+		}
+	}
+}
+
+func (p *Pusher) infoLoop() {
+	defer p.wg.Done()
+	failures := 0
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-p.infoSig:
+		}
+		p.mu.Lock()
+		pending := p.info
+		p.info = map[uuid.UUID]func() *wire.ConversationInfo{}
+		p.mu.Unlock()
+		failed := false
+		for id, get := range pending {
+			info := get()
+			if info == nil {
+				continue
+			}
+			body, err := strictjson.Marshal(info)
+			if err != nil {
+				slog.Error("webhook: encode conversation info", "error", err)
+				continue
+			}
+			for _, base := range p.cfg.BaseURLs {
+				if err := p.post(p.ctx, strings.TrimRight(base, "/")+"/conversations", body); err != nil {
+					failed = true
+					if failures%20 == 0 {
+						slog.Warn("webhook: conversation info delivery failed; retrying", "conversation", id.String(), "error", err)
+					}
+					p.mu.Lock()
+					if _, newer := p.info[id]; !newer {
+						p.info[id] = get
+					}
+					p.mu.Unlock()
+				}
+			}
+		}
+		if failed {
+			failures++
+			if !p.backoff(p.ctx, failures) {
+				return
+			}
+			select {
+			case p.infoSig <- struct{}{}:
+			default:
+			}
+		} else {
+			failures = 0
+		}
+	}
+}
+
+func readCursor(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+func writeCursor(path string, n int) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(n)), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
