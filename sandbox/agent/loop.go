@@ -497,8 +497,8 @@ func (c *Conversation) recordUsageLocked(ctx context.Context, cfg llm.Config, re
 			"cost": resp.Cost, "latency_sec": resp.Latency.Seconds(), "timestamp": time.Now().Unix(),
 		})
 		extra = append(extra, &events.LLMCompletionLogEvent{
-			Filename:  fmt.Sprintf("%s-%d.json", strings.ReplaceAll(cfg.Model, "/", "__"), time.Now().UnixNano()),
-			LogData:   string(logData), ModelName: cfg.Model, UsageID: cfg.UsageID,
+			Filename: fmt.Sprintf("%s-%d.json", strings.ReplaceAll(cfg.Model, "/", "__"), time.Now().UnixNano()),
+			LogData:  string(logData), ModelName: cfg.Model, UsageID: cfg.UsageID,
 		})
 	}
 	if err := c.emitLocked(ctx, extra...); err != nil {

@@ -51,12 +51,12 @@ func ids(t *testing.T, items [][]byte) []string {
 func fill(t *testing.T, l *eventlog.Log) []events.Event {
 	t.Helper()
 	evs := []events.Event{
-		msg("user", "Please FIX the bug"),       // 0
+		msg("user", "Please FIX the bug"),      // 0
 		state("execution_status", `"running"`), // 1
-		msg("agent", "Looking at the code"),     // 2
+		msg("agent", "Looking at the code"),    // 2
 		state("execution_status", `"idle"`),    // 3
-		msg("user", "thanks, bug fixed?"),       // 4
-		&events.PauseEvent{},                    // 5
+		msg("user", "thanks, bug fixed?"),      // 4
+		&events.PauseEvent{},                   // 5
 	}
 	for _, ev := range evs {
 		if err := l.Append(context.Background(), ev); err != nil {

@@ -36,7 +36,7 @@ const terminalDescription = `Execute a bash command in the terminal within a per
 
 func terminalParams() map[string]any {
 	return object([]string{"command"}, map[string]any{
-		"command": prop("string", "The bash command to execute. Can be empty string to view additional logs when previous exit code is `-1`. Can be `C-c` (Ctrl+C) to interrupt the currently running process. Note: You can only execute one bash command at a time. If you need to run multiple commands sequentially, you can use `&&` or `;` to chain them together."),
+		"command":  prop("string", "The bash command to execute. Can be empty string to view additional logs when previous exit code is `-1`. Can be `C-c` (Ctrl+C) to interrupt the currently running process. Note: You can only execute one bash command at a time. If you need to run multiple commands sequentially, you can use `&&` or `;` to chain them together."),
 		"is_input": prop("boolean", "If True, the command is an input to the running process. If False, the command is a bash command to be executed in the terminal. Default is False."),
 		"timeout": map[string]any{"type": "number", "minimum": 0,
 			"description": "Optional. Sets a hard timeout in seconds for the command execution. If not provided, the command will use the default soft timeout behavior."},

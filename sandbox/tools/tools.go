@@ -160,12 +160,14 @@ func (b *base) spec() events.ToolSpec {
 	panic("tools: unknown tool kind " + string(b.kind))
 }
 
-func (b *base) Name() string                      { return b.spec().Name }
-func (b *base) ActionKind() string                { return b.spec().ActionType }
-func (b *base) ReadOnly() bool                    { return b.spec().ReadOnly }
-func (b *base) Parameters() map[string]any        { return b.params }
-func (b *base) Close() error                      { return nil }
-func (b *base) Definition() events.ToolDefinition { return events.NewToolDefinition(b.kind, b.description) }
+func (b *base) Name() string               { return b.spec().Name }
+func (b *base) ActionKind() string         { return b.spec().ActionType }
+func (b *base) ReadOnly() bool             { return b.spec().ReadOnly }
+func (b *base) Parameters() map[string]any { return b.params }
+func (b *base) Close() error               { return nil }
+func (b *base) Definition() events.ToolDefinition {
+	return events.NewToolDefinition(b.kind, b.description)
+}
 
 // object builds a JSON Schema object.
 func object(required []string, props map[string]any) map[string]any {
