@@ -51,6 +51,7 @@ type state struct {
 	Stats                    wire.Stats              `json:"stats"`
 	ActivatedKnowledgeSkills []string                `json:"activated_knowledge_skills"`
 	SystemPromptEmitted      bool                    `json:"system_prompt_emitted"`
+	DynamicContext           string                  `json:"dynamic_context"`
 	UpdatedAt                events.Time             `json:"updated_at"`
 }
 

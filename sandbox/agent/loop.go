@@ -140,7 +140,7 @@ func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
 	if err := c.emitLocked(ctx, ev); err != nil {
 		return err
 	}
-	c.st.SystemPromptEmitted = true
+	c.st.SystemPromptEmitted, c.st.DynamicContext = true, dc.Text
 	return c.saveStateLocked()
 }
 
@@ -299,7 +299,11 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 // finished. Errors are run-loop failures.
 func (c *Conversation) step(ctx context.Context) (bool, error) {
 	c.mu.Lock()
-	system := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem(c.systemPromptText())}}
+	systemText := c.systemPromptText()
+	if c.st.DynamicContext != "" {
+		systemText += "\n\n" + c.st.DynamicContext
+	}
+	system := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem(systemText)}}
 	view := buildView(system, c.history)
 	specs := c.toolsForLLM()
 	cfg := c.client.Config()

@@ -484,31 +484,7 @@ func SearchEvents(w http.ResponseWriter, r *http.Request, l *eventlog.Log) {
 		wire.WriteDetail(w, 500, "Could not read events")
 		return
 	}
-	WritePage(w, page.Items, page.NextPageID)
-}
-
-// WritePage writes an EventPage from canonical event JSON.
-func WritePage(w http.ResponseWriter, items [][]byte, next string) {
-	size := 40
-	for _, it := range items {
-		size += len(it) + 1
-	}
-	b := make([]byte, 0, size)
-	b = append(b, `{"items":[`...)
-	for i, it := range items {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, it...)
-	}
-	b = append(b, `],"next_page_id":`...)
-	if next == "" {
-		b = append(b, "null"...)
-	} else {
-		b = strictjson.AppendString(b, next)
-	}
-	b = append(b, '}')
-	wire.WriteRaw(w, 200, b)
+	wire.WriteEventPage(w, page.Items, page.NextPageID)
 }
 
 func (s *Server) searchEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {

@@ -7,6 +7,8 @@ package llm
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/acs-project/acs/events/strictjson"
 )
 
 // Config is the agent's "llm" object (the OpenHands LLM configuration).
@@ -95,4 +97,14 @@ func (c *Config) APIModel() string {
 		}
 	}
 	return m
+}
+
+// DefaultConfig returns a Config with every default applied (as decoding
+// "{}" gives), for building agent configurations in code.
+func DefaultConfig() Config {
+	var c Config
+	if err := strictjson.Unmarshal([]byte("{}"), &c); err != nil {
+		panic(err)
+	}
+	return c
 }

@@ -225,3 +225,27 @@ func (q *Query) OK(w http.ResponseWriter) bool {
 	WriteValidation(w, q.Errs)
 	return false
 }
+
+// WriteEventPage writes an EventPage from canonical event JSON.
+func WriteEventPage(w http.ResponseWriter, items [][]byte, next string) {
+	size := 40
+	for _, it := range items {
+		size += len(it) + 1
+	}
+	b := make([]byte, 0, size)
+	b = append(b, `{"items":[`...)
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, `],"next_page_id":`...)
+	if next == "" {
+		b = append(b, "null"...)
+	} else {
+		b = strictjson.AppendString(b, next)
+	}
+	b = append(b, '}')
+	WriteRaw(w, 200, b)
+}

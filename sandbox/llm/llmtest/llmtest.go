@@ -42,6 +42,9 @@ type Reply struct {
 	MatchText string `json:"match_text,omitempty"`
 	// Match, when set, must accept the request (Go tests only).
 	Match func(*Request) bool `json:"-"`
+	// Respond, when set, builds the reply from the request (Go tests only);
+	// the reply's own fields are then ignored.
+	Respond func(*Request) Reply `json:"-"`
 
 	Text      string     `json:"text,omitempty"`
 	Reasoning string     `json:"reasoning,omitempty"` // reasoning_content
@@ -128,6 +131,16 @@ type Request struct {
 	Body          json.RawMessage `json:"-"`
 	ReceivedAt    time.Time       `json:"-"`
 	MatchedScript int             `json:"-"` // index of the reply used, -1 when none
+}
+
+// SystemText returns the text of the system message.
+func (r *Request) SystemText() string {
+	for _, m := range r.Messages {
+		if m.Role == "system" {
+			return m.Text()
+		}
+	}
+	return ""
 }
 
 // LastUserText returns the text of the last user message.
@@ -294,6 +307,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		writeError(w, http.StatusInternalServerError, "llmtest: no scripted reply left for this request", 0)
 		return
+	}
+	if reply.Respond != nil {
+		reply = reply.Respond(req)
 	}
 	if reply.Delay > 0 {
 		select {

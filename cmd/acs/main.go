@@ -1,0 +1,187 @@
+// Command acs is the Agent Conversation Service's local binary:
+//
+//	acs serve          the control plane (V1 API) on the embedded store, with process sandboxes
+//	acs agent-server   the agent server that runs inside a sandbox
+//	acs llmtest        a scripted OpenAI-compatible LLM for trying ACS without a model
+//	acs version        print the version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(2)
+	}
+	setupLogging()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(ctx, os.Args[2:])
+	case "agent-server":
+		err = agentServer(ctx, os.Args[2:])
+	case "llmtest":
+		err = llmTest(ctx, os.Args[2:])
+	case "version", "--version", "-v":
+		fmt.Println(agentserver.Version)
+	case "help", "-h", "--help":
+		usage()
+	default:
+		fmt.Fprintf(os.Stderr, "acs: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	if err != nil {
+		slog.Error("acs: fatal", "error", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprint(os.Stderr, `Usage: acs <command> [flags]
+
+Commands:
+  serve          run the control plane (V1 API) locally: embedded store, process sandboxes
+  agent-server   run the agent server (inside a sandbox)
+  llmtest        serve a scripted OpenAI-compatible LLM from a JSON file
+  version        print the version
+
+Run "acs <command> -h" for a command's flags.
+`)
+}
+
+// setupLogging logs text to stderr, or JSON with LOG_JSON=true; LOG_LEVEL sets
+// the level (debug, info, warn, error).
+func setupLogging() {
+	level := slog.LevelInfo
+	switch strings.ToLower(os.Getenv("LOG_LEVEL")) {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if strings.EqualFold(os.Getenv("LOG_JSON"), "true") {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	slog.SetDefault(slog.New(h))
+}
+
+// listen opens addr and, when addrFile is set, writes the bound address to it
+// (atomically) so a parent process can find a random port.
+func listen(addr, addrFile string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if addrFile != "" {
+		tmp := addrFile + ".tmp"
+		if err := os.WriteFile(tmp, []byte(ln.Addr().String()), 0o600); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("write address file: %w", err)
+		}
+		if err := os.Rename(tmp, addrFile); err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("write address file: %w", err)
+		}
+	}
+	return ln, nil
+}
+
+// serveHTTP serves h on ln until ctx ends, then shuts down gracefully.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+func agentServer(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("agent-server", flag.ExitOnError)
+	addr := fs.String("addr", envOr("ACS_AGENT_ADDR", "127.0.0.1:8000"), "listen address (ACS_AGENT_ADDR)")
+	port := fs.Int("port", 0, "listen on 0.0.0.0:PORT instead of -addr (OpenHands-compatible flag)")
+	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
+	fs.Parse(args)
+	if *port != 0 {
+		*addr = fmt.Sprintf("0.0.0.0:%d", *port)
+	}
+	cfg, err := agentserver.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	srv, err := agentserver.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ln, err := listen(*addr, *addrFile)
+	if err != nil {
+		return err
+	}
+	slog.Info("agent server listening", "addr", ln.Addr().String(), "auth", len(cfg.SessionKeys) > 0, "webhooks", len(cfg.WebhookURLs))
+	return serveHTTP(ctx, ln, srv.Handler())
+}
+
+func llmTest(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("llmtest", flag.ExitOnError)
+	addr := fs.String("addr", "127.0.0.1:4000", "listen address")
+	script := fs.String("script", "", "JSON file holding an array of scripted replies (required)")
+	fs.Parse(args)
+	if *script == "" {
+		return errors.New("llmtest: -script is required")
+	}
+	data, err := os.ReadFile(*script)
+	if err != nil {
+		return err
+	}
+	replies, err := llmtest.LoadScript(data)
+	if err != nil {
+		return err
+	}
+	s, err := llmtest.Listen(*addr, replies...)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	fmt.Printf("llmtest: serving %d scripted replies at %s (set LLM_BASE_URL to this)\n", len(replies), s.URL)
+	<-ctx.Done()
+	return nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/boltstore"
+	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/localqueue"
+	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+// adminID is the id of the installation's admin user.
+const adminID = "admin"
+
+func serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
+	fs.Parse(args)
+	cfg, err := config.LoadLocal(os.Getenv)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	store, err := boltstore.Open(filepath.Join(cfg.DataDir, "acs.db"))
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	queue, err := localqueue.Open(filepath.Join(cfg.DataDir, "queue.db"))
+	if err != nil {
+		return err
+	}
+	defer queue.Close()
+	bin, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find the acs binary: %w", err)
+	}
+	runtime, err := procsandbox.New(procsandbox.Config{Binary: bin, Root: filepath.Join(cfg.DataDir, "sandboxes")})
+	if err != nil {
+		return err
+	}
+	defer runtime.Close()
+
+	key, generated, err := ensureAdmin(ctx, store, cfg)
+	if err != nil {
+		return err
+	}
+	ln, err := listen(cfg.Addr, *addrFile)
+	if err != nil {
+		return err
+	}
+	publicURL := cfg.PublicURL
+	if strings.HasSuffix(cfg.Addr, ":0") && os.Getenv("ACS_PUBLIC_URL") == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
+
+	llmCfg := llm.DefaultConfig()
+	llmCfg.Model = cfg.LLMModel
+	if cfg.LLMBaseURL != "" {
+		llmCfg.BaseURL = &cfg.LLMBaseURL
+	}
+	if cfg.LLMAPIKey != "" {
+		llmCfg.APIKey = &cfg.LLMAPIKey
+	}
+	flow := startflow.Config{
+		WebhookBaseURL: publicURL + "/api/v1/webhooks",
+		LLM:            llmCfg,
+		Specs: []acs.SandboxSpec{{ID: "acs-local", Command: []string{bin, "agent-server"}, CreatedAt: time.Unix(0, 0).UTC(),
+			InitialEnv: map[string]string{}, WorkingDir: filepath.Join(cfg.DataDir, "sandboxes", "{sandbox_id}", "workspace")}},
+		StartupTimeout: cfg.SandboxStartupTimeout,
+		PollInterval:   100 * time.Millisecond,
+	}
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Flow: flow})
+	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Config: flow}
+	wctx, stopWorkers := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { worker.Run(wctx, cfg.Workers); close(done) }()
+	defer func() { stopWorkers(); <-done }()
+
+	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
+	if generated {
+		fmt.Printf("\nACS is running at http://%s\nAPI key (generated; saved in %s): %s\n\n", ln.Addr(), filepath.Join(cfg.DataDir, "api_key"), key)
+	} else {
+		fmt.Printf("\nACS is running at http://%s\n\n", ln.Addr())
+	}
+	return serveHTTP(ctx, ln, v1.Handler())
+}
+
+// ensureAdmin makes sure the admin user exists and owns the configured (or
+// generated) API key. It returns the key and whether it was generated now.
+func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string, bool, error) {
+	if _, err := store.GetUser(ctx, adminID); errors.Is(err, acs.ErrNotFound) {
+		if err := store.CreateUser(ctx, acs.User{ID: adminID, Name: "admin", Admin: true, CreatedAt: time.Now().UTC()}); err != nil && !errors.Is(err, acs.ErrConflict) {
+			return "", false, err
+		}
+	} else if err != nil {
+		return "", false, err
+	}
+	keyFile := filepath.Join(cfg.DataDir, "api_key")
+	key, generated := cfg.APIKey, false
+	if key == "" {
+		if b, err := os.ReadFile(keyFile); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			key = strings.TrimSpace(string(b))
+		} else {
+			key, generated = "acs_"+acs.NewSecret(40), true
+			if err := os.WriteFile(keyFile, []byte(key+"\n"), 0o600); err != nil {
+				return "", false, fmt.Errorf("save generated API key: %w", err)
+			}
+		}
+	}
+	hash := acs.HashKey(key)
+	if _, err := store.GetAPIKeyByHash(ctx, hash); errors.Is(err, acs.ErrNotFound) {
+		err := store.CreateAPIKey(ctx, acs.APIKey{ID: acs.NewID(), UserID: adminID, Name: "admin", Hash: hash,
+			Prefix: key[:min(8, len(key))], CreatedAt: time.Now().UTC()})
+		if err != nil && !errors.Is(err, acs.ErrConflict) {
+			return "", false, err
+		}
+	} else if err != nil {
+		return "", false, err
+	}
+	return key, generated, nil
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

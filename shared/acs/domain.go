@@ -1,0 +1,275 @@
+// Package acs is the control plane's domain: conversations, sandboxes, start
+// tasks, sandbox specs, users and API keys, their statuses and rules, the
+// errors every layer maps to HTTP statuses, and the contract interfaces
+// (Store, Queue, Runtime) that adapters implement. It imports nothing from
+// this module, so the local server and the AWS functions share it unchanged.
+package acs
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+)
+
+// Errors every adapter and service returns (wrapped), matched with errors.Is.
+var (
+	ErrNotFound     = errors.New("not found")
+	ErrConflict     = errors.New("conflict")
+	ErrInvalid      = errors.New("invalid")
+	ErrUnauthorized = errors.New("unauthorized")
+	ErrForbidden    = errors.New("forbidden")
+	ErrUnavailable  = errors.New("temporarily unavailable")
+	ErrGone         = errors.New("gone")
+	ErrCapacity     = errors.New("capacity exceeded")
+)
+
+// SandboxStatus is the lifecycle state of a sandbox.
+type SandboxStatus string
+
+// The sandbox statuses of the spec.
+const (
+	SandboxStarting SandboxStatus = "STARTING"
+	SandboxRunning  SandboxStatus = "RUNNING"
+	SandboxPaused   SandboxStatus = "PAUSED"
+	SandboxError    SandboxStatus = "ERROR"
+	SandboxMissing  SandboxStatus = "MISSING"
+)
+
+// EnumValues lists the statuses.
+func (SandboxStatus) EnumValues() []string {
+	return []string{"STARTING", "RUNNING", "PAUSED", "ERROR", "MISSING"}
+}
+
+// ReadOnly reports whether conversations on a sandbox in this status are
+// read-only (terminal statuses).
+func (s SandboxStatus) ReadOnly() bool { return s == SandboxError || s == SandboxMissing }
+
+// StartTaskStatus is the state of a start task.
+type StartTaskStatus string
+
+// The start task states, in order.
+const (
+	TaskWorking              StartTaskStatus = "WORKING"
+	TaskWaitingForSandbox    StartTaskStatus = "WAITING_FOR_SANDBOX"
+	TaskPreparingRepository  StartTaskStatus = "PREPARING_REPOSITORY"
+	TaskRunningSetupScript   StartTaskStatus = "RUNNING_SETUP_SCRIPT"
+	TaskSettingUpGitHooks    StartTaskStatus = "SETTING_UP_GIT_HOOKS"
+	TaskSettingUpSkills      StartTaskStatus = "SETTING_UP_SKILLS"
+	TaskStartingConversation StartTaskStatus = "STARTING_CONVERSATION"
+	TaskReady                StartTaskStatus = "READY"
+	TaskError                StartTaskStatus = "ERROR"
+)
+
+// Done reports whether the task reached READY or ERROR.
+func (s StartTaskStatus) Done() bool { return s == TaskReady || s == TaskError }
+
+// GroupingStrategy is the user's sandbox grouping setting.
+type GroupingStrategy string
+
+// The five grouping strategies.
+const (
+	NoGrouping          GroupingStrategy = "NO_GROUPING"
+	GroupByNewest       GroupingStrategy = "GROUP_BY_NEWEST"
+	LeastRecentlyUsed   GroupingStrategy = "LEAST_RECENTLY_USED"
+	FewestConversations GroupingStrategy = "FEWEST_CONVERSATIONS"
+	AddToAny            GroupingStrategy = "ADD_TO_ANY"
+)
+
+// EnumValues lists the strategies.
+func (GroupingStrategy) EnumValues() []string {
+	return []string{"NO_GROUPING", "GROUP_BY_NEWEST", "LEAST_RECENTLY_USED", "FEWEST_CONVERSATIONS", "ADD_TO_ANY"}
+}
+
+// User is an account. The admin user owns the installation's first key.
+type User struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// APIKey is a user's API key. Only its SHA-256 hash is stored.
+type APIKey struct {
+	ID        string    `json:"id"`
+	UserID    string    `json:"user_id"`
+	Name      string    `json:"name"`
+	Hash      string    `json:"hash"`
+	Prefix    string    `json:"prefix"` // first characters, to recognise a key
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Sandbox is an execution environment owned by one user.
+type Sandbox struct {
+	ID      string        `json:"id"`
+	OwnerID string        `json:"owner_id"`
+	SpecID  string        `json:"spec_id"`
+	Status  SandboxStatus `json:"status"`
+	Detail  string        `json:"detail,omitempty"`
+	// SessionKeyHash is the SHA-256 of the agent server's current session key.
+	SessionKeyHash string `json:"session_key_hash,omitempty"`
+	// AgentURL is the agent server's base URL while running.
+	AgentURL   string `json:"agent_url,omitempty"`
+	WorkingDir string `json:"working_dir,omitempty"`
+	// Conversations counts conversations placed on the sandbox (placement
+	// slots; reserved atomically).
+	Conversations int `json:"conversations"`
+	// CreatedByTask is the start task that created the sandbox, if any (so a
+	// redelivered step recognises its own sandbox).
+	CreatedByTask string    `json:"created_by_task,omitempty"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
+	// LastUsedAt is the last start or message on the sandbox.
+	LastUsedAt time.Time `json:"last_used_at"`
+}
+
+// Conversation is a conversation record.
+type Conversation struct {
+	ID                   string            `json:"id"`
+	OwnerID              string            `json:"owner_id"`
+	SandboxID            string            `json:"sandbox_id"`
+	SelectedRepository   *string           `json:"selected_repository,omitempty"`
+	SelectedBranch       *string           `json:"selected_branch,omitempty"`
+	GitProvider          *string           `json:"git_provider,omitempty"`
+	Title                *string           `json:"title,omitempty"`
+	Trigger              *string           `json:"trigger,omitempty"`
+	PRNumber             []int             `json:"pr_number,omitempty"`
+	LLMModel             *string           `json:"llm_model,omitempty"`
+	ParentConversationID *string           `json:"parent_conversation_id,omitempty"`
+	Public               *bool             `json:"public,omitempty"`
+	Tags                 map[string]string `json:"tags,omitempty"`
+	WorkingDir           string            `json:"working_dir,omitempty"`
+	// ExecutionStatus is the agent's status as last reported, and
+	// ExecutionStatusAt when it was reported (older reports are ignored).
+	ExecutionStatus   string          `json:"execution_status,omitempty"`
+	ExecutionStatusAt time.Time       `json:"execution_status_at"`
+	Metrics           json.RawMessage `json:"metrics,omitempty"`
+	StartTaskID       string          `json:"start_task_id,omitempty"`
+	CreatedAt         time.Time       `json:"created_at"`
+	UpdatedAt         time.Time       `json:"updated_at"`
+}
+
+// StepTiming records when a start task entered a status.
+type StepTiming struct {
+	Status    StartTaskStatus `json:"status"`
+	StartedAt time.Time       `json:"started_at"`
+	Detail    string          `json:"detail,omitempty"`
+}
+
+// StartTask is the asynchronous start of a conversation.
+type StartTask struct {
+	ID                string          `json:"id"`
+	OwnerID           string          `json:"owner_id"`
+	Status            StartTaskStatus `json:"status"`
+	Detail            *string         `json:"detail,omitempty"`
+	AppConversationID *string         `json:"app_conversation_id,omitempty"`
+	SandboxID         *string         `json:"sandbox_id,omitempty"`
+	AgentServerURL    *string         `json:"agent_server_url,omitempty"`
+	// Request is the start request as shown to users (secrets masked).
+	Request json.RawMessage `json:"request"`
+	// ConversationID is chosen when the task is created, so every step and
+	// redelivery works on the same conversation.
+	ConversationID string `json:"conversation_id"`
+	// Secrets are the per-conversation secret values (never shown).
+	Secrets   map[string]string `json:"secrets,omitempty"`
+	Placement string            `json:"placement,omitempty"`
+	Steps     []StepTiming      `json:"steps"`
+	// Attempts counts deliveries of the current step (for backoff and limits).
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Advance moves the task to status at now and records the step.
+func (t *StartTask) Advance(status StartTaskStatus, now time.Time) {
+	t.Status = status
+	t.Attempts = 0
+	t.UpdatedAt = now
+	t.Steps = append(t.Steps, StepTiming{Status: status, StartedAt: now})
+}
+
+// Fail moves the task to ERROR with a detail a user can act on.
+func (t *StartTask) Fail(detail string, now time.Time) {
+	t.Detail = &detail
+	t.Advance(TaskError, now)
+	t.Steps[len(t.Steps)-1].Detail = detail
+}
+
+// SandboxSpec is a template for sandboxes.
+type SandboxSpec struct {
+	ID         string            `json:"id"`
+	Command    []string          `json:"command"`
+	CreatedAt  time.Time         `json:"created_at"`
+	InitialEnv map[string]string `json:"initial_env"`
+	WorkingDir string            `json:"working_dir"`
+}
+
+// NewID returns a random 32-character hex id (a UUID v4 without dashes).
+func NewID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	b[6] = (b[6] & 0x0f) | 0x40
+	b[8] = (b[8] & 0x3f) | 0x80
+	return hex.EncodeToString(b[:])
+}
+
+// NormalizeID accepts a UUID with or without dashes (any case) and returns
+// its 32-character lower-case hex form.
+func NormalizeID(s string) (string, error) {
+	h := strings.ToLower(strings.ReplaceAll(s, "-", ""))
+	if len(h) != 32 || (len(s) != 32 && len(s) != 36) {
+		return "", fmt.Errorf("%w: %q is not a UUID", ErrInvalid, truncate(s, 64))
+	}
+	if _, err := hex.DecodeString(h); err != nil {
+		return "", fmt.Errorf("%w: %q is not a UUID", ErrInvalid, truncate(s, 64))
+	}
+	if len(s) == 36 && (s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-') {
+		return "", fmt.Errorf("%w: %q is not a UUID", ErrInvalid, truncate(s, 64))
+	}
+	return h, nil
+}
+
+// Dashed returns the 8-4-4-4-12 form of a 32-character hex id.
+func Dashed(h string) string {
+	if len(h) != 32 {
+		return h
+	}
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// NewSecret returns a random base62 string of n characters (for API and
+// session keys).
+func NewSecret(n int) string {
+	out := make([]byte, n)
+	max := big.NewInt(int64(len(base62)))
+	for i := range out {
+		v, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			panic(err)
+		}
+		out[i] = base62[v.Int64()]
+	}
+	return string(out)
+}
+
+// HashKey returns the hex SHA-256 of an API or session key.
+func HashKey(key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(sum[:])
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,186 @@
+// Package api is the V1 HTTP API (/api/v1): the route table, request
+// decoding and validation (422 bodies), authentication (Bearer API keys for
+// users, X-Session-API-Key for sandbox webhooks), the mapping of domain
+// errors to statuses, and the handlers. The same table drives the local mux
+// and each per-route Lambda function.
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+// Deps are what the handlers use.
+type Deps struct {
+	Store   acs.Store
+	Queue   acs.Queue
+	Runtime acs.Runtime
+	// Flow is the start-flow configuration (sandbox specs, environment).
+	Flow startflow.Config
+	Now  func() time.Time
+}
+
+// API serves the V1 routes.
+type API struct {
+	d     Deps
+	start *startflow.Service
+}
+
+// New returns the API over deps.
+func New(d Deps) *API {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	return &API{d: d, start: &startflow.Service{Store: d.Store, Queue: d.Queue, Now: d.Now}}
+}
+
+func (a *API) now() time.Time { return a.d.Now().UTC() }
+
+// Handler mounts every route of the table.
+func (a *API) Handler() http.Handler {
+	mux := http.NewServeMux()
+	for _, rt := range Routes {
+		mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
+	}
+	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	return mux
+}
+
+// RouteHandler mounts only the named route (one Lambda function per route).
+// It returns nil for an unknown name.
+func (a *API) RouteHandler(name string) http.Handler {
+	for _, rt := range Routes {
+		if rt.Name == name {
+			mux := http.NewServeMux()
+			mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
+			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+			return mux
+		}
+	}
+	return nil
+}
+
+// wrap adds panic recovery and the route's authentication.
+func (a *API) wrap(rt Route) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				slog.Error("api: panic", "route", rt.Name, "panic", p, "stack", string(debug.Stack()))
+				wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+			}
+		}()
+		switch rt.Auth {
+		case AuthUser:
+			if _, ok := acs.UserFrom(r.Context()); !ok {
+				u, err := a.authenticateUser(r)
+				if err != nil {
+					writeErr(w, err)
+					return
+				}
+				r = r.WithContext(acs.WithUser(r.Context(), u))
+			}
+		case AuthSandbox:
+			sb, err := a.authenticateSandbox(r)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			r = r.WithContext(acs.WithSandbox(r.Context(), sb))
+		}
+		rt.Handle(a, w, r)
+	})
+}
+
+// Authenticate resolves a Bearer API key to its user. It is what the Lambda
+// authorizer calls too.
+func Authenticate(ctx context.Context, store acs.Store, authorization string) (acs.User, error) {
+	key, ok := strings.CutPrefix(authorization, "Bearer ")
+	key = strings.TrimSpace(key)
+	if !ok || key == "" {
+		return acs.User{}, fmt.Errorf("missing Authorization: Bearer <API_KEY>: %w", acs.ErrUnauthorized)
+	}
+	k, err := store.GetAPIKeyByHash(ctx, acs.HashKey(key))
+	if errors.Is(err, acs.ErrNotFound) {
+		return acs.User{}, fmt.Errorf("invalid API key: %w", acs.ErrUnauthorized)
+	}
+	if err != nil {
+		return acs.User{}, err
+	}
+	u, err := store.GetUser(ctx, k.UserID)
+	if errors.Is(err, acs.ErrNotFound) {
+		return acs.User{}, fmt.Errorf("invalid API key: %w", acs.ErrUnauthorized)
+	}
+	return u, err
+}
+
+func (a *API) authenticateUser(r *http.Request) (acs.User, error) {
+	return Authenticate(r.Context(), a.d.Store, r.Header.Get("Authorization"))
+}
+
+// authenticateSandbox resolves X-Session-API-Key to the sandbox whose
+// current session key it is.
+func (a *API) authenticateSandbox(r *http.Request) (acs.Sandbox, error) {
+	key := r.Header.Get("X-Session-API-Key")
+	if key == "" {
+		return acs.Sandbox{}, fmt.Errorf("missing X-Session-API-Key: %w", acs.ErrUnauthorized)
+	}
+	sb, err := a.d.Store.GetSandboxBySessionKeyHash(r.Context(), acs.HashKey(key))
+	if errors.Is(err, acs.ErrNotFound) {
+		return acs.Sandbox{}, fmt.Errorf("unknown session key: %w", acs.ErrUnauthorized)
+	}
+	if err != nil {
+		return acs.Sandbox{}, err
+	}
+	if sb.Status == acs.SandboxMissing {
+		return acs.Sandbox{}, fmt.Errorf("sandbox deleted: %w", acs.ErrUnauthorized)
+	}
+	return sb, nil
+}
+
+func userOf(r *http.Request) acs.User {
+	u, _ := acs.UserFrom(r.Context())
+	return u
+}
+
+// writeErr maps domain errors to statuses with {"detail": ...} bodies. Only
+// unexpected errors are 500, with a generic message (details are logged).
+func writeErr(w http.ResponseWriter, err error) {
+	msg := err.Error()
+	switch {
+	case errors.Is(err, acs.ErrUnauthorized):
+		if strings.Contains(msg, "Bearer") || strings.Contains(msg, "API key") {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+		}
+		wire.WriteDetail(w, http.StatusUnauthorized, "Unauthorized: "+strings.TrimSuffix(msg, ": "+acs.ErrUnauthorized.Error()))
+	case errors.Is(err, acs.ErrForbidden):
+		wire.WriteDetail(w, http.StatusForbidden, strings.TrimSuffix(msg, ": "+acs.ErrForbidden.Error()))
+	case errors.Is(err, acs.ErrNotFound):
+		wire.WriteDetail(w, http.StatusNotFound, strings.TrimSuffix(msg, ": "+acs.ErrNotFound.Error()))
+	case errors.Is(err, acs.ErrConflict):
+		wire.WriteDetail(w, http.StatusConflict, strings.TrimSuffix(msg, ": "+acs.ErrConflict.Error()))
+	case errors.Is(err, acs.ErrGone):
+		wire.WriteDetail(w, http.StatusGone, strings.TrimSuffix(msg, ": "+acs.ErrGone.Error()))
+	case errors.Is(err, acs.ErrCapacity):
+		w.Header().Set("Retry-After", "30")
+		wire.WriteDetail(w, http.StatusTooManyRequests, strings.TrimSuffix(msg, ": "+acs.ErrCapacity.Error()))
+	case errors.Is(err, acs.ErrUnavailable):
+		w.Header().Set("Retry-After", "2")
+		wire.WriteDetail(w, http.StatusServiceUnavailable, "Service temporarily unavailable; retry shortly")
+	case errors.Is(err, acs.ErrInvalid):
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{}, Msg: strings.TrimSuffix(msg, ": "+acs.ErrInvalid.Error()), Type: "value_error"}})
+	default:
+		slog.Error("api: request failed", "error", err)
+		wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+	}
+}

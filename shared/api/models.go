@@ -1,0 +1,226 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/url"
+	"strconv"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+// StepJSON is one recorded start-task step (an ACS extension).
+type StepJSON struct {
+	Status    string      `json:"status"`
+	StartedAt events.Time `json:"started_at"`
+	Detail    *string     `json:"detail" acs:"emitnull"`
+}
+
+// StartTaskJSON is AppConversationStartTask.
+type StartTaskJSON struct {
+	ID                string          `json:"id"`
+	CreatedByUserID   *string         `json:"created_by_user_id" acs:"emitnull"`
+	Status            string          `json:"status"`
+	Detail            *string         `json:"detail" acs:"emitnull"`
+	AppConversationID *string         `json:"app_conversation_id" acs:"emitnull"`
+	SandboxID         *string         `json:"sandbox_id" acs:"emitnull"`
+	AgentServerURL    *string         `json:"agent_server_url" acs:"emitnull"`
+	Request           json.RawMessage `json:"request"`
+	CreatedAt         events.Time     `json:"created_at"`
+	UpdatedAt         events.Time     `json:"updated_at"`
+	Placement         *string         `json:"placement" acs:"emitnull"`
+	Steps             []StepJSON      `json:"steps"`
+}
+
+func taskJSON(t acs.StartTask) StartTaskJSON {
+	owner := t.OwnerID
+	out := StartTaskJSON{ID: t.ID, CreatedByUserID: &owner, Status: string(t.Status), Detail: t.Detail,
+		AppConversationID: t.AppConversationID, SandboxID: t.SandboxID, AgentServerURL: t.AgentServerURL,
+		Request: t.Request, CreatedAt: events.At(t.CreatedAt), UpdatedAt: events.At(t.UpdatedAt)}
+	if t.Placement != "" {
+		p := t.Placement
+		out.Placement = &p
+	}
+	for _, s := range t.Steps {
+		sj := StepJSON{Status: string(s.Status), StartedAt: events.At(s.StartedAt)}
+		if s.Detail != "" {
+			d := s.Detail
+			sj.Detail = &d
+		}
+		out.Steps = append(out.Steps, sj)
+	}
+	return out
+}
+
+// ConversationJSON is AppConversation.
+type ConversationJSON struct {
+	ID                   string            `json:"id"`
+	CreatedByUserID      *string           `json:"created_by_user_id" acs:"emitnull"`
+	SandboxID            string            `json:"sandbox_id"`
+	SelectedRepository   *string           `json:"selected_repository" acs:"emitnull"`
+	SelectedBranch       *string           `json:"selected_branch" acs:"emitnull"`
+	GitProvider          *string           `json:"git_provider" acs:"emitnull"`
+	Title                *string           `json:"title" acs:"emitnull"`
+	Trigger              *string           `json:"trigger" acs:"emitnull"`
+	PRNumber             []int             `json:"pr_number"`
+	LLMModel             *string           `json:"llm_model" acs:"emitnull"`
+	AgentKind            string            `json:"agent_kind"`
+	Metrics              json.RawMessage   `json:"metrics" acs:"emitnull"`
+	ParentConversationID *string           `json:"parent_conversation_id" acs:"emitnull"`
+	SubConversationIDs   []string          `json:"sub_conversation_ids"`
+	Public               *bool             `json:"public" acs:"emitnull"`
+	Tags                 map[string]string `json:"tags"`
+	CreatedAt            events.Time       `json:"created_at"`
+	UpdatedAt            events.Time       `json:"updated_at"`
+	SandboxStatus        string            `json:"sandbox_status"`
+	ExecutionStatus      *string           `json:"execution_status" acs:"emitnull"`
+	ConversationURL      *string           `json:"conversation_url" acs:"emitnull"`
+	SessionAPIKey        *string           `json:"session_api_key" acs:"emitnull"`
+}
+
+// ExposedURL is a URL a sandbox exposes.
+type ExposedURL struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+	Port int    `json:"port"`
+}
+
+// SandboxJSON is SandboxInfo.
+type SandboxJSON struct {
+	ID              string       `json:"id"`
+	CreatedByUserID *string      `json:"created_by_user_id" acs:"emitnull"`
+	SandboxSpecID   string       `json:"sandbox_spec_id"`
+	Status          string       `json:"status"`
+	SessionAPIKey   *string      `json:"session_api_key" acs:"emitnull"`
+	ExposedURLs     []ExposedURL `json:"exposed_urls" acs:"nullable,emitnull"`
+	CreatedAt       events.Time  `json:"created_at"`
+	// ACS extensions.
+	Detail        *string     `json:"detail" acs:"emitnull"`
+	Conversations int         `json:"conversation_count"`
+	LastUsedAt    events.Time `json:"last_used_at"`
+}
+
+// SpecJSON is SandboxSpecInfo.
+type SpecJSON struct {
+	ID         string            `json:"id"`
+	Command    []string          `json:"command" acs:"nullable,emitnull"`
+	CreatedAt  events.Time       `json:"created_at"`
+	InitialEnv map[string]string `json:"initial_env"`
+	WorkingDir string            `json:"working_dir"`
+}
+
+// PageJSON is {items, next_page_id}.
+type PageJSON[T any] struct {
+	Items      []T     `json:"items"`
+	NextPageID *string `json:"next_page_id" acs:"emitnull"`
+}
+
+func pageOf[T any](items []T, next string) PageJSON[T] {
+	p := PageJSON[T]{Items: items}
+	if p.Items == nil {
+		p.Items = []T{}
+	}
+	if next != "" {
+		p.NextPageID = &next
+	}
+	return p
+}
+
+// liveSandbox refreshes a sandbox from its runtime (statuses the runtime can
+// change) and returns it with the runtime's session key when running.
+func (a *API) liveSandbox(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, string) {
+	if sb.Status.ReadOnly() {
+		return sb, ""
+	}
+	st, err := a.d.Runtime.Status(ctx, sb.ID)
+	if err != nil {
+		slog.Warn("api: runtime status", "sandbox", sb.ID, "error", err)
+		return sb, ""
+	}
+	if st.Status != sb.Status || st.AgentURL != sb.AgentURL || (st.SessionKey != "" && acs.HashKey(st.SessionKey) != sb.SessionKeyHash) {
+		updated, err := a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+			startflow.ApplyRuntimeStatus(s, st, a.now())
+			return nil
+		})
+		if err == nil {
+			sb = updated
+		} else if !errors.Is(err, acs.ErrNotFound) {
+			slog.Warn("api: record sandbox status", "sandbox", sb.ID, "error", err)
+		}
+	}
+	if sb.Status != acs.SandboxRunning {
+		return sb, ""
+	}
+	return sb, st.SessionKey
+}
+
+func sandboxJSON(sb acs.Sandbox, key string) SandboxJSON {
+	owner := sb.OwnerID
+	out := SandboxJSON{ID: sb.ID, CreatedByUserID: &owner, SandboxSpecID: sb.SpecID, Status: string(sb.Status),
+		CreatedAt: events.At(sb.CreatedAt), Conversations: sb.Conversations, LastUsedAt: events.At(sb.LastUsedAt)}
+	if sb.Detail != "" {
+		d := sb.Detail
+		out.Detail = &d
+	}
+	if sb.Status == acs.SandboxRunning && sb.AgentURL != "" {
+		if key != "" {
+			out.SessionAPIKey = &key
+		}
+		out.ExposedURLs = []ExposedURL{{Name: "AGENT_SERVER", URL: sb.AgentURL, Port: portOf(sb.AgentURL)}}
+	}
+	return out
+}
+
+func portOf(raw string) int {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return 0
+	}
+	if p := u.Port(); p != "" {
+		n, _ := strconv.Atoi(p)
+		return n
+	}
+	if u.Scheme == "https" {
+		return 443
+	}
+	return 80
+}
+
+// conversationJSON composes the record with the sandbox's live status.
+func (a *API) conversationJSON(ctx context.Context, c acs.Conversation) ConversationJSON {
+	owner := c.OwnerID
+	out := ConversationJSON{ID: c.ID, CreatedByUserID: &owner, SandboxID: c.SandboxID,
+		SelectedRepository: c.SelectedRepository, SelectedBranch: c.SelectedBranch, GitProvider: c.GitProvider,
+		Title: c.Title, Trigger: c.Trigger, PRNumber: c.PRNumber, LLMModel: c.LLMModel, AgentKind: "openhands",
+		Metrics: c.Metrics, ParentConversationID: c.ParentConversationID, SubConversationIDs: []string{},
+		Public: c.Public, Tags: c.Tags, CreatedAt: events.At(c.CreatedAt), UpdatedAt: events.At(c.UpdatedAt),
+		SandboxStatus: string(acs.SandboxMissing)}
+	if out.PRNumber == nil {
+		out.PRNumber = []int{}
+	}
+	if out.Tags == nil {
+		out.Tags = map[string]string{}
+	}
+	if c.ExecutionStatus != "" {
+		s := c.ExecutionStatus
+		out.ExecutionStatus = &s
+	}
+	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
+	if err != nil {
+		return out
+	}
+	sb, key := a.liveSandbox(ctx, sb)
+	out.SandboxStatus = string(sb.Status)
+	if sb.Status == acs.SandboxRunning && sb.AgentURL != "" {
+		u := sb.AgentURL + "/api/conversations/" + c.ID
+		out.ConversationURL = &u
+		if key != "" {
+			out.SessionAPIKey = &key
+		}
+	}
+	return out
+}

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// createSandbox: POST /api/v1/sandboxes[?sandbox_spec_id=...]. It returns the
+// new sandbox (usually STARTING).
+func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	specID := ""
+	if s := q.String("sandbox_spec_id"); s != nil {
+		specID = *s
+	}
+	spec, ok := a.d.Flow.Spec(specID)
+	if !ok {
+		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "sandbox_spec_id"}, Msg: "Unknown sandbox spec: " + specID, Type: "value_error"})
+	}
+	if !q.OK(w) {
+		return
+	}
+	user := userOf(r)
+	now := a.now()
+	sb := acs.Sandbox{ID: acs.NewID(), OwnerID: user.ID, SpecID: spec.ID, Status: acs.SandboxStarting,
+		CreatedAt: now, UpdatedAt: now, LastUsedAt: now}
+	if err := a.d.Store.CreateSandbox(r.Context(), sb); err != nil {
+		writeErr(w, err)
+		return
+	}
+	st, err := a.d.Runtime.Start(r.Context(), acs.StartRequest{SandboxID: sb.ID, OwnerID: user.ID, Spec: spec,
+		SessionKey: acs.NewSecret(40), Env: a.d.Flow.SandboxEnv()})
+	if err != nil {
+		_, _ = a.d.Store.UpdateSandbox(r.Context(), sb.ID, func(s *acs.Sandbox) error {
+			s.Status, s.Detail = acs.SandboxError, "the runtime could not start the sandbox: "+err.Error()
+			return nil
+		})
+		writeErr(w, err)
+		return
+	}
+	sb, err = a.d.Store.UpdateSandbox(r.Context(), sb.ID, func(s *acs.Sandbox) error {
+		applyStatus(s, st, a.now())
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	key := ""
+	if sb.Status == acs.SandboxRunning {
+		key = st.SessionKey
+	}
+	wire.WriteJSON(w, http.StatusOK, sandboxJSON(sb, key))
+}
+
+// searchSandboxes: GET /api/v1/sandboxes/search, newest first.
+func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	opts := acs.ListOptions{Limit: q.Int("limit", 100, 1, 100)}
+	if p := q.String("page_id"); p != nil {
+		opts.PageToken = *p
+	}
+	if !q.OK(w) {
+		return
+	}
+	page, err := a.d.Store.ListSandboxes(r.Context(), userOf(r).ID, opts)
+	if errors.Is(err, acs.ErrInvalid) {
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"}})
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	items := make([]SandboxJSON, 0, len(page.Items))
+	for _, sb := range page.Items {
+		sb, key := a.liveSandbox(r.Context(), sb)
+		items = append(items, sandboxJSON(sb, key))
+	}
+	wire.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
+}
+
+// getSandboxes: GET /api/v1/sandboxes?id=... in request order, null for
+// missing or another user's.
+func (a *API) getSandboxes(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	ids := q.Strings("id")
+	if len(ids) > maxBatch {
+		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "id"}, Msg: "at most 100 ids per request", Type: "too_long"})
+	}
+	if !q.OK(w) {
+		return
+	}
+	out := make([]*SandboxJSON, len(ids))
+	for i, id := range ids {
+		sb, err := a.d.Store.GetSandbox(r.Context(), id)
+		if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != userOf(r).ID) {
+			continue
+		}
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		sb, key := a.liveSandbox(r.Context(), sb)
+		sj := sandboxJSON(sb, key)
+		out[i] = &sj
+	}
+	wire.WriteJSON(w, http.StatusOK, out)
+}
+
+// searchSandboxSpecs: GET /api/v1/sandbox-specs/search (offset paging over
+// the configured specs; the first is the default).
+func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	limit := q.Int("limit", 100, 1, 100)
+	offset := 0
+	if p := q.String("page_id"); p != nil {
+		n, err := strconv.Atoi(*p)
+		if err != nil || n < 0 {
+			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"})
+		}
+		offset = n
+	}
+	if !q.OK(w) {
+		return
+	}
+	specs := a.d.Flow.Specs
+	items := []SpecJSON{}
+	next := ""
+	for i := offset; i < len(specs) && i < offset+limit; i++ {
+		s := specs[i]
+		env := s.InitialEnv
+		if env == nil {
+			env = map[string]string{}
+		}
+		items = append(items, SpecJSON{ID: s.ID, Command: s.Command, CreatedAt: events.At(s.CreatedAt), InitialEnv: env, WorkingDir: s.WorkingDir})
+	}
+	if offset+limit < len(specs) {
+		next = strconv.Itoa(offset + limit)
+	}
+	wire.WriteJSON(w, http.StatusOK, pageOf(items, next))
+}

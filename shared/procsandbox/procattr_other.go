@@ -1,0 +1,8 @@
+//go:build !linux
+
+package procsandbox
+
+import "syscall"
+
+// sysProcAttr puts the child in its own process group.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }

@@ -1,0 +1,185 @@
+// Package sandboxtest is the conformance suite every acs.Runtime adapter
+// passes.
+package sandboxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// Options tune the suite to what an adapter's environment allows.
+type Options struct {
+	// AgentReachable means the suite can call the agent server at AgentURL
+	// (true for process sandboxes; false where pods are simulated).
+	AgentReachable bool
+	// Spec is the sandbox spec to start.
+	Spec acs.SandboxSpec
+	// Timeout bounds waiting for RUNNING.
+	Timeout time.Duration
+	// WriteFile, when set, puts a file into a sandbox's workspace and
+	// ReadFile reads it back, to check that pause keeps the workspace.
+	WriteFile func(t *testing.T, st acs.RuntimeStatus, name, content string)
+	ReadFile  func(t *testing.T, st acs.RuntimeStatus, name string) (string, error)
+}
+
+// Run runs the suite against rt.
+func Run(t *testing.T, rt acs.Runtime, opts Options) {
+	ctx := context.Background()
+	if opts.Timeout == 0 {
+		opts.Timeout = 60 * time.Second
+	}
+	waitFor := func(t *testing.T, id string, want acs.SandboxStatus) acs.RuntimeStatus {
+		t.Helper()
+		deadline := time.Now().Add(opts.Timeout)
+		var st acs.RuntimeStatus
+		for time.Now().Before(deadline) {
+			var err error
+			st, err = rt.Status(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status == want {
+				return st
+			}
+			if st.Status == acs.SandboxError && want != acs.SandboxError {
+				t.Fatalf("sandbox %s failed: %s", id, st.Detail)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("sandbox %s never reached %s (last %s %s)", id, want, st.Status, st.Detail)
+		return st
+	}
+	alive := func(t *testing.T, st acs.RuntimeStatus, key string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", st.AgentURL+"/api/conversations/count", nil)
+		req.Header.Set("X-Session-API-Key", key)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	id := func(t *testing.T) string { return fmt.Sprintf("sbt%x", time.Now().UnixNano()) }
+
+	t.Run("UnknownIsMissing", func(t *testing.T) {
+		st, err := rt.Status(ctx, "never-created")
+		if err != nil || st.Status != acs.SandboxMissing {
+			t.Fatalf("%+v %v", st, err)
+		}
+		if err := rt.Pause(ctx, "never-created"); !errors.Is(err, acs.ErrNotFound) {
+			t.Fatalf("pause unknown: %v", err)
+		}
+		if _, err := rt.Resume(ctx, "never-created", "k", nil); !errors.Is(err, acs.ErrNotFound) {
+			t.Fatalf("resume unknown: %v", err)
+		}
+		if err := rt.Delete(ctx, "never-created"); err != nil {
+			t.Fatalf("delete unknown: %v", err)
+		}
+	})
+
+	t.Run("Lifecycle", func(t *testing.T) {
+		sid := id(t)
+		key := acs.NewSecret(32)
+		st, err := rt.Start(ctx, acs.StartRequest{SandboxID: sid, OwnerID: "u1", Spec: opts.Spec, SessionKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rt.Delete(ctx, sid) })
+		if st.Status != acs.SandboxStarting && st.Status != acs.SandboxRunning {
+			t.Fatalf("after start: %+v", st)
+		}
+		running := waitFor(t, sid, acs.SandboxRunning)
+		if running.SessionKey != key || running.AgentURL == "" {
+			t.Fatalf("running status %+v", running)
+		}
+		// Starting again is idempotent: same sandbox, same key.
+		again, err := rt.Start(ctx, acs.StartRequest{SandboxID: sid, OwnerID: "u1", Spec: opts.Spec, SessionKey: "another"})
+		if err != nil || again.SessionKey != key {
+			t.Fatalf("second start changed the sandbox: %+v %v", again, err)
+		}
+		if opts.AgentReachable {
+			if code := alive(t, running, key); code != 200 {
+				t.Fatalf("agent server with its key: %d", code)
+			}
+			if code := alive(t, running, "wrong"); code != 401 {
+				t.Fatalf("agent server with a wrong key: %d", code)
+			}
+		}
+		if opts.WriteFile != nil {
+			opts.WriteFile(t, running, "kept.txt", "survives pause")
+		}
+
+		if err := rt.Pause(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		paused := waitFor(t, sid, acs.SandboxPaused)
+		if opts.AgentReachable && alive(t, running, key) != 0 {
+			t.Fatal("agent server still answers after pause")
+		}
+		if err := rt.Pause(ctx, sid); err != nil {
+			t.Fatalf("pausing a paused sandbox: %v", err)
+		}
+		_ = paused
+
+		newKey := acs.NewSecret(32)
+		if _, err := rt.Resume(ctx, sid, newKey, nil); err != nil {
+			t.Fatal(err)
+		}
+		resumed := waitFor(t, sid, acs.SandboxRunning)
+		if resumed.SessionKey != newKey {
+			t.Fatal("resume must use the new session key")
+		}
+		if opts.AgentReachable {
+			if code := alive(t, resumed, newKey); code != 200 {
+				t.Fatalf("resumed agent server with the new key: %d", code)
+			}
+			if code := alive(t, resumed, key); code != 401 {
+				t.Fatalf("old key still works after resume: %d", code)
+			}
+		}
+		if opts.ReadFile != nil {
+			got, err := opts.ReadFile(t, resumed, "kept.txt")
+			if err != nil || got != "survives pause" {
+				t.Fatalf("workspace after pause/resume: %q %v", got, err)
+			}
+		}
+
+		if err := rt.Delete(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, sid, acs.SandboxMissing)
+		if err := rt.Delete(ctx, sid); err != nil {
+			t.Fatalf("second delete: %v", err)
+		}
+	})
+
+	t.Run("ConcurrentStartsMakeOneSandbox", func(t *testing.T) {
+		sid := id(t)
+		t.Cleanup(func() { rt.Delete(ctx, sid) })
+		keys := make(chan string, 8)
+		errs := make(chan error, 8)
+		for i := 0; i < 8; i++ {
+			go func(i int) {
+				st, err := rt.Start(ctx, acs.StartRequest{SandboxID: sid, OwnerID: "u1", Spec: opts.Spec, SessionKey: fmt.Sprint("key-", i)})
+				errs <- err
+				keys <- st.SessionKey
+			}(i)
+		}
+		for i := 0; i < 8; i++ {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		running := waitFor(t, sid, acs.SandboxRunning)
+		if opts.AgentReachable && alive(t, running, running.SessionKey) != 200 {
+			t.Fatal("the one sandbox does not answer with its key")
+		}
+	})
+}

@@ -1,0 +1,207 @@
+// Package startflow starts conversations: it validates and stores start
+// requests as start tasks (Service.Submit) and advances each task one
+// idempotent step per queue delivery (Worker) until READY or ERROR. The same
+// code runs in `acs serve` and in the AWS provisioner.
+package startflow
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Plugin is a plugin to attach to the conversation.
+type Plugin struct {
+	Source     string          `json:"source" acs:"required,minlen=1"`
+	Ref        *string         `json:"ref"`
+	RepoPath   *string         `json:"repo_path"`
+	Parameters json.RawMessage `json:"parameters" acs:"object,nullable"`
+	// MCPServers are the plugin's tool servers (the .mcp.json "mcpServers"
+	// object), whose configuration may hold ${NAME} secret placeholders.
+	MCPServers json.RawMessage `json:"mcp_servers" acs:"object,nullable"`
+}
+
+// GitProvider is a code host.
+type GitProvider string
+
+// EnumValues implements strictjson.Enum.
+func (GitProvider) EnumValues() []string {
+	return []string{"github", "gitlab", "bitbucket", "bitbucket_data_center", "forgejo", "azure_devops", "enterprise_sso"}
+}
+
+// Trigger is what started a conversation.
+type Trigger string
+
+// EnumValues implements strictjson.Enum.
+func (Trigger) EnumValues() []string {
+	return []string{"resolver", "gui", "suggested_task", "openhands_api", "slack", "microagent_management", "jira",
+		"jira_dc", "linear", "bitbucket", "automation"}
+}
+
+// AgentType selects the default agent or the planning agent.
+type AgentType string
+
+// EnumValues implements strictjson.Enum.
+func (AgentType) EnumValues() []string { return []string{"default", "plan"} }
+
+// StartRequest is the body of POST /api/v1/app-conversations. Every field is
+// optional; {} is a valid request.
+type StartRequest struct {
+	SandboxID             *string                  `json:"sandbox_id"`
+	ConversationID        *string                  `json:"conversation_id"`
+	InitialMessage        *wire.SendMessageRequest `json:"initial_message"`
+	SystemMessageSuffix   *string                  `json:"system_message_suffix"`
+	Processors            json.RawMessage          `json:"processors" acs:"nullable"`
+	LLMModel              *string                  `json:"llm_model"`
+	SelectedRepository    *string                  `json:"selected_repository"`
+	SelectedBranch        *string                  `json:"selected_branch"`
+	GitProvider           *GitProvider             `json:"git_provider"`
+	SuggestedTask         json.RawMessage          `json:"suggested_task" acs:"object,nullable"`
+	Title                 *string                  `json:"title" acs:"maxlen=200"`
+	Trigger               *Trigger                 `json:"trigger"`
+	PRNumber              []int                    `json:"pr_number"`
+	ParentConversationID  *string                  `json:"parent_conversation_id"`
+	AgentType             AgentType                `json:"agent_type" acs:"default=default"`
+	Public                *bool                    `json:"public"`
+	Plugins               []Plugin                 `json:"plugins" acs:"nullable"`
+	Secrets               map[string]string        `json:"secrets" acs:"nullable"`
+	ObservabilitySpanName *string                  `json:"observability_span_name" acs:"maxlen=200"`
+	ObservabilityTags     []string                 `json:"observability_tags" acs:"nullable"`
+	ObservabilityMetadata json.RawMessage          `json:"observability_metadata" acs:"object,nullable"`
+}
+
+var (
+	repoPattern   = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+	branchPattern = regexp.MustCompile(`^[A-Za-z0-9._/+@-]+$`)
+	secretName    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	idPattern     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+)
+
+// blockedSecretNames may not be overridden: they configure the agent server.
+var blockedSecretNames = map[string]bool{
+	"OPENVSCODE_SERVER_ROOT": true, "OH_ENABLE_VNC": true, "LOG_JSON": true, "OH_CONVERSATIONS_PATH": true,
+	"OH_BASH_EVENTS_DIR": true, "PYTHONUNBUFFERED": true, "ENV_LOG_LEVEL": true, "OH_WEBHOOKS_0_BASE_URL": true,
+	"OH_ALLOW_CORS_ORIGINS_0": true, "WORKER_1": true, "WORKER_2": true, "PATH": true, "HOME": true,
+	"OH_SESSION_API_KEYS_0": true, "SESSION_API_KEY": true, "ACS_WORKSPACE_DIR": true,
+}
+
+// Limits on per-conversation secrets.
+const (
+	MaxSecrets         = 50
+	MaxSecretNameLen   = 256
+	MaxSecretValueSize = 65536
+)
+
+func verr(loc []any, typ, msg string) strictjson.Error { return strictjson.Error{Loc: loc, Msg: msg, Type: typ} }
+
+// ValidateStrict checks the rules the tags cannot express.
+func (r *StartRequest) ValidateStrict() []strictjson.Error {
+	var errs []strictjson.Error
+	if r.SelectedRepository != nil {
+		repo := *r.SelectedRepository
+		if !repoPattern.MatchString(repo) || strings.Contains(repo, "..") {
+			errs = append(errs, verr([]any{"selected_repository"}, "value_error",
+				"selected_repository must be <org>/<repository>: letters, digits, '.', '_' and '-' only"))
+		}
+	}
+	if r.SelectedBranch != nil {
+		b := *r.SelectedBranch
+		if !branchPattern.MatchString(b) || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") ||
+			strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock") || strings.Contains(b, "..") || strings.Contains(b, "//") || len(b) > 255 {
+			errs = append(errs, verr([]any{"selected_branch"}, "value_error", "selected_branch is not a valid git branch name"))
+		}
+		if r.SelectedRepository == nil {
+			errs = append(errs, verr([]any{"selected_branch"}, "value_error", "selected_branch needs selected_repository"))
+		}
+	}
+	if r.SandboxID != nil && !idPattern.MatchString(*r.SandboxID) {
+		errs = append(errs, verr([]any{"sandbox_id"}, "value_error", "sandbox_id is not a sandbox id"))
+	}
+	for _, p := range []struct {
+		name string
+		v    *string
+	}{{"conversation_id", r.ConversationID}, {"parent_conversation_id", r.ParentConversationID}} {
+		if p.v != nil {
+			if _, err := wire.ParseID(*p.v); err != nil {
+				errs = append(errs, verr([]any{p.name}, "uuid_parsing", err.Error()))
+			}
+		}
+	}
+	if r.SuggestedTask != nil && r.InitialMessage != nil {
+		errs = append(errs, verr([]any{"suggested_task"}, "value_error", "suggested_task and initial_message are mutually exclusive"))
+	}
+	if len(r.Secrets) > MaxSecrets {
+		errs = append(errs, verr([]any{"secrets"}, "too_long", fmt.Sprintf("at most %d secrets are allowed", MaxSecrets)))
+	}
+	for name, value := range r.Secrets {
+		switch {
+		case len(name) > MaxSecretNameLen || !secretName.MatchString(name):
+			errs = append(errs, verr([]any{"secrets", name}, "value_error",
+				"secret names must be environment variable names (letters, digits and '_', not starting with a digit)"))
+		case blockedSecretNames[strings.ToUpper(name)] || strings.HasPrefix(strings.ToUpper(name), "LLM_"):
+			errs = append(errs, verr([]any{"secrets", name}, "value_error", "this secret name is reserved"))
+		case len(value) > MaxSecretValueSize:
+			errs = append(errs, verr([]any{"secrets", name}, "string_too_long", fmt.Sprintf("secret values are at most %d bytes", MaxSecretValueSize)))
+		}
+	}
+	if r.InitialMessage != nil {
+		for i, c := range r.InitialMessage.Content {
+			text := contentText(c)
+			for name, value := range r.Secrets {
+				if len(value) >= 4 && strings.Contains(text, value) {
+					errs = append(errs, verr([]any{"initial_message", "content", i, "text"}, "value_error",
+						fmt.Sprintf("the initial message contains the value of secret %s; refer to it by name instead", name)))
+				}
+			}
+		}
+	}
+	if r.ObservabilityMetadata != nil {
+		errs = append(errs, validateMetadata(r.ObservabilityMetadata)...)
+	}
+	return errs
+}
+
+func contentText(c events.Content) string {
+	if t, ok := c.(*events.TextContent); ok {
+		return t.Text
+	}
+	return ""
+}
+
+// validateMetadata allows scalar values and homogeneous scalar arrays.
+func validateMetadata(raw json.RawMessage) []strictjson.Error {
+	v, err := strictjson.Parse(raw)
+	if err != nil {
+		return []strictjson.Error{verr([]any{"observability_metadata"}, "json_invalid", "invalid JSON")}
+	}
+	var errs []strictjson.Error
+	for _, m := range v.Members {
+		loc := []any{"observability_metadata", m.Key}
+		switch m.Value.Kind {
+		case strictjson.String, strictjson.Number, strictjson.Bool:
+		case strictjson.Array:
+			var kind strictjson.ValueKind
+			for i, e := range m.Value.Elems {
+				if e.Kind != strictjson.String && e.Kind != strictjson.Number && e.Kind != strictjson.Bool {
+					errs = append(errs, verr(append(loc, i), "value_error", "array items must be strings, numbers or booleans"))
+					break
+				}
+				if i == 0 {
+					kind = e.Kind
+				} else if e.Kind != kind {
+					errs = append(errs, verr(append(loc, i), "value_error", "arrays must hold one type (string[], number[] or boolean[])"))
+					break
+				}
+			}
+		default:
+			errs = append(errs, verr(loc, "value_error",
+				"values must be a string, number, boolean or an array of one of them (not null or an object)"))
+		}
+	}
+	return errs
+}
