@@ -97,7 +97,9 @@ const (
 	MaxSecretValueSize = 65536
 )
 
-func verr(loc []any, typ, msg string) strictjson.Error { return strictjson.Error{Loc: loc, Msg: msg, Type: typ} }
+func verr(loc []any, typ, msg string) strictjson.Error {
+	return strictjson.Error{Loc: loc, Msg: msg, Type: typ}
+}
 
 // ValidateStrict checks the rules the tags cannot express.
 func (r *StartRequest) ValidateStrict() []strictjson.Error {
