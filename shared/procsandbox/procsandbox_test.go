@@ -1,0 +1,77 @@
+package procsandbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxtest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+func TestConformance(t *testing.T) {
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	sandboxtest.Run(t, rt, sandboxtest.Options{
+		AgentReachable: true,
+		Spec:           acs.SandboxSpec{ID: "acs-local"},
+		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
+			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		},
+		ReadFile: func(t *testing.T, st acs.RuntimeStatus, name string) (string, error) {
+			b, err := os.ReadFile(filepath.Join(st.WorkingDir, name))
+			return string(b), err
+		},
+	})
+}
+
+// A sandbox's environment is minimal: the control plane's secrets never
+// reach it.
+func TestEnvironmentIsMinimal(t *testing.T) {
+	t.Setenv("LLM_API_KEY", "sk-must-not-leak")
+	t.Setenv("ACS_API_KEY", "acs-must-not-leak")
+	root := t.TempDir()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	_, err = rt.Start(t.Context(), acs.StartRequest{SandboxID: "envcheck", SessionKey: "k", Env: map[string]string{"EXTRA": "yes"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(root, "envcheck", "agent.pid")
+	var environ []byte
+	for i := 0; i < 200 && len(environ) == 0; i++ {
+		if b, err := os.ReadFile(pidFile); err == nil {
+			environ, _ = os.ReadFile("/proc/" + string(b) + "/environ")
+		}
+		if len(environ) == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	env := string(environ)
+	for _, leak := range []string{"sk-must-not-leak", "acs-must-not-leak"} {
+		if len(env) == 0 || strings.Contains(env, leak) {
+			t.Fatalf("environment leaks %q (or could not be read)", leak)
+		}
+	}
+	if !strings.Contains(env, "EXTRA=yes") || !strings.Contains(env, "OH_SESSION_API_KEYS_0=k") {
+		t.Fatalf("environment lacks what the sandbox needs: %q", env)
+	}
+}
