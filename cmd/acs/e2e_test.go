@@ -29,14 +29,14 @@ const apiKey = "e2e-admin-key-0123456789"
 
 // acsServe is a running `acs serve` child process.
 type acsServe struct {
-	t       *testing.T
+	t       testing.TB
 	cmd     *exec.Cmd
 	url     string
 	dataDir string
 	log     *bytes.Buffer
 }
 
-func startServe(t *testing.T, dataDir, llmURL string) *acsServe {
+func startServe(t testing.TB, dataDir, llmURL string) *acsServe {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command(testbin.ACS(t), "serve", "--addr-file", addrFile)

@@ -82,7 +82,7 @@ func serve(ctx context.Context, args []string) error {
 		Specs: []acs.SandboxSpec{{ID: "acs-local", Command: []string{bin, "agent-server"}, CreatedAt: time.Unix(0, 0).UTC(),
 			InitialEnv: map[string]string{}, WorkingDir: filepath.Join(cfg.DataDir, "sandboxes", "{sandbox_id}", "workspace")}},
 		StartupTimeout: cfg.SandboxStartupTimeout,
-		PollInterval:   100 * time.Millisecond,
+		PollInterval:   20 * time.Millisecond,
 	}
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Flow: flow})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Config: flow}

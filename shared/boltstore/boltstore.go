@@ -525,6 +525,18 @@ type storedEvent struct {
 	JSON   json.RawMessage `json:"j"`
 }
 
+// marshalNoEscape encodes without HTML escaping, so stored event JSON comes
+// back byte for byte.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
 func eventKey(ts time.Time, id string) []byte {
 	k := binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMicro())+1<<63)
 	return append(k, id...)
@@ -549,7 +561,7 @@ func (s *Store) PutEvents(_ context.Context, convID string, evs []acs.StoredEven
 			if ib.Get([]byte(ev.ID)) != nil {
 				continue
 			}
-			raw, err := json.Marshal(storedEvent{Kind: ev.Kind, Source: ev.Source, Text: ev.Text, JSON: ev.JSON})
+			raw, err := marshalNoEscape(storedEvent{Kind: ev.Kind, Source: ev.Source, Text: ev.Text, JSON: ev.JSON})
 			if err != nil {
 				return err
 			}

@@ -411,6 +411,21 @@ func testEvents(t *testing.T, s acs.Store) {
 			t.Errorf("%s: count %d want %d", tc.name, cnt, want)
 		}
 	}
+	// Stored JSON comes back byte for byte (no re-encoding, no HTML escaping).
+	exact := acs.StoredEvent{ID: "ex", Kind: "MessageEvent", Source: "user", Timestamp: at(9),
+		JSON: []byte(`{"kind":"MessageEvent","id":"ex","text":"a <b> & c \u00e9 é"}`)}
+	must2(s.PutEvents(ctx, "c3", []acs.StoredEvent{exact}))
+	back, err := s.GetEvents(ctx, "c3", []string{"ex"})
+	must(t, err)
+	if string(back[0]) != string(exact.JSON) {
+		t.Fatalf("stored JSON changed:\n got %s\nwant %s", back[0], exact.JSON)
+	}
+	page0, err := s.SearchEvents(ctx, "c3", acs.EventQuery{})
+	must(t, err)
+	if string(page0.Items[0]) != string(exact.JSON) {
+		t.Fatalf("searched JSON changed: %s", page0.Items[0])
+	}
+
 	got, err := s.GetEvents(ctx, "c1", []string{"e3", "nope", "e1", "x1"})
 	must(t, err)
 	if g := fmt.Sprint(idsOf(got)); g != "[e3 nil e1 nil]" {

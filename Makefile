@@ -1,0 +1,34 @@
+# ACS — the Agent Conversation Service.
+#
+#   make run     build and start the local all-in-one service (acs serve)
+#   make test    install what tests need (scripts/setup.sh), lint, run every test
+#   make build   build bin/acs
+#   make bench   run the headline benchmarks and print the figures
+#   make lint    gofmt and go vet
+
+GO      ?= go
+BIN     := bin/acs
+PKGS    := ./...
+
+.PHONY: run test build bench lint setup clean
+
+build:
+	$(GO) build -o $(BIN) ./cmd/acs
+
+run: build
+	./$(BIN) serve
+
+setup:
+	scripts/setup.sh
+
+lint:
+	scripts/lint.sh
+
+test: setup lint
+	$(GO) test -count=1 -timeout 25m $(PKGS)
+
+bench: build
+	scripts/bench.sh
+
+clean:
+	rm -rf bin

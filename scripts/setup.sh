@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs (idempotently) what the tests need and checks the toolchain.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_go="1.26"
+have_go=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+if [ -z "$have_go" ]; then
+  echo "setup: Go $need_go or newer is required (https://go.dev/dl/)" >&2
+  exit 1
+fi
+if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_go" ]; then
+  echo "setup: Go $need_go or newer is required, found $have_go" >&2
+  exit 1
+fi
+
+# Debian packages the tests use.
+missing=()
+for pair in bash:bash git:git; do
+  cmd=${pair%%:*}; pkg=${pair#*:}
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${missing[@]}"
+  else sudo apt-get update -qq && sudo apt-get install -y -qq "${missing[@]}"; fi
+fi
+
+# Module downloads (pinned in go.mod) are cached after the first run.
+go mod download
+echo "setup: ok (go $have_go)"
