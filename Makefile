@@ -25,7 +25,7 @@ lint:
 	scripts/lint.sh
 
 test: setup lint
-	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(GO) test -race -count=1 -timeout 25m $(PKGS)
 
 bench: build
 	scripts/bench.sh

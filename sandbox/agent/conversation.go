@@ -407,19 +407,23 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 			}
 		}
 	}
+	tags := make(map[string]string, len(c.meta.Tags))
+	for k, v := range c.meta.Tags {
+		tags[k] = v
+	}
 	info := wire.ConversationInfo{
 		ID: c.id.String(), Agent: agentCfg, Workspace: req.Workspace, PersistenceDir: c.dir,
 		MaxIterations: req.MaxIterations, StuckDetection: req.StuckDetection,
 		ExecutionStatus: c.st.ExecutionStatus, ConfirmationPolicy: c.st.ConfirmationPolicy,
 		SecurityAnalyzer:         req.SecurityAnalyzer,
-		ActivatedKnowledgeSkills: c.st.ActivatedKnowledgeSkills, InvokedSkills: []string{},
+		ActivatedKnowledgeSkills: append([]string(nil), c.st.ActivatedKnowledgeSkills...), InvokedSkills: []string{},
 		BlockedActions: map[string]string{}, BlockedMessages: map[string]string{},
 		LastUserMessageID: c.st.LastUserMessageID, LeafEventID: lastEvent,
-		Stats:          c.st.Stats,
+		Stats:          c.st.Stats.Clone(),
 		SecretRegistry: wire.SecretRegistry{SecretSources: wire.RedactSecrets(req.Secrets)},
 		AgentState:     map[string]string{}, HookConfig: req.HookConfig,
 		Title: c.meta.Title, Metrics: &combined,
-		CreatedAt: c.meta.CreatedAt, UpdatedAt: c.st.UpdatedAt, Tags: c.meta.Tags,
+		CreatedAt: c.meta.CreatedAt, UpdatedAt: c.st.UpdatedAt, Tags: tags,
 		ParentConversationID: req.ParentConversationID, SubConversationIDs: []string{},
 		CurrentModelID: &req.Agent.LLM.Model, AvailableModels: []string{req.Agent.LLM.Model},
 		ClientTools: req.ClientTools,

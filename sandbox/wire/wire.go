@@ -525,3 +525,17 @@ type ServerInfo struct {
 	Started                          string   `json:"started_at"`
 	ProcessID                        int      `json:"pid"`
 }
+
+// Clone returns a deep copy.
+func (s Stats) Clone() Stats {
+	out := Stats{UsageToMetrics: make(map[string]*Metrics, len(s.UsageToMetrics))}
+	for k, m := range s.UsageToMetrics {
+		c := *m
+		if m.MaxBudgetPerTask != nil {
+			v := *m.MaxBudgetPerTask
+			c.MaxBudgetPerTask = &v
+		}
+		out.UsageToMetrics[k] = &c
+	}
+	return out
+}

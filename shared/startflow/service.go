@@ -43,6 +43,14 @@ func MaskedRequest(req StartRequest) []byte {
 // ErrConflict; a queue failure marks the task ERROR and returns
 // ErrUnavailable (the caller may retry).
 func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (acs.StartTask, error) {
+	if req.AgentType == "" {
+		req.AgentType = "default"
+	}
+	// Requests built in code get the same validation as decoded ones: the
+	// worker decodes the stored request strictly.
+	if err := strictjson.Unmarshal(strictjson.MustMarshal(&req), &StartRequest{}); err != nil {
+		return acs.StartTask{}, fmt.Errorf("start request: %v: %w", err, acs.ErrInvalid)
+	}
 	convID := acs.NewID()
 	if req.ConversationID != nil {
 		id, err := acs.NormalizeID(*req.ConversationID)

@@ -212,16 +212,22 @@ func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration
 	}
 }
 
-// advance stores the task's move to status, with changes applied.
-func (w *Worker) advance(ctx context.Context, id string, status acs.StartTaskStatus, change func(*acs.StartTask)) error {
+// advance stores the task's move from one status to the next, with changes
+// applied. A task already in the target status is left as it is (a redelivery
+// of a step that completed), so no step is recorded twice.
+func (w *Worker) advance(ctx context.Context, id string, from, to acs.StartTaskStatus, change func(*acs.StartTask)) error {
 	_, err := w.Store.UpdateStartTask(ctx, id, func(tk *acs.StartTask) error {
-		if tk.Status.Done() {
-			return fmt.Errorf("task already %s: %w", tk.Status, acs.ErrConflict)
+		switch tk.Status {
+		case to:
+			return nil
+		case from:
+		default:
+			return fmt.Errorf("task is %s, expected %s: %w", tk.Status, from, acs.ErrConflict)
 		}
 		if change != nil {
 			change(tk)
 		}
-		tk.Advance(status, w.now())
+		tk.Advance(to, w.now())
 		return nil
 	})
 	return err
@@ -250,7 +256,7 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) e
 			return err
 		}
 		id := sb.ID
-		return w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
+		return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
 			tk.SandboxID = &id
 			tk.Placement = "explicit sandbox_id (no capacity check)"
 		})
@@ -278,7 +284,7 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) e
 		return err
 	}
 	id := sb.ID
-	return w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
+	return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
 		tk.SandboxID = &id
 		tk.Placement = "NO_GROUPING: a new sandbox for this conversation"
 	})
@@ -342,7 +348,7 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 		cancel()
 		if aliveErr == nil {
 			url := st.AgentURL
-			return 0, false, w.advance(ctx, t.ID, acs.TaskStartingConversation, func(tk *acs.StartTask) { tk.AgentServerURL = &url })
+			return 0, false, w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, acs.TaskStartingConversation, func(tk *acs.StartTask) { tk.AgentServerURL = &url })
 		}
 	case acs.SandboxPaused:
 		spec, _ := cfg.Spec(sb.SpecID)
@@ -488,7 +494,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		return err
 	}
 	id := t.ConversationID
-	return w.advance(ctx, t.ID, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
+	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
 }
 
 // sendOnce sends the initial message unless the conversation already has a

@@ -1,0 +1,70 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/acs-project/acs/events"
+)
+
+func action(id, call, resp string) *events.ActionEvent {
+	return &events.ActionEvent{Base: events.Base{ID: id}, ToolName: "terminal", ToolCallID: call, LLMResponseID: resp,
+		ToolCall: events.MessageToolCall{ID: call, Name: "terminal", Arguments: "{}", Origin: "completion"},
+		Action:   &events.TerminalAction{Command: "ls"}}
+}
+
+func user(text string) *events.MessageEvent {
+	return &events.MessageEvent{Base: events.Base{Source: events.SourceUser},
+		LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(text)}}}
+}
+
+func TestViewPlacesResultsAfterTheirCalls(t *testing.T) {
+	obs := &events.TerminalObservation{}
+	obs.SetText("a.txt")
+	errObs := &events.TerminalObservation{}
+	errObs.SetText("boom")
+	errObs.IsError = true
+	history := []events.Event{
+		user("hi"),
+		action("a1", "c1", "r1"), action("a2", "c2", "r1"), action("a3", "c3", "r1"),
+		user("also this"), // arrived while the tools ran
+		&events.ObservationEvent{ToolCallID: "c2", Observation: errObs},
+		&events.ObservationEvent{ToolCallID: "c1", Observation: obs},
+		&events.AgentErrorEvent{ToolCallID: "c3", Error: "bad args"},
+		action("a4", "c4", "r2"), // interrupted: no result
+		user("continue"),
+	}
+	sys := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem("sys")}}
+	msgs := buildView(sys, history)
+	var got []string
+	for _, m := range msgs {
+		s := string(m.Role)
+		if m.ToolCallID != nil {
+			s += ":" + *m.ToolCallID + "=" + m.Text()
+		}
+		if len(m.ToolCalls) > 0 {
+			s += ":" + itoa(len(m.ToolCalls))
+		}
+		got = append(got, s)
+	}
+	want := []string{"system", "user", "assistant:3", "tool:c1=a.txt", "tool:c2=" + errorPrefix + "boom",
+		"tool:c3=bad args", "user", "assistant:1",
+		"tool:c4=[This tool call has no result: it was interrupted or is waiting for confirmation.]", "user"}
+	if len(got) != len(want) {
+		t.Fatalf("view\n got %q\nwant %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("message %d: got %q want %q", i, got[i], want[i])
+		}
+	}
+}
+
+func TestAdjacentUserMessagesMerge(t *testing.T) {
+	sys := events.Message{Role: events.RoleSystem}
+	msgs := buildView(sys, []events.Event{user("one"), user("two")})
+	if len(msgs) != 2 || msgs[1].Text() != "one\ntwo" {
+		t.Fatalf("%+v", msgs)
+	}
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }

@@ -1,0 +1,229 @@
+package webhook_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/webhook"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// receiver is a control-plane stand-in recording what it is sent. failFirst
+// requests are answered 503.
+type receiver struct {
+	mu        sync.Mutex
+	srv       *httptest.Server
+	ids       []string
+	infos     []string
+	batches   int
+	failFirst int
+	keys      map[string]bool
+	paths     map[string]bool
+	got       chan struct{}
+}
+
+func newReceiver(t *testing.T, failFirst int) *receiver {
+	r := &receiver{failFirst: failFirst, keys: map[string]bool{}, paths: map[string]bool{}, got: make(chan struct{}, 1000)}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.keys[req.Header.Get("X-Session-API-Key")] = true
+		if r.failFirst > 0 {
+			r.failFirst--
+			http.Error(w, "try later", 503)
+			return
+		}
+		switch {
+		case strings.Contains(req.URL.Path, "/events/"):
+			r.paths[req.URL.Path] = true
+			var evs []struct {
+				ID string `json:"id"`
+			}
+			if err := json.Unmarshal(b, &evs); err != nil {
+				t.Errorf("event batch is not a JSON array: %s", b)
+			}
+			for _, e := range evs {
+				r.ids = append(r.ids, e.ID)
+			}
+			r.batches++
+		case strings.HasSuffix(req.URL.Path, "/conversations"):
+			var info struct {
+				Title string `json:"title"`
+			}
+			json.Unmarshal(b, &info)
+			r.infos = append(r.infos, info.Title)
+		}
+		w.Write([]byte(`{"success":true}`))
+		r.got <- struct{}{}
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) received() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.ids...)
+}
+
+func waitUntil(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func appendN(t testing.TB, l *eventlog.Log, n int, prefix string) []string {
+	var ids []string
+	for i := 0; i < n; i++ {
+		ev := &events.PauseEvent{Base: events.Base{ID: fmt.Sprintf("%s-%03d", prefix, i)}}
+		if err := l.Append(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, ev.ID)
+	}
+	return ids
+}
+
+func TestEventsDeliveredInOrderThroughFailures(t *testing.T) {
+	r := newReceiver(t, 3)
+	dir := t.TempDir()
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	id := uuid.New()
+	p := webhook.New(webhook.Config{BaseURLs: []string{r.srv.URL + "/api/v1/webhooks"}, SessionKey: "sk", BatchSize: 7, MaxBackoff: 20 * time.Millisecond})
+	defer p.Close()
+	want := appendN(t, l, 10, "a")
+	p.Watch(id, l, filepath.Join(dir, "webhook"))
+	want = append(want, appendN(t, l, 15, "b")...)
+	waitUntil(t, "all events delivered", func() bool { return len(r.received()) >= len(want) })
+	if got := r.received(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("delivered\n%v\nwant\n%v", got, want)
+	}
+	if !r.keys["sk"] || !r.paths["/api/v1/webhooks/events/"+wire.Hex(id)] {
+		t.Fatalf("keys %v paths %v", r.keys, r.paths)
+	}
+	if r.batches < 4 {
+		t.Fatalf("batch size not honoured: %d batches for 25 events of at most 7", r.batches)
+	}
+}
+
+func TestResumesFromCursorAfterRestart(t *testing.T) {
+	r := newReceiver(t, 0)
+	dir := t.TempDir()
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	id := uuid.New()
+	cursor := filepath.Join(dir, "webhook")
+	cfg := webhook.Config{BaseURLs: []string{r.srv.URL}, SessionKey: "sk"}
+	first := appendN(t, l, 5, "first")
+	p := webhook.New(cfg)
+	p.Watch(id, l, cursor)
+	waitUntil(t, "first batch", func() bool { return len(r.received()) == 5 })
+	if err := p.Flush(context.Background(), id, l, cursor); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+
+	second := appendN(t, l, 4, "second") // appended while no pusher runs
+	p2 := webhook.New(cfg)
+	defer p2.Close()
+	p2.Watch(id, l, cursor)
+	waitUntil(t, "second batch", func() bool { return len(r.received()) >= 9 })
+	time.Sleep(50 * time.Millisecond)
+	if got := r.received(); fmt.Sprint(got) != fmt.Sprint(append(first, second...)) {
+		t.Fatalf("after restart delivered %v", got)
+	}
+}
+
+func TestInfoPushCoalescesAndRetries(t *testing.T) {
+	r := newReceiver(t, 2)
+	p := webhook.New(webhook.Config{BaseURLs: []string{r.srv.URL}, SessionKey: "sk", MaxBackoff: 20 * time.Millisecond})
+	defer p.Close()
+	id := uuid.New()
+	title := "v1"
+	var mu sync.Mutex
+	get := func() *wire.ConversationInfo {
+		mu.Lock()
+		defer mu.Unlock()
+		t := title
+		return &wire.ConversationInfo{ID: id.String(), Title: &t}
+	}
+	p.NotifyInfo(id, get)
+	mu.Lock()
+	title = "v2"
+	mu.Unlock()
+	p.NotifyInfo(id, get)
+	waitUntil(t, "info delivered", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.infos) > 0 && r.infos[len(r.infos)-1] == "v2"
+	})
+}
+
+func TestDisabledWithoutURLs(t *testing.T) {
+	p := webhook.New(webhook.Config{})
+	defer p.Close()
+	if p.Enabled() {
+		t.Fatal("enabled without URLs")
+	}
+	l, _ := eventlog.Open(t.TempDir())
+	defer l.Close()
+	p.Watch(uuid.New(), l, filepath.Join(t.TempDir(), "c")) // no-op, must not panic or block
+}
+
+// BenchmarkDeliveryLatency measures the time from an event's durable append
+// to its arrival at the control plane's webhook (target: within 100ms).
+func BenchmarkDeliveryLatency(b *testing.B) {
+	arrived := make(chan time.Time, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		arrived <- time.Now()
+		w.Write([]byte(`{"success":true}`))
+	}))
+	defer srv.Close()
+	dir := b.TempDir()
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	p := webhook.New(webhook.Config{BaseURLs: []string{srv.URL}})
+	defer p.Close()
+	p.Watch(uuid.New(), l, filepath.Join(dir, "cursor"))
+	var total time.Duration
+	n := 0
+	for b.Loop() {
+		ev := &events.PauseEvent{}
+		if err := l.Append(context.Background(), ev); err != nil {
+			b.Fatal(err)
+		}
+		appended := time.Now()
+		total += (<-arrived).Sub(appended)
+		n++
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(n)/1000, "ms/delivery")
+}

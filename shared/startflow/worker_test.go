@@ -1,0 +1,198 @@
+package startflow_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/boltstore"
+	"github.com/acs-project/acs/shared/localqueue"
+	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+var ctx = context.Background()
+
+type env struct {
+	store *boltstore.Store
+	queue *localqueue.Queue
+	rt    *procsandbox.Runtime
+	svc   *startflow.Service
+	w     *startflow.Worker
+}
+
+func newEnv(t *testing.T, binary string, timeout time.Duration) *env {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	queue, err := localqueue.Open(filepath.Join(dir, "q.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { queue.Close() })
+	rt, err := procsandbox.New(procsandbox.Config{Binary: binary, Root: filepath.Join(dir, "sandboxes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	l := llmtest.New(llmtest.Reply{Text: "hello", Repeat: true})
+	t.Cleanup(l.Close)
+	cfg := llm.DefaultConfig()
+	cfg.BaseURL = &l.URL
+	for _, u := range []string{"alice", "bob"} {
+		store.CreateUser(ctx, acs.User{ID: u})
+	}
+	flow := startflow.Config{LLM: cfg, Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond, StartupTimeout: timeout}
+	return &env{store: store, queue: queue, rt: rt, svc: &startflow.Service{Store: store, Queue: queue},
+		w: &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow}}
+}
+
+// drive runs steps until the task is done, each from the current stored
+// state, with an optional replay of every step from its stale snapshot.
+func (e *env) drive(t *testing.T, id string, replay bool) acs.StartTask {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		tk, err := e.store.GetStartTask(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Status.Done() {
+			return tk
+		}
+		delay, _, err := e.w.Step(ctx, tk)
+		if err != nil {
+			// A user error ends the task; Handle does that, so go through it.
+			if ferr := e.w.Handle(ctx, acs.Delivery{Message: acs.Message{TaskID: id}, Receipt: "x:1"}); ferr != nil && !strings.Contains(ferr.Error(), "receipt") {
+				t.Logf("handle: %v", ferr)
+			}
+			continue
+		}
+		if replay {
+			// A crash before the acknowledgement: the same delivery again.
+			if _, _, err := e.w.Step(ctx, tk); err != nil {
+				t.Fatalf("replaying %s: %v", tk.Status, err)
+			}
+		}
+		time.Sleep(delay)
+	}
+	t.Fatal("task did not finish")
+	return acs.StartTask{}
+}
+
+func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
+	e := newEnv(t, testbin.ACS(t), 30*time.Second)
+	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{
+		InitialMessage: &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("wait for my go")}, Run: false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := e.drive(t, tk.ID, true)
+	if done.Status != acs.TaskReady {
+		t.Fatalf("task %s: %s", done.Status, *done.Detail)
+	}
+	var steps []string
+	for _, s := range done.Steps {
+		steps = append(steps, string(s.Status))
+	}
+	if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,STARTING_CONVERSATION,READY" {
+		t.Fatalf("steps recorded %v", steps)
+	}
+	sbs, _ := e.store.ListSandboxes(ctx, "alice", acs.ListOptions{})
+	if len(sbs.Items) != 1 || sbs.Items[0].Conversations != 1 {
+		t.Fatalf("sandboxes %+v", sbs.Items)
+	}
+	convs, _ := e.store.ListConversationsBySandbox(ctx, sbs.Items[0].ID)
+	if len(convs) != 1 || convs[0].ID != done.ConversationID {
+		t.Fatalf("conversations %+v", convs)
+	}
+	st, _ := e.rt.Status(ctx, sbs.Items[0].ID)
+	var n int
+	if err := agentclient.New(st.AgentURL, st.SessionKey).Get(ctx, "/api/conversations/count", &n); err != nil || n != 1 {
+		t.Fatalf("agent server has %d conversations (%v)", n, err)
+	}
+	// The initial message with run=false was delivered once, and not run.
+	client := agentclient.New(st.AgentURL, st.SessionKey)
+	var users int
+	client.Get(ctx, "/api/conversations/"+done.ConversationID+"/events/count?kind=MessageEvent&source=user", &users)
+	infos, err := client.GetConversations(ctx, []string{done.ConversationID})
+	if err != nil || users != 1 || infos[0].ExecutionStatus != "idle" {
+		t.Fatalf("%d user messages, status %v (%v)", users, infos, err)
+	}
+}
+
+func TestExplicitSandbox(t *testing.T) {
+	e := newEnv(t, testbin.ACS(t), 30*time.Second)
+	first, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	a := e.drive(t, first.ID, false)
+	sandboxID := *a.SandboxID
+	second, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{SandboxID: &sandboxID})
+	b := e.drive(t, second.ID, false)
+	if b.Status != acs.TaskReady || *b.SandboxID != sandboxID || !strings.Contains(b.Placement, "explicit") {
+		t.Fatalf("explicit placement: %+v", b)
+	}
+	sb, _ := e.store.GetSandbox(ctx, sandboxID)
+	if sb.Conversations != 2 {
+		t.Fatalf("sandbox holds %d conversations", sb.Conversations)
+	}
+	// Another user's sandbox is not found.
+	third, _ := e.svc.Submit(ctx, acs.User{ID: "bob"}, startflow.StartRequest{SandboxID: &sandboxID})
+	c := e.drive(t, third.ID, false)
+	if c.Status != acs.TaskError || !strings.Contains(*c.Detail, "Sandbox not found") {
+		t.Fatalf("another user's sandbox: %s %v", c.Status, c.Detail)
+	}
+}
+
+func TestSandboxFailuresEndTheTask(t *testing.T) {
+	dir := t.TempDir()
+	crash := filepath.Join(dir, "crash")
+	os.WriteFile(crash, []byte("#!/bin/sh\necho 'agent server cannot start: disk full' >&2\nexit 3\n"), 0o755)
+	hang := filepath.Join(dir, "hang")
+	os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755)
+	for _, tc := range []struct{ name, bin, want string }{
+		{"crashes", crash, "disk full"},
+		{"never ready", hang, "did not become ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, tc.bin, time.Second)
+			tk, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+			done := e.drive(t, tk.ID, false)
+			if done.Status != acs.TaskError || done.Detail == nil || !strings.Contains(*done.Detail, tc.want) {
+				t.Fatalf("task %s detail %v", done.Status, done.Detail)
+			}
+			if last := done.Steps[len(done.Steps)-1]; last.Status != acs.TaskError || last.Detail == "" {
+				t.Fatalf("the ERROR step is not recorded with its detail: %+v", last)
+			}
+		})
+	}
+}
+
+func TestSubmitRefusesUsedConversationID(t *testing.T) {
+	e := newEnv(t, "/nonexistent", time.Second)
+	id := strings.Repeat("1", 32)
+	e.store.CreateConversation(ctx, acs.Conversation{ID: id, OwnerID: "bob"})
+	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{ConversationID: &id})
+	if err == nil || !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("got %v", err)
+	}
+}
