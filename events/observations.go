@@ -47,9 +47,8 @@ type BrowserObservation struct {
 	FullOutputSaveDir *string `json:"full_output_save_dir"`
 }
 
-// FileEditorObservation is the result of a file_editor command.
-type FileEditorObservation struct {
-	ObservationBase
+// FileEditorResult is what file_editor and planning_file_editor report.
+type FileEditorResult struct {
 	Command    EditorCommand `json:"command" acs:"required"`
 	Path       *string       `json:"path"`
 	PrevExist  bool          `json:"prev_exist" acs:"default=true"`
@@ -57,15 +56,17 @@ type FileEditorObservation struct {
 	NewContent *string       `json:"new_content"`
 }
 
+// FileEditorObservation is the result of a file_editor command.
+type FileEditorObservation struct {
+	ObservationBase
+	FileEditorResult
+}
+
 // PlanningFileEditorObservation is the result of a planning_file_editor
 // command.
 type PlanningFileEditorObservation struct {
 	ObservationBase
-	Command    EditorCommand `json:"command" acs:"required"`
-	Path       *string       `json:"path"`
-	PrevExist  bool          `json:"prev_exist" acs:"default=true"`
-	OldContent *string       `json:"old_content"`
-	NewContent *string       `json:"new_content"`
+	FileEditorResult
 }
 
 // EditObservation is the result of an edit.

@@ -19,11 +19,7 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 const apiKey = "e2e-admin-key-0123456789"
 

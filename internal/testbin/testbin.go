@@ -45,7 +45,15 @@ func ACS(t testing.TB) string {
 	return path
 }
 
-// Cleanup removes the built binary; call it from TestMain after m.Run.
+// Main runs a package's tests and removes the built binary; use it as the
+// body of TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
+
+// Cleanup removes the built binary.
 func Cleanup() {
 	if path != "" {
 		os.RemoveAll(filepath.Dir(path))

@@ -196,7 +196,6 @@ func (s *Server) cors(h http.Handler) http.Handler {
 }
 
 func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
-	docs, redoc := "/docs", "/redoc"
 	info := wire.ServerInfo{
 		Uptime: int64(time.Since(s.started).Seconds()), IdleTime: int64(time.Since(time.Unix(0, s.active.Load())).Seconds()),
 		Title: "OpenHands Agent Server", Version: Version, SDKVersion: Version, ToolsVersion: Version, WorkspaceVersion: Version,
@@ -204,8 +203,7 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 		UsableTools:               tools.Names(),
 		RuntimeIdleTimeoutSeconds: s.cfg.IdleTimeoutSeconds,
 		Capabilities:              []string{},
-		Docs:                      &docs, Redoc: &redoc,
-		Implementation: "acs", Started: s.started.UTC().Format(time.RFC3339), ProcessID: os.Getpid(),
+		Implementation:            "acs", Started: s.started.UTC().Format(time.RFC3339), ProcessID: os.Getpid(),
 	}
 	if s.cfg.IdleTimeoutSeconds != nil {
 		v := *s.cfg.IdleTimeoutSeconds * 9 / 10

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -183,4 +184,21 @@ func writeErr(w http.ResponseWriter, err error) {
 		slog.Error("api: request failed", "error", err)
 		wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
 	}
+}
+
+// writeBadPageID answers a page_id this API did not issue.
+func writeBadPageID(w http.ResponseWriter) {
+	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"},
+		Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
+}
+
+// readBody reads a request body of at most wire.MaxBodyBytes; on failure it
+// answers 413 and returns false.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
+	if err != nil {
+		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", wire.MaxBodyBytes))
+		return nil, false
+	}
+	return body, true
 }

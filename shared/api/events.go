@@ -47,7 +47,7 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := a.d.Store.SearchEvents(r.Context(), c.ID, query)
 	if errors.Is(err, acs.ErrInvalid) {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
+		writeBadPageID(w)
 		return
 	}
 	if err != nil {

@@ -71,7 +71,7 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
 	}
 	page, err := a.d.Store.ListSandboxes(r.Context(), userOf(r).ID, opts)
 	if errors.Is(err, acs.ErrInvalid) {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"}})
+		writeBadPageID(w)
 		return
 	}
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -55,9 +54,8 @@ func (a *API) sandboxConversation(r *http.Request, sb acs.Sandbox, rawID string)
 // the conversation's execution status and metrics current.
 func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	sb, _ := acs.SandboxFrom(r.Context())
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
-	if err != nil {
-		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	root, err := strictjson.Parse(body)
@@ -141,9 +139,8 @@ func applyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 // server's ConversationInfo. It keeps status, metrics and title current.
 func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 	sb, _ := acs.SandboxFrom(r.Context())
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
-	if err != nil {
-		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, "Request body too large")
+	body, ok := readBody(w, r)
+	if !ok {
 		return
 	}
 	var info struct {

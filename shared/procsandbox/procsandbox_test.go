@@ -13,11 +13,7 @@ import (
 	"github.com/acs-project/acs/shared/sandboxtest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 func TestConformance(t *testing.T) {
 	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: t.TempDir()})

@@ -21,11 +21,7 @@ import (
 	"github.com/acs-project/acs/shared/startflow"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testbin.Cleanup()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testbin.Main(m) }
 
 var ctx = context.Background()
 

@@ -201,14 +201,7 @@ func (e *Editor) ExecutePlanning(ctx context.Context, f *events.FileEditorFields
 	if err != nil {
 		return nil, err
 	}
-	return &events.PlanningFileEditorObservation{
-		ObservationBase: o.ObservationBase,
-		Command:         o.Command,
-		Path:            o.Path,
-		PrevExist:       o.PrevExist,
-		OldContent:      o.OldContent,
-		NewContent:      o.NewContent,
-	}, nil
+	return &events.PlanningFileEditorObservation{ObservationBase: o.ObservationBase, FileEditorResult: o.FileEditorResult}, nil
 }
 
 // toolError is an error reported to the model as an IsError observation.
@@ -230,7 +223,7 @@ type result struct {
 
 func observation(f *events.FileEditorFields, res *result, err error) (*events.FileEditorObservation, error) {
 	path := f.Path
-	o := &events.FileEditorObservation{Command: f.Command, Path: &path, PrevExist: true}
+	o := &events.FileEditorObservation{FileEditorResult: events.FileEditorResult{Command: f.Command, Path: &path, PrevExist: true}}
 	if err != nil {
 		var te *toolError
 		if !errors.As(err, &te) {
@@ -508,14 +501,8 @@ func (e *Editor) strReplace(t *target, oldStr, newStr string) (*result, error) {
 	}
 	idx := idxs[0]
 	newWork := work[:idx] + n + work[idx+len(used):]
-	newContent := newWork
-	if crlf {
-		newContent = toCRLF(newWork)
-	}
-	if err := e.checkNewSize(t.path, newContent); err != nil {
-		return nil, err
-	}
-	if err := e.commit(t, newContent, content, false); err != nil {
+	newContent, err := e.writeEdit(t, newWork, content, crlf)
+	if err != nil {
 		return nil, err
 	}
 
@@ -528,6 +515,23 @@ func (e *Editor) strReplace(t *target, oldStr, newStr string) (*result, error) {
 		makeOutput(lines[start:end], "a snippet of "+t.path, start+1) +
 		"Review the changes and make sure they are as expected. Edit the file again if necessary."
 	return &result{text: text, prevExist: true, oldContent: &content, newContent: &newContent}, nil
+}
+
+// writeEdit stores an edit made on the LF form of a file: it restores CRLF
+// line endings when the file had them, checks the size limit and commits
+// (with undo history). It returns the content written.
+func (e *Editor) writeEdit(t *target, newWork, oldContent string, crlf bool) (string, error) {
+	newContent := newWork
+	if crlf {
+		newContent = toCRLF(newWork)
+	}
+	if err := e.checkNewSize(t.path, newContent); err != nil {
+		return "", err
+	}
+	if err := e.commit(t, newContent, oldContent, false); err != nil {
+		return "", err
+	}
+	return newContent, nil
 }
 
 func (e *Editor) insert(t *target, line int, newStr string) (*result, error) {
@@ -553,14 +557,8 @@ func (e *Editor) insert(t *target, line int, newStr string) (*result, error) {
 		suffix = work[len(prefix):]
 	}
 	newWork := prefix + n + "\n" + suffix
-	newContent := newWork
-	if crlf {
-		newContent = toCRLF(newWork)
-	}
-	if err := e.checkNewSize(t.path, newContent); err != nil {
-		return nil, err
-	}
-	if err := e.commit(t, newContent, content, false); err != nil {
+	newContent, err := e.writeEdit(t, newWork, content, crlf)
+	if err != nil {
 		return nil, err
 	}
 
