@@ -5,6 +5,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,9 @@ type meta struct {
 	Title     *string                       `json:"title"`
 	Tags      map[string]string             `json:"tags"`
 	CreatedAt events.Time                   `json:"created_at"`
+	// ForkedFrom and ForkedFromEvent record where a fork came from.
+	ForkedFrom      *string `json:"forked_from"`
+	ForkedFromEvent *string `json:"forked_from_event"`
 }
 
 // state is the mutable runtime state.
@@ -52,6 +56,10 @@ type state struct {
 	ActivatedKnowledgeSkills []string                `json:"activated_knowledge_skills"`
 	SystemPromptEmitted      bool                    `json:"system_prompt_emitted"`
 	DynamicContext           string                  `json:"dynamic_context"`
+	LastPromptTokens         int64                   `json:"last_prompt_tokens"`
+	NudgedFor                string                  `json:"nudged_for"`
+	SecurityAnalyzer         json.RawMessage         `json:"security_analyzer" acs:"nullable"`
+	AgentState               map[string]string       `json:"agent_state"`
 	UpdatedAt                events.Time             `json:"updated_at"`
 }
 
@@ -124,7 +132,8 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 		c.meta.Tags = map[string]string{}
 	}
 	c.st = state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
-		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}}
+		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
+		AgentState: map[string]string{}}
 	if err := writeJSON(filepath.Join(opts.Dir, metaFile), &c.meta); err != nil {
 		return nil, err
 	}
@@ -156,6 +165,9 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 	}
 	if c.st.Stats.UsageToMetrics == nil {
 		c.st.Stats.UsageToMetrics = map[string]*wire.Metrics{}
+	}
+	if c.st.AgentState == nil {
+		c.st.AgentState = map[string]string{}
 	}
 	if err := c.open(ctx); err != nil {
 		return nil, err
@@ -213,6 +225,7 @@ func (c *Conversation) open(ctx context.Context) error {
 		c.byName[t.Name()] = t
 	}
 	c.client = llm.New(req.Agent.LLM)
+	c.client.OnWait = c.rateLimited
 	return nil
 }
 
@@ -254,6 +267,36 @@ func (c *Conversation) unansweredActionsLocked() []*events.ActionEvent {
 		}
 	}
 	return out
+}
+
+// Request returns a copy of the request the conversation was created with
+// (secrets included: never serve it).
+func (c *Conversation) Request() wire.StartConversationRequest {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.meta.Request
+	if r.Secrets != nil {
+		s := make(map[string]wire.SecretSource, len(r.Secrets))
+		for k, v := range r.Secrets {
+			s[k] = v
+		}
+		r.Secrets = s
+	}
+	return r
+}
+
+// MarkForked records that the conversation is a fork, with its title.
+func (c *Conversation) MarkForked(src, event string, title *string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.meta.ForkedFrom = &src
+	if event != "" {
+		c.meta.ForkedFromEvent = &event
+	}
+	if title != nil {
+		c.meta.Title = title
+	}
+	return writeJSON(c.path(metaFile), &c.meta)
 }
 
 // ID returns the conversation id.
@@ -407,24 +450,22 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 			}
 		}
 	}
-	tags := make(map[string]string, len(c.meta.Tags))
-	for k, v := range c.meta.Tags {
-		tags[k] = v
-	}
+	tags := copyMap(c.meta.Tags)
 	info := wire.ConversationInfo{
 		ID: c.id.String(), Agent: agentCfg, Workspace: req.Workspace, PersistenceDir: c.dir,
 		MaxIterations: req.MaxIterations, StuckDetection: req.StuckDetection,
 		ExecutionStatus: c.st.ExecutionStatus, ConfirmationPolicy: c.st.ConfirmationPolicy,
-		SecurityAnalyzer:         req.SecurityAnalyzer,
+		SecurityAnalyzer:         c.st.SecurityAnalyzer,
 		ActivatedKnowledgeSkills: append([]string(nil), c.st.ActivatedKnowledgeSkills...), InvokedSkills: []string{},
 		BlockedActions: map[string]string{}, BlockedMessages: map[string]string{},
 		LastUserMessageID: c.st.LastUserMessageID, LeafEventID: lastEvent,
 		Stats:          c.st.Stats.Clone(),
 		SecretRegistry: wire.SecretRegistry{SecretSources: wire.RedactSecrets(req.Secrets)},
-		AgentState:     map[string]string{}, HookConfig: req.HookConfig,
+		AgentState:     copyMap(c.st.AgentState), HookConfig: req.HookConfig,
 		Title: c.meta.Title, Metrics: &combined,
 		CreatedAt: c.meta.CreatedAt, UpdatedAt: c.st.UpdatedAt, Tags: tags,
 		ParentConversationID: req.ParentConversationID, SubConversationIDs: []string{},
+		ForkedFromConversationID: c.meta.ForkedFrom, ForkedFromEventID: c.meta.ForkedFromEvent,
 		CurrentModelID: &req.Agent.LLM.Model, AvailableModels: []string{req.Agent.LLM.Model},
 		ClientTools: req.ClientTools,
 	}
@@ -457,6 +498,18 @@ func (c *Conversation) Close() error {
 	}
 	tools.CloseAll(c.tools)
 	return c.log.Close()
+}
+
+func (c *Conversation) path(name string) string { return filepath.Join(c.dir, name) }
+
+func decodeJSON(raw []byte, v any) error { return strictjson.Unmarshal(raw, v) }
+
+func copyMap(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 func writeJSON(path string, v any) error {

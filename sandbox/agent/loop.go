@@ -196,6 +196,21 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			c.mu.Unlock()
 			return
 		}
+		if c.meta.Request.StuckDetection {
+			stuck, reason, nudge, key := c.stuckLocked()
+			if stuck {
+				c.lg.Info("agent is stuck", "reason", reason)
+				c.logErr(c.setStatusLocked(ctx, wire.StatusStuck))
+				c.mu.Unlock()
+				return
+			}
+			if nudge != "" && key != c.st.NudgedFor {
+				c.st.NudgedFor = key
+				c.logErr(c.emitLocked(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
+					LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(nudge)}}}))
+				c.logErr(c.saveStateLocked())
+			}
+		}
 		if iteration >= c.meta.Request.MaxIterations {
 			err := c.failLocked(ctx, "MaxIterationsReached",
 				fmt.Sprintf("Agent reached the maximum of %d iterations without finishing. Send a message to continue.", c.meta.Request.MaxIterations))
@@ -295,16 +310,21 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 	return out
 }
 
-// step makes one LLM call and acts on it. It reports whether the agent
-// finished. Errors are run-loop failures.
+// step runs one unit of agent work and reports whether the agent finished:
+// it executes actions left pending (after a confirmation was accepted),
+// condenses the history when needed, or makes one LLM call and acts on its
+// answer. Errors are run-loop failures.
 func (c *Conversation) step(ctx context.Context) (bool, error) {
 	c.mu.Lock()
-	systemText := c.systemPromptText()
-	if c.st.DynamicContext != "" {
-		systemText += "\n\n" + c.st.DynamicContext
+	if pending := c.unansweredActionsLocked(); len(pending) > 0 {
+		c.mu.Unlock()
+		return c.execute(ctx, pending)
 	}
-	system := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem(systemText)}}
-	view := buildView(system, c.history)
+	if plan := c.condensationNeededLocked(); plan != nil {
+		c.mu.Unlock()
+		return false, c.condense(ctx, plan)
+	}
+	view := buildView(c.systemMessageLocked(), condensedHistory(c.history))
 	specs := c.toolsForLLM()
 	cfg := c.client.Config()
 	c.mu.Unlock()
@@ -314,13 +334,20 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		onDelta = func(d llm.Delta) { c.broadcast(streamingDelta(d)) }
 	}
 	resp, err := c.client.Complete(ctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	c.clearRateLimit(ctx)
+	if errors.Is(err, llm.ErrContextWindow) && c.condenser() != nil {
+		// Too much history: ask for a condensation; the next step does it.
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return false, c.emitLocked(ctx, &events.CondensationRequest{})
+	}
 	if err != nil {
 		return false, err
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.recordUsageLocked(ctx, cfg, resp, view); err != nil {
+	if err := c.recordUsageLocked(ctx, cfg, resp); err != nil {
 		return false, err
 	}
 	if len(resp.ToolCalls) == 0 {
@@ -333,11 +360,17 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		if err := c.emitLocked(ctx, msg); err != nil {
 			return false, err
 		}
+		if strings.TrimSpace(resp.Content) == "" {
+			// Reasoning only, or nothing: nudge the model instead of finishing.
+			return false, c.emitLocked(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
+				LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
+					"Your last response did not include a function call or a message. Please use a tool to proceed with the task, or reply with a message when you are done.")}}})
+		}
 		return true, c.setStatusLocked(ctx, wire.StatusFinished)
 	}
 
 	actions := make([]*events.ActionEvent, len(resp.ToolCalls))
-	argErrors := make([]string, len(resp.ToolCalls))
+	var invalid []events.Event
 	batch := make([]events.Event, len(resp.ToolCalls))
 	for i, tc := range resp.ToolCalls {
 		ae := &events.ActionEvent{ToolName: tc.Name, ToolCallID: tc.ID, ToolCall: tc, LLMResponseID: resp.ID,
@@ -352,24 +385,40 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		}
 		action, risk, summary, errText := c.parseCallLocked(tc)
 		ae.Action, ae.Summary = action, summary
-		if risk != "" && c.meta.Request.SecurityAnalyzer != nil {
-			ae.SecurityRisk = risk
+		ae.SecurityRisk = c.riskLocked(tc.Name, risk)
+		if errText != "" {
+			invalid = append(invalid, &events.AgentErrorEvent{ToolName: tc.Name, ToolCallID: tc.ID, Error: errText})
 		}
-		actions[i], argErrors[i], batch[i] = ae, errText, ae
+		actions[i], batch[i] = ae, ae
 	}
-	if err := c.emitLocked(ctx, batch...); err != nil {
+	// All actions of the response first, then the errors of the invalid ones.
+	if err := c.emitLocked(ctx, append(batch, invalid...)...); err != nil {
 		return false, err
 	}
-
-	// Execute outside the lock, in call order; calls after finish are skipped.
+	var executable []*events.ActionEvent
+	for _, ae := range actions {
+		if ae.Action != nil {
+			executable = append(executable, ae)
+		}
+	}
+	if len(executable) == 0 {
+		return false, nil
+	}
+	if c.needsConfirmationLocked(executable) {
+		return false, c.setStatusLocked(ctx, wire.StatusWaitingForConfirmation)
+	}
 	c.mu.Unlock()
+	finished, err := c.execute(ctx, executable)
+	c.mu.Lock()
+	return finished, err
+}
+
+// execute runs actions in order (none after a finish) and emits their
+// results in the same order once all have run. It reports whether finish ran.
+func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEvent) (bool, error) {
 	results := make([]events.Event, len(actions))
 	finished := false
 	for i, ae := range actions {
-		if argErrors[i] != "" {
-			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID, Error: argErrors[i]}
-			continue
-		}
 		if finished {
 			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
 				Error: "Not executed: the finish tool was called earlier in the same response."}
@@ -378,7 +427,6 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		obs, err := c.byName[ae.ToolName].Execute(ctx, ae.Action)
 		if err != nil {
 			if ctx.Err() != nil {
-				c.mu.Lock()
 				return false, ctx.Err()
 			}
 			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
@@ -391,6 +439,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		}
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if err := c.emitLocked(ctx, results...); err != nil {
 		return false, err
 	}
@@ -398,6 +447,16 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		return true, c.setStatusLocked(ctx, wire.StatusFinished)
 	}
 	return false, nil
+}
+
+// systemMessageLocked is the system message of the LLM view: the system
+// prompt and the runtime context.
+func (c *Conversation) systemMessageLocked() events.Message {
+	text := c.systemPromptText()
+	if c.st.DynamicContext != "" {
+		text += "\n\n" + c.st.DynamicContext
+	}
+	return events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem(text)}}
 }
 
 // parseCallLocked turns a tool call into an action. It strips and returns the
@@ -465,13 +524,16 @@ func errOr(err error, s string) string {
 // recordUsageLocked adds a completion's usage to the stats, emits the stats
 // update (and token ids and completion logs when available) and enforces the
 // cost budget.
-func (c *Conversation) recordUsageLocked(ctx context.Context, cfg llm.Config, resp *llm.Response, view []events.Message) error {
+func (c *Conversation) recordUsageLocked(ctx context.Context, cfg llm.Config, resp *llm.Response) error {
 	m := c.st.Stats.UsageToMetrics[cfg.UsageID]
 	if m == nil {
 		m = &wire.Metrics{ModelName: cfg.Model, MaxBudgetPerTask: cfg.MaxBudgetPerTask}
 		c.st.Stats.UsageToMetrics[cfg.UsageID] = m
 	}
 	m.AccumulatedCost += resp.Cost
+	if cfg.UsageID == c.client.Config().UsageID {
+		c.st.LastPromptTokens = resp.Usage.PromptTokens
+	}
 	t := &m.AccumulatedTokenUsage
 	t.Model = cfg.Model
 	t.PromptTokens += resp.Usage.PromptTokens

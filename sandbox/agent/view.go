@@ -41,6 +41,9 @@ func buildView(system events.Message, history []events.Event) []events.Message {
 		switch e := history[i].(type) {
 		case *events.MessageEvent:
 			msgs = append(msgs, messageFor(e))
+		case *events.CondensationSummaryEvent:
+			msgs = append(msgs, events.Message{Role: events.RoleUser, Content: []events.Content{
+				events.TextItem("Summary of the earlier part of this conversation:\n" + e.Summary)}})
 		case *events.ActionEvent:
 			// Gather the actions of this LLM response.
 			group := []*events.ActionEvent{e}

@@ -142,6 +142,18 @@ func (s *Server) routes() {
 	api("GET /api/conversations/{id}/events/search", s.withConversation(s.searchEvents))
 	api("GET /api/conversations/{id}/events/count", s.withConversation(s.countEvents))
 	api("GET /api/conversations/{id}/events/{event_id}", s.withConversation(s.getEvent))
+	api("GET /api/conversations/{id}/events", s.withConversation(s.batchGetEvents))
+	api("POST /api/conversations/{id}/events/respond_to_confirmation", s.withConversation(s.respondToConfirmation))
+	api("DELETE /api/conversations/{id}", s.withConversation(s.deleteConversation))
+	api("PATCH /api/conversations/{id}", s.withConversation(s.updateConversation))
+	api("POST /api/conversations/{id}/interrupt", s.withConversation(s.interrupt))
+	api("POST /api/conversations/{id}/secrets", s.withConversation(s.updateSecrets))
+	api("POST /api/conversations/{id}/confirmation_policy", s.withConversation(s.setConfirmationPolicy))
+	api("POST /api/conversations/{id}/security_analyzer", s.withConversation(s.setSecurityAnalyzer))
+	api("POST /api/conversations/{id}/ask_agent", s.withConversation(s.askAgent))
+	api("POST /api/conversations/{id}/condense", s.withConversation(s.condense))
+	api("GET /api/conversations/{id}/agent_final_response", s.withConversation(s.finalResponse))
+	api("POST /api/conversations/{id}/fork", s.withConversation(s.fork))
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
@@ -436,7 +448,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, c *agent.Conversa
 
 func conversationError(w http.ResponseWriter, err error) {
 	switch {
-	case errors.Is(err, agent.ErrAlreadyRunning):
+	case errors.Is(err, agent.ErrAlreadyRunning), errors.Is(err, agent.ErrNotWaiting), errors.Is(err, agent.ErrNoCondenser):
 		wire.WriteDetail(w, http.StatusConflict, err.Error())
 	case errors.Is(err, agent.ErrClosed):
 		wire.WriteDetail(w, http.StatusNotFound, "Conversation not found")

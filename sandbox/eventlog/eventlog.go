@@ -387,6 +387,14 @@ func (l *Log) Get(id string) ([]byte, error) {
 	return l.read(e)
 }
 
+// Position returns the log position of the event with the given id.
+func (l *Log) Position(id string) (int, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	i, ok := l.byID[id]
+	return i, ok
+}
+
 // GetEvent returns the decoded event with the given id, or ErrNotFound.
 func (l *Log) GetEvent(id string) (events.Event, error) {
 	b, err := l.Get(id)

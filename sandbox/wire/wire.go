@@ -72,7 +72,7 @@ type Agent struct {
 	SystemPromptFilename   *string         `json:"system_prompt_filename"`
 	SecurityPolicyFilename *string         `json:"security_policy_filename"`
 	SystemPromptKwargs     json.RawMessage `json:"system_prompt_kwargs" acs:"object,nullable"`
-	Condenser              json.RawMessage `json:"condenser" acs:"object,nullable"`
+	Condenser              *Condenser      `json:"condenser"`
 	Critic                 json.RawMessage `json:"critic" acs:"object,nullable"`
 	IncludeDefaultTools    []string        `json:"include_default_tools" acs:"nullable"`
 }
@@ -538,4 +538,101 @@ func (s Stats) Clone() Stats {
 		out.UsageToMetrics[k] = &c
 	}
 	return out
+}
+
+// CondenserKind selects how history is condensed.
+type CondenserKind string
+
+// EnumValues implements strictjson.Enum.
+func (CondenserKind) EnumValues() []string { return []string{"LLMSummarizingCondenser", "NoOpCondenser"} }
+
+// Condenser configures history condensation. LLMSummarizingCondenser keeps
+// the first KeepFirst events, forgets a middle slice and inserts an LLM
+// summary of it when the view exceeds MaxSize events (or MaxTokens prompt
+// tokens), when asked, or when the context window overflows.
+type Condenser struct {
+	Kind            CondenserKind `json:"kind" acs:"required"`
+	LLM             *llm.Config   `json:"llm"`
+	MaxSize         int           `json:"max_size" acs:"default=240,ge=4"`
+	KeepFirst       int           `json:"keep_first" acs:"default=2,ge=0"`
+	MaxTokens       *int          `json:"max_tokens" acs:"ge=1"`
+	MinimumProgress float64       `json:"minimum_progress" acs:"default=0.1,ge=0,le=1"`
+}
+
+// ValidateStrict requires an LLM for the summarizing condenser and
+// keep_first < max_size/2.
+func (c *Condenser) ValidateStrict() []strictjson.Error {
+	var errs []strictjson.Error
+	if c.Kind == "LLMSummarizingCondenser" && c.LLM == nil {
+		errs = append(errs, strictjson.Error{Loc: []any{"llm"}, Msg: "Field required for LLMSummarizingCondenser", Type: "missing"})
+	}
+	if c.KeepFirst >= c.MaxSize/2 {
+		errs = append(errs, strictjson.Error{Loc: []any{"keep_first"}, Msg: fmt.Sprintf("keep_first must be less than max_size/2 (%d)", c.MaxSize/2), Type: "value_error"})
+	}
+	return errs
+}
+
+// UpdateConversationRequest is the body of PATCH /api/conversations/{id}.
+type UpdateConversationRequest struct {
+	Title *string           `json:"title" acs:"minlen=1,maxlen=200"`
+	Tags  map[string]string `json:"tags" acs:"nullable"`
+}
+
+// ValidateStrict checks tag keys and values.
+func (r *UpdateConversationRequest) ValidateStrict() []strictjson.Error {
+	var errs []strictjson.Error
+	for k, v := range r.Tags {
+		if !validTagKey(k) {
+			errs = append(errs, strictjson.Error{Loc: []any{"tags", k}, Msg: "Tag keys must be lower-case letters and digits", Type: "value_error"})
+		}
+		if len([]rune(v)) > 256 {
+			errs = append(errs, strictjson.Error{Loc: []any{"tags", k}, Msg: "String should have at most 256 characters", Type: "string_too_long"})
+		}
+	}
+	return errs
+}
+
+// ConfirmationResponse is the body of POST .../events/respond_to_confirmation.
+type ConfirmationResponse struct {
+	Accept bool   `json:"accept" acs:"required"`
+	Reason string `json:"reason" acs:"default=User rejected the action."`
+}
+
+// SetConfirmationPolicyRequest is the body of POST .../confirmation_policy.
+type SetConfirmationPolicyRequest struct {
+	Policy ConfirmationPolicy `json:"policy" acs:"required"`
+}
+
+// SetSecurityAnalyzerRequest is the body of POST .../security_analyzer.
+type SetSecurityAnalyzerRequest struct {
+	SecurityAnalyzer json.RawMessage `json:"security_analyzer" acs:"required,object,nullable"`
+}
+
+// UpdateSecretsRequest is the body of POST .../secrets.
+type UpdateSecretsRequest struct {
+	Secrets map[string]SecretSource `json:"secrets" acs:"required"`
+}
+
+// AskAgentRequest is the body of POST .../ask_agent.
+type AskAgentRequest struct {
+	Question string `json:"question" acs:"required,minlen=1"`
+}
+
+// ForkRequest is the body of POST .../fork.
+type ForkRequest struct {
+	ID           *string           `json:"id"`
+	Title        *string           `json:"title" acs:"minlen=1,maxlen=200"`
+	Tags         map[string]string `json:"tags" acs:"nullable"`
+	ResetMetrics bool              `json:"reset_metrics" acs:"default=true"`
+	FromEventID  *string           `json:"from_event_id"`
+}
+
+// ValidateStrict checks the id.
+func (r *ForkRequest) ValidateStrict() []strictjson.Error {
+	if r.ID != nil {
+		if _, err := ParseID(*r.ID); err != nil {
+			return []strictjson.Error{{Loc: []any{"id"}, Msg: err.Error(), Type: "uuid_parsing"}}
+		}
+	}
+	return nil
 }

@@ -1,0 +1,216 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Interrupt cancels the run in progress, including an LLM call or tool in
+// flight. Actions left without a result get an AgentErrorEvent, a PauseEvent
+// records the interruption (the spec has no InterruptEvent), the status
+// becomes paused and a full_state snapshot goes to subscribers. Without a run
+// it pauses an idle conversation.
+func (c *Conversation) Interrupt(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	cancel, done := c.cancelRun, c.runDone
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			c.lg.Warn("interrupt: the run did not stop within 5s")
+		}
+	}
+	c.mu.Lock()
+	var orphans []events.Event
+	for _, a := range c.unansweredActionsLocked() {
+		if c.st.ExecutionStatus == wire.StatusWaitingForConfirmation {
+			break // waiting actions never started; they stay pending
+		}
+		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
+			Error: "Tool call interrupted before completion: the user interrupted the agent."})
+	}
+	err := c.emitLocked(ctx, append(orphans, &events.PauseEvent{})...)
+	if err == nil {
+		err = c.setStatusLocked(ctx, wire.StatusPaused)
+	}
+	c.mu.Unlock()
+	c.broadcastFullState()
+	return err
+}
+
+// Update changes the title and (replacing them all) the tags. Each change is
+// persisted and emitted as a state update.
+func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRequest) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if req.Title != nil {
+		c.meta.Title = req.Title
+	}
+	if req.Tags != nil {
+		c.meta.Tags = copyMap(req.Tags)
+	}
+	if err := writeJSON(c.path(metaFile), &c.meta); err != nil {
+		return err
+	}
+	if req.Title != nil {
+		if err := c.emitStateLocked(ctx, "title", *req.Title); err != nil {
+			return err
+		}
+	}
+	if req.Tags != nil {
+		if err := c.emitStateLocked(ctx, "tags", c.meta.Tags); err != nil {
+			return err
+		}
+	}
+	c.changed()
+	return nil
+}
+
+// UpdateSecrets adds or replaces secrets. Values are never emitted; the
+// secret_registry change is not an event (as in the reference).
+func (c *Conversation) UpdateSecrets(ctx context.Context, secrets map[string]wire.SecretSource) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	if c.meta.Request.Secrets == nil {
+		c.meta.Request.Secrets = map[string]wire.SecretSource{}
+	}
+	for k, v := range secrets {
+		c.meta.Request.Secrets[k] = v
+	}
+	return writeJSON(c.path(metaFile), &c.meta)
+}
+
+// AskAgent answers a question about the conversation with the agent's LLM,
+// without changing the conversation or writing events.
+func (c *Conversation) AskAgent(ctx context.Context, question string) (string, error) {
+	c.mu.Lock()
+	view := buildView(c.systemMessageLocked(), condensedHistory(c.history))
+	cfg := c.client.Config()
+	c.mu.Unlock()
+	cfg.UsageID, cfg.Stream = "ask-agent-llm", false
+	view = append(view, events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
+		"Answer this question about the conversation so far, briefly and without using tools:\n" + question)}})
+	resp, err := llm.New(cfg).Complete(ctx, llm.Request{Messages: view}, nil)
+	if err != nil {
+		return "", err
+	}
+	return resp.Content, nil
+}
+
+// FinalResponse is the message of the last finish action, else the text of
+// the last agent message, else "".
+func (c *Conversation) FinalResponse() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.history) - 1; i >= 0; i-- {
+		switch e := c.history[i].(type) {
+		case *events.ActionEvent:
+			if f, ok := e.Action.(*events.FinishAction); ok {
+				return f.Message
+			}
+		case *events.MessageEvent:
+			if e.Source == events.SourceAgent {
+				return e.LLMMessage.Text()
+			}
+		}
+	}
+	return ""
+}
+
+// EventsUpTo returns the canonical JSON of the events up to and including
+// the one with id (all events when id is ""). ErrNotFound for an unknown id.
+func (c *Conversation) EventsUpTo(id string) ([][]byte, error) {
+	n := c.log.Len()
+	if id != "" {
+		i, ok := c.log.Position(id)
+		if !ok {
+			return nil, fmt.Errorf("event %s: %w", id, eventlog.ErrNotFound)
+		}
+		n = i + 1
+	}
+	return c.log.ReadFrom(0, n)
+}
+
+// Import appends copied events (a fork's history) and derives the state they
+// imply: whether the system prompt was sent, the last user message, and (with
+// keepStats) the usage.
+func (c *Conversation) Import(ctx context.Context, raw [][]byte, keepStats bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	evs := make([]events.Event, 0, len(raw))
+	for _, b := range raw {
+		ev, err := events.Decode(b)
+		if err != nil {
+			return fmt.Errorf("import event: %w", err)
+		}
+		switch e := ev.(type) {
+		case *events.SystemPromptEvent:
+			c.st.SystemPromptEmitted = true
+			if e.DynamicContext != nil {
+				c.st.DynamicContext = e.DynamicContext.Text
+			}
+		case *events.MessageEvent:
+			if e.Source == events.SourceUser {
+				id := e.ID
+				c.st.LastUserMessageID = &id
+			}
+		case *events.ConversationStateUpdateEvent:
+			if e.Key == "stats" && keepStats {
+				var st wire.Stats
+				if err := decodeJSON(e.Value, &st); err == nil && st.UsageToMetrics != nil {
+					c.st.Stats = st
+				}
+			}
+		}
+		evs = append(evs, ev)
+	}
+	if err := c.emitLocked(ctx, evs...); err != nil {
+		return err
+	}
+	return c.saveStateLocked()
+}
+
+// rateLimited records in agent_state that the LLM is rate limited (the
+// control plane shows the sandbox as PAUSED meanwhile).
+func (c *Conversation) rateLimited(e llm.RetryEvent) {
+	if e.Err == nil || e.Err.Kind != llm.ErrRateLimit {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.st.AgentState["llm_rate_limited_until"] = time.Now().Add(e.Wait).UTC().Format(time.RFC3339)
+	c.logErr(c.saveStateLocked())
+	c.logErr(c.emitStateLocked(context.Background(), "agent_state", c.st.AgentState))
+	c.changed()
+}
+
+// clearRateLimit removes the rate-limit mark after an LLM call ends.
+func (c *Conversation) clearRateLimit(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.st.AgentState["llm_rate_limited_until"]; !ok {
+		return
+	}
+	delete(c.st.AgentState, "llm_rate_limited_until")
+	c.logErr(c.saveStateLocked())
+	c.logErr(c.emitStateLocked(ctx, "agent_state", c.st.AgentState))
+	c.changed()
+}

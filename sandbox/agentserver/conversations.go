@@ -1,0 +1,223 @@
+package agentserver
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/google/uuid"
+
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// The rest of the conversation API: delete, update, interrupt, secrets,
+// confirmation, security analyzer, ask_agent, condense, final response, fork
+// and batch event get.
+
+func ok(w http.ResponseWriter) { wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true}) }
+
+func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
+	s.mu.Lock()
+	delete(s.convs, c.ID())
+	s.mu.Unlock()
+	s.push.Unwatch(c.ID())
+	info := c.Info()
+	info.ExecutionStatus = wire.StatusDeleting
+	s.push.NotifyInfo(c.ID(), func() *wire.ConversationInfo { return &info })
+	if err := c.Close(); err != nil {
+		slog.Warn("delete conversation: close", "conversation", c.ID(), "error", err)
+	}
+	if err := os.RemoveAll(c.Dir()); err != nil {
+		slog.Error("delete conversation: remove", "conversation", c.ID(), "error", err)
+		wire.WriteDetail(w, http.StatusInternalServerError, "Could not remove the conversation's files")
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.UpdateConversationRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if err := c.Update(r.Context(), req); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	if err := c.Interrupt(r.Context()); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) updateSecrets(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.UpdateSecretsRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if err := c.UpdateSecrets(r.Context(), req.Secrets); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) respondToConfirmation(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.ConfirmationResponse
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if err := c.RespondToConfirmation(r.Context(), req.Accept, req.Reason); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) setConfirmationPolicy(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.SetConfirmationPolicyRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if err := c.SetConfirmationPolicy(r.Context(), req.Policy); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) setSecurityAnalyzer(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.SetSecurityAnalyzerRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if err := c.SetSecurityAnalyzer(r.Context(), req.SecurityAnalyzer); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.AskAgentRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	answer, err := c.AskAgent(r.Context(), req.Question)
+	if err != nil {
+		slog.Warn("ask_agent", "conversation", c.ID(), "error", err)
+		wire.WriteDetail(w, http.StatusBadGateway, "The LLM could not answer: "+err.Error())
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, map[string]string{"response": answer})
+}
+
+func (s *Server) condense(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	if err := c.RequestCondensation(r.Context()); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+func (s *Server) finalResponse(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
+	wire.WriteJSON(w, http.StatusOK, map[string]string{"response": c.FinalResponse()})
+}
+
+// fork creates a conversation from the source's history (up to and including
+// from_event_id when given) with the same agent and workspace.
+func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.ForkRequest
+	if !wire.DecodeBody(w, r, &req, true) {
+		return
+	}
+	from := ""
+	if req.FromEventID != nil {
+		from = *req.FromEventID
+	}
+	history, err := c.EventsUpTo(from)
+	if errors.Is(err, eventlog.ErrNotFound) {
+		wire.WriteDetail(w, http.StatusNotFound, "Event not found: "+from)
+		return
+	}
+	if err != nil {
+		conversationError(w, err)
+		return
+	}
+	id := uuid.New()
+	if req.ID != nil {
+		id, _ = wire.ParseID(*req.ID)
+	}
+	start := c.Request()
+	dashed := id.String()
+	start.ConversationID, start.InitialMessage = &dashed, nil
+	if req.Tags != nil {
+		start.Tags = req.Tags
+	}
+	s.mu.Lock()
+	if _, exists := s.convs[id]; exists {
+		s.mu.Unlock()
+		wire.WriteDetail(w, http.StatusConflict, "Conversation id already in use: "+id.String())
+		return
+	}
+	fork, err := agent.Create(r.Context(), id, start, agent.Options{Dir: filepath.Join(s.cfg.ConversationsDir, wire.Hex(id)), OnChange: s.onChange})
+	if err != nil {
+		s.mu.Unlock()
+		conversationError(w, err)
+		return
+	}
+	s.convs[id] = fork
+	s.mu.Unlock()
+	if err := fork.MarkForked(c.ID().String(), from, req.Title); err != nil {
+		conversationError(w, err)
+		return
+	}
+	if err := fork.Import(r.Context(), history, !req.ResetMetrics); err != nil {
+		conversationError(w, err)
+		return
+	}
+	s.watch(fork)
+	wire.WriteJSON(w, http.StatusCreated, fork.Info())
+}
+
+// batchGetEvents returns events by id in request order, null for unknown
+// ones. Ids come as repeated event_ids query parameters or, as the reference
+// sends them, a JSON list in the body.
+func (s *Server) batchGetEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	q := wire.NewQuery(r)
+	ids := q.Strings("event_ids")
+	if len(ids) == 0 && r.ContentLength != 0 {
+		var body []string
+		if !wire.DecodeBody(w, r, &body, true) {
+			return
+		}
+		ids = body
+	}
+	if len(ids) > 100 {
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "event_ids"}, Msg: "at most 100 ids per request", Type: "too_long"}})
+		return
+	}
+	b := []byte{'['}
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		ev, err := c.Log().Get(id)
+		if err != nil {
+			b = append(b, "null"...)
+			continue
+		}
+		b = append(b, ev...)
+	}
+	wire.WriteRaw(w, http.StatusOK, append(b, ']'))
+}
