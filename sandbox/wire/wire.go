@@ -544,7 +544,9 @@ func (s Stats) Clone() Stats {
 type CondenserKind string
 
 // EnumValues implements strictjson.Enum.
-func (CondenserKind) EnumValues() []string { return []string{"LLMSummarizingCondenser", "NoOpCondenser"} }
+func (CondenserKind) EnumValues() []string {
+	return []string{"LLMSummarizingCondenser", "NoOpCondenser"}
+}
 
 // Condenser configures history condensation. LLMSummarizingCondenser keeps
 // the first KeepFirst events, forgets a middle slice and inserts an LLM
