@@ -67,39 +67,24 @@ type condensationPlan struct {
 // validCuts marks the indexes at which the view may be cut without
 // separating a tool call from its result.
 func validCuts(view []events.Event) []bool {
-	resultAt := map[string]int{}
-	for i, ev := range view {
-		switch e := ev.(type) {
-		case *events.ObservationEvent:
-			resultAt[e.ToolCallID] = i
-		case *events.AgentErrorEvent:
-			resultAt[e.ToolCallID] = i
-		case *events.UserRejectObservation:
-			resultAt[e.ToolCallID] = i
-		}
-	}
+	pairs := pairResults(view)
 	ok := make([]bool, len(view)+1)
-	open := 0
-	var openUntil []int
 	ok[0] = true
+	// closes[i] counts the calls answered at position i.
+	closes := make([]int, len(view))
+	for _, r := range pairs {
+		closes[r]++
+	}
+	open := 0
 	for i, ev := range view {
 		if a, isAction := ev.(*events.ActionEvent); isAction {
-			if r, has := resultAt[a.ToolCallID]; has {
-				openUntil = append(openUntil, r)
+			if _, answered := pairs[a.ID]; answered {
 				open++
 			} else {
 				open += 1 << 20 // never answered: no cut after it
 			}
 		}
-		kept := openUntil[:0]
-		for _, r := range openUntil {
-			if r == i {
-				open--
-			} else {
-				kept = append(kept, r)
-			}
-		}
-		openUntil = kept
+		open -= closes[i]
 		ok[i+1] = open == 0
 	}
 	return ok

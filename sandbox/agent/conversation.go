@@ -249,21 +249,13 @@ func (c *Conversation) recover(ctx context.Context) error {
 
 // unansweredActionsLocked lists executable actions without a result.
 func (c *Conversation) unansweredActionsLocked() []*events.ActionEvent {
-	answered := map[string]bool{}
-	for _, ev := range c.history {
-		switch e := ev.(type) {
-		case *events.ObservationEvent:
-			answered[e.ToolCallID] = true
-		case *events.AgentErrorEvent:
-			answered[e.ToolCallID] = true
-		case *events.UserRejectObservation:
-			answered[e.ToolCallID] = true
-		}
-	}
+	answered := pairResults(c.history)
 	var out []*events.ActionEvent
 	for _, ev := range c.history {
-		if a, ok := ev.(*events.ActionEvent); ok && a.Action != nil && !answered[a.ToolCallID] {
-			out = append(out, a)
+		if a, ok := ev.(*events.ActionEvent); ok && a.Action != nil {
+			if _, done := answered[a.ID]; !done {
+				out = append(out, a)
+			}
 		}
 	}
 	return out

@@ -88,7 +88,7 @@ func (c *Conversation) stuckLocked() (stuck bool, reason, nudge, nudgeKey string
 		var a *events.ActionEvent
 		for j := i + 1; j < len(window); j++ {
 			if ae, ok := window[j].(*events.ActionEvent); ok && ae.ToolCallID == e.ToolCallID {
-				a = ae
+				a = ae // the latest action with the call id: the one this error answers
 				i = j + 1
 				break
 			}

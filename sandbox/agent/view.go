@@ -18,22 +18,23 @@ const errorPrefix = "[An error occurred during execution.]\n"
 // without a result (interrupted, or still pending confirmation) gets a
 // placeholder result so the history stays valid.
 func buildView(system events.Message, history []events.Event) []events.Message {
-	results := map[string]events.Message{}
-	for _, ev := range history {
-		var id, text string
-		switch e := ev.(type) {
-		case *events.ObservationEvent:
-			id, text = e.ToolCallID, observationText(e.Observation)
-		case *events.AgentErrorEvent:
-			id, text = e.ToolCallID, e.Error
-		case *events.UserRejectObservation:
-			id, text = e.ToolCallID, "Action rejected: "+e.RejectionReason
-		default:
-			continue
+	pairs := pairResults(history)
+	resultMessage := func(a *events.ActionEvent) (events.Message, bool) {
+		i, ok := pairs[a.ID]
+		if !ok {
+			return events.Message{}, false
 		}
-		idc := id
-		results[id] = events.Message{Role: events.RoleTool, ToolCallID: &idc,
-			Content: []events.Content{events.TextItem(text)}}
+		var text string
+		switch e := history[i].(type) {
+		case *events.ObservationEvent:
+			text = observationText(e.Observation)
+		case *events.AgentErrorEvent:
+			text = e.Error
+		case *events.UserRejectObservation:
+			text = "Action rejected: " + e.RejectionReason
+		}
+		id := a.ToolCallID
+		return events.Message{Role: events.RoleTool, ToolCallID: &id, Content: []events.Content{events.TextItem(text)}}, true
 	}
 
 	msgs := []events.Message{system}
@@ -57,7 +58,7 @@ func buildView(system events.Message, history []events.Event) []events.Message {
 			}
 			msgs = append(msgs, assistantFor(group))
 			for _, a := range group {
-				r, ok := results[a.ToolCallID]
+				r, ok := resultMessage(a)
 				if !ok {
 					id := a.ToolCallID
 					r = events.Message{Role: events.RoleTool, ToolCallID: &id, Content: []events.Content{

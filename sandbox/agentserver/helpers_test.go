@@ -196,6 +196,8 @@ func signature(evs []map[string]any) []string {
 			s += ":" + ev["tool_name"].(string)
 		case "ObservationEvent":
 			s += ":" + ev["observation"].(map[string]any)["kind"].(string)
+		case "UserRejectObservation":
+			s += ":" + ev["rejection_source"].(string)
 		}
 		out = append(out, s)
 	}

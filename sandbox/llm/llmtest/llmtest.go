@@ -299,7 +299,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	reply, ok := s.take(req)
 	s.requests = append(s.requests, req)
 	s.seq++
-	id := fmt.Sprintf("chatcmpl-llmtest-%d", s.seq)
+	seq := s.seq
+	id := fmt.Sprintf("chatcmpl-llmtest-%d", seq)
 	close(s.changed)
 	s.changed = make(chan struct{})
 	s.mu.Unlock()
@@ -323,19 +324,21 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Stream {
-		s.stream(w, id, req.Model, reply)
+		s.stream(w, id, seq, req.Model, reply)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(completion(id, req.Model, reply))
+	_ = json.NewEncoder(w).Encode(completion(id, seq, req.Model, reply))
 }
 
-func toolCallsJSON(calls []ToolCall) []map[string]any {
+// toolCallsJSON renders tool calls; calls without an id get one unique to
+// the response (seq), as providers do.
+func toolCallsJSON(seq int, calls []ToolCall) []map[string]any {
 	var out []map[string]any
 	for i, tc := range calls {
 		id := tc.ID
 		if id == "" {
-			id = fmt.Sprintf("call_%d_%s", i+1, tc.Name)
+			id = fmt.Sprintf("call_%d_%d", seq, i+1)
 		}
 		args := tc.RawArguments
 		if args == "" {
@@ -366,14 +369,14 @@ func usageJSON(u *Usage) map[string]any {
 	}
 }
 
-func completion(id, model string, r Reply) map[string]any {
+func completion(id string, seq int, model string, r Reply) map[string]any {
 	msg := map[string]any{"role": "assistant", "content": r.Text}
 	if r.Reasoning != "" {
 		msg["reasoning_content"] = r.Reasoning
 	}
 	finish := "stop"
 	if len(r.ToolCalls) > 0 {
-		msg["tool_calls"] = toolCallsJSON(r.ToolCalls)
+		msg["tool_calls"] = toolCallsJSON(seq, r.ToolCalls)
 		finish = "tool_calls"
 		if r.Text == "" {
 			msg["content"] = nil
@@ -395,7 +398,7 @@ func completion(id, model string, r Reply) map[string]any {
 
 // stream writes the reply as server-sent events: reasoning and text in small
 // pieces, then the tool calls, then a final chunk with usage.
-func (s *Server) stream(w http.ResponseWriter, id, model string, r Reply) {
+func (s *Server) stream(w http.ResponseWriter, id string, seq int, model string, r Reply) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	flusher, _ := w.(http.Flusher)
@@ -424,7 +427,7 @@ func (s *Server) stream(w http.ResponseWriter, id, model string, r Reply) {
 	finish := "stop"
 	if len(r.ToolCalls) > 0 {
 		finish = "tool_calls"
-		for _, tc := range toolCallsJSON(r.ToolCalls) {
+		for _, tc := range toolCallsJSON(seq, r.ToolCalls) {
 			send(map[string]any{"tool_calls": []any{tc}}, nil, nil)
 		}
 	}
