@@ -294,6 +294,9 @@ func (c *Conversation) MarkForked(src, event string, title *string) error {
 // ID returns the conversation id.
 func (c *Conversation) ID() uuid.UUID { return c.id }
 
+// WorkDir returns the conversation's working directory.
+func (c *Conversation) WorkDir() string { return c.meta.Request.Workspace.WorkingDir }
+
 // Dir returns the persistence directory.
 func (c *Conversation) Dir() string { return c.dir }
 

@@ -217,3 +217,18 @@ func assertSequence(t *testing.T, evs []map[string]any, want ...string) {
 		}
 	}
 }
+
+// rawRequest sends a body with its own content type.
+func (e *env) rawRequest(method, path, body, contentType string) resp {
+	e.t.Helper()
+	req, _ := http.NewRequest(method, e.http.URL+path, strings.NewReader(body))
+	req.Header.Set("X-Session-API-Key", testKey)
+	req.Header.Set("Content-Type", contentType)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{res.StatusCode, b}
+}

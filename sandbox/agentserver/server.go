@@ -22,6 +22,8 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/fileapi"
+	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -156,6 +158,9 @@ func (s *Server) routes() {
 	api("POST /api/conversations/{id}/fork", s.withConversation(s.fork))
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
+	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
+	gitreview.Routes(m, s.roots, wrap)
+	fileapi.Routes(m, s.roots, wrap)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
 	m.HandleFunc("GET /sockets/events/{id}", s.eventsSocket)
 	s.mux = m
@@ -236,6 +241,18 @@ func (s *Server) listTools(w http.ResponseWriter, _ *http.Request) {
 	wire.WriteJSON(w, 200, tools.Names())
 }
 
+// roots are the directories the file and git routes may touch: the
+// workspace and every conversation's working directory.
+func (s *Server) roots() []string {
+	out := []string{s.cfg.WorkspaceDir}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, c := range s.convs {
+		out = append(out, c.WorkDir())
+	}
+	return out
+}
+
 func (s *Server) lookup(id uuid.UUID) *agent.Conversation {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -304,6 +321,9 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	s.convs[id] = c
 	s.mu.Unlock()
+	if err := gitreview.Init(r.Context(), req.Workspace.WorkingDir); err != nil {
+		slog.Warn("git init of the working directory failed", "dir", req.Workspace.WorkingDir, "error", err)
+	}
 	s.watch(c)
 	if req.InitialMessage != nil {
 		msg := *req.InitialMessage

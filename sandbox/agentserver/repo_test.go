@@ -1,0 +1,135 @@
+package agentserver_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
+)
+
+func git(t *testing.T, dir string, args ...string) {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+// The agent fixes a bug in a real repository: it reads the code, edits the
+// function with str_replace, runs the test suite in the terminal and
+// finishes; the git routes show the edit.
+func TestAgentFixesABugInARepository(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go toolchain for the project's test suite")
+	}
+	e := newEnv(t)
+	repo := filepath.Join(e.work, "calc")
+	os.MkdirAll(repo, 0o755)
+	files := map[string]string{
+		"go.mod":  "module example.com/calc\n\ngo 1.22\n",
+		"calc.go": "package calc\n\n// Add returns the sum of a and b.\nfunc Add(a, b int) int {\n\treturn a - b\n}\n",
+		"calc_test.go": "package calc\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif got := Add(2, 3); got != 5 {\n" +
+			"\t\tt.Fatalf(\"Add(2, 3) = %d, want 5\", got)\n\t}\n}\n",
+	}
+	for name, content := range files {
+		os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644)
+	}
+	git(t, repo, "init", "-q", "-b", "main")
+	git(t, repo, "add", ".")
+	git(t, repo, "commit", "-q", "-m", "calc with a bug")
+
+	calc := filepath.Join(repo, "calc.go")
+	e.llm.Add(
+		llmtest.Reply{Text: "Let me read the code.", ToolCalls: []llmtest.ToolCall{{Name: "file_editor", Arguments: map[string]any{"command": "view", "path": calc}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{"command": "cd " + repo + " && go test ./... 2>&1 | tail -8", "timeout": 120}}}},
+		llmtest.Reply{Text: "Add subtracts; fix it.", ToolCalls: []llmtest.ToolCall{{Name: "file_editor", Arguments: map[string]any{
+			"command": "str_replace", "path": calc, "old_str": "\treturn a - b", "new_str": "\treturn a + b"}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{"command": "go test ./...", "timeout": 120}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "Fixed Add: it subtracted. Tests pass."}}}},
+	)
+	id := e.create(map[string]any{"initial_message": userMessage("The calc tests fail. Fix the bug.", true)}, "terminal", "file_editor")
+	e.waitStatus(id, "finished")
+
+	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
+	var page struct {
+		Items []struct {
+			ToolName    string `json:"tool_name"`
+			Observation struct {
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+				IsError bool `json:"is_error"`
+			} `json:"observation"`
+		} `json:"items"`
+	}
+	r.json(t, &page)
+	if len(page.Items) != 5 {
+		t.Fatalf("observations: %s", r.body)
+	}
+	text := func(i int) string { return page.Items[i].Observation.Content[0].Text }
+	if !strings.Contains(text(0), "return a - b") || !strings.Contains(text(0), "cat -n") {
+		t.Fatalf("view: %s", text(0))
+	}
+	if !strings.Contains(text(1), "Add(2, 3) = -1, want 5") || !strings.Contains(text(1), "FAIL") {
+		t.Fatalf("first test run: %q", text(1))
+	}
+	if page.Items[2].Observation.IsError || !strings.Contains(text(2), "has been edited") {
+		t.Fatalf("str_replace: %s", text(2))
+	}
+	if !strings.Contains(text(3), "ok  \texample.com/calc") || !strings.Contains(text(3), "exit code 0") {
+		t.Fatalf("second test run: %s", text(3))
+	}
+
+	r = e.call("GET", "/api/git/changes?path="+repo, nil)
+	if r.status != 200 || string(r.body) != `[{"status":"UPDATED","path":"calc.go"}]` {
+		t.Fatalf("git changes: %d %s", r.status, r.body)
+	}
+	var diff struct {
+		Modified *string `json:"modified"`
+		Original *string `json:"original"`
+	}
+	r = e.call("GET", "/api/git/diff?path="+calc, nil)
+	r.json(t, &diff)
+	if diff.Original == nil || diff.Modified == nil || !strings.Contains(*diff.Original, "a - b") || !strings.Contains(*diff.Modified, "a + b") {
+		t.Fatalf("git diff: %s", r.body)
+	}
+	if r := e.do("GET", "/api/git/changes?path="+repo, nil, ""); r.status != 401 {
+		t.Fatalf("git routes need the session key: %d", r.status)
+	}
+	// The workspace root was made a repository at conversation start; a new
+	// untracked file there shows as ADDED, against the empty tree.
+	os.WriteFile(filepath.Join(e.work, "notes.txt"), []byte("x"), 0o644)
+	r = e.call("GET", "/api/git/changes?path="+e.work, nil)
+	if !strings.Contains(string(r.body), `{"status":"ADDED","path":"notes.txt"}`) {
+		t.Fatalf("workspace changes: %s", r.body)
+	}
+}
+
+func TestFileUploadAndDownload(t *testing.T) {
+	e := newEnv(t)
+	e.create(nil)
+	path := filepath.Join(e.work, "up", "data.bin")
+	body := "--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"data.bin\"\r\n\r\nhello bytes\r\n--B--\r\n"
+	req := e.rawRequest("POST", "/api/file/upload?path="+path, body, "multipart/form-data; boundary=B")
+	if req.status != 200 {
+		t.Fatalf("upload: %d %s", req.status, req.body)
+	}
+	r := e.call("GET", "/api/file/download?path="+path, nil)
+	if r.status != 200 || string(r.body) != "hello bytes" {
+		t.Fatalf("download: %d %q", r.status, r.body)
+	}
+	if r := e.call("GET", "/api/file/download?path=/etc/passwd", nil); r.status != 403 {
+		t.Fatalf("outside the workspace: %d", r.status)
+	}
+	if r := e.call("GET", "/api/file/download?path="+e.work+"/../../etc/passwd", nil); r.status != 403 {
+		t.Fatalf("traversal: %d", r.status)
+	}
+	if r := e.call("GET", "/api/file/download?path=relative.txt", nil); r.status != 400 {
+		t.Fatalf("relative path: %d", r.status)
+	}
+}

@@ -1,0 +1,338 @@
+// Package fileapi serves uploads and downloads of workspace files over HTTP.
+//
+// Files are streamed in both directions and never held in memory. Every
+// path is confined to the workspace roots with pathguard.Resolve, and the
+// file operation is then performed on the resolved path, so a symbolic link
+// inside a root cannot redirect it outside.
+package fileapi
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/fileapi/pathguard"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// MaxUpload is the largest accepted upload, in bytes of file content.
+// Routes reads it once, when it is called.
+var MaxUpload int64 = 512 << 20
+
+// multipartOverhead is the slack allowed on top of MaxUpload for multipart
+// boundaries, part headers and small extra form fields.
+const multipartOverhead = 1 << 20
+
+// Routes mounts the file endpoints on mux, each handler wrapped with wrap
+// (the caller's authentication; nil means none):
+//
+//	POST /api/file/upload?path=/abs/file          multipart/form-data, field "file"
+//	GET  /api/file/download?path=/abs/file
+//	POST /api/file/upload/{path...}               legacy: path without its leading slash
+//	GET  /api/file/download/{path...}             legacy: path without its leading slash
+//
+// Path rules, for every endpoint: a missing path is 422 ("missing" at
+// query.path, path.path for the legacy forms); a relative path is 400
+// {"detail": "Path must be absolute"}; a path that after cleaning and
+// resolving the symbolic links of its existing part is not inside one of
+// roots() is 403 {"detail": "Path is outside the workspace"} (this covers
+// ".." traversal and symbolic links leading out); an otherwise unusable
+// path (NUL byte, symbolic-link loop) is 400. roots is called per request.
+//
+// Upload streams the first part named "file" to a temporary file in the
+// destination directory (creating missing parent directories) and renames
+// it over the destination, so readers never see a partial file; an existing
+// file keeps its permission bits, a new one gets 0644. Other parts are
+// skipped. It answers {"success": true}. A body that is not multipart or has
+// no "file" part is 422 ("missing" at body.file); a destination that is a
+// directory is 400; content larger than MaxUpload is 413 and leaves the
+// destination untouched; a malformed or truncated body is 400.
+//
+// Download streams the file with Content-Type application/octet-stream,
+// Content-Length and Content-Disposition attachment; filename="<base>"
+// (plus an RFC 5987 filename* for names that are not plain ASCII). A
+// missing file is 404, a directory 400, any other non-regular file 400.
+func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
+	if wrap == nil {
+		wrap = func(h http.HandlerFunc) http.Handler { return h }
+	}
+	h := &handlers{roots: roots, max: MaxUpload}
+	mux.Handle("POST /api/file/upload", wrap(h.upload(false)))
+	mux.Handle("POST /api/file/upload/{path...}", wrap(h.upload(true)))
+	mux.Handle("GET /api/file/download", wrap(h.download(false)))
+	mux.Handle("GET /api/file/download/{path...}", wrap(h.download(true)))
+}
+
+type handlers struct {
+	roots func() []string
+	max   int64
+}
+
+// target extracts and confines the path parameter. It returns the requested
+// path cleaned and its resolved form; on failure it has written the response.
+func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (requested, resolved string, ok bool) {
+	if legacy {
+		seg := r.PathValue("path")
+		if seg == "" {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "path"}, Msg: "Field required", Type: "missing"}})
+			return "", "", false
+		}
+		requested = "/" + seg
+	} else {
+		v := wire.NewQuery(r).String("path")
+		if v == nil {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "path"}, Msg: "Field required", Type: "missing"}})
+			return "", "", false
+		}
+		requested = *v
+	}
+	var roots []string
+	if h.roots != nil {
+		roots = h.roots()
+	}
+	resolved, err := pathguard.Resolve(roots, requested)
+	if err != nil {
+		switch {
+		case errors.Is(err, pathguard.ErrNotAbsolute):
+			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+		case errors.Is(err, pathguard.ErrOutsideRoots):
+			wire.WriteDetail(w, http.StatusForbidden, err.Error())
+		default:
+			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+		}
+		return "", "", false
+	}
+	return filepath.Clean(requested), resolved, true
+}
+
+func missingFile(w http.ResponseWriter) {
+	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "file"}, Msg: "Field required", Type: "missing"}})
+}
+
+func (h *handlers) upload(legacy bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		_, dest, ok := h.target(w, r, legacy)
+		if !ok {
+			return
+		}
+		if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
+			wire.WriteDetail(w, http.StatusBadRequest, "Path is a directory")
+			return
+		}
+		limit := h.max + multipartOverhead
+		if r.ContentLength > limit {
+			tooLarge(w, h.max)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		mr, err := r.MultipartReader()
+		if err != nil {
+			missingFile(w)
+			return
+		}
+		for {
+			part, err := mr.NextPart()
+			if errors.Is(err, io.EOF) {
+				missingFile(w)
+				return
+			}
+			if err != nil {
+				bodyError(w, err, h.max)
+				return
+			}
+			if part.FormName() != "file" {
+				if _, err := io.Copy(io.Discard, part); err != nil {
+					bodyError(w, err, h.max)
+					return
+				}
+				continue
+			}
+			status, msg := store(dest, part, h.max)
+			if status != http.StatusOK {
+				wire.WriteDetail(w, status, msg)
+				return
+			}
+			wire.WriteJSON(w, http.StatusOK, struct {
+				Success bool `json:"success"`
+			}{true})
+			return
+		}
+	}
+}
+
+func tooLarge(w http.ResponseWriter, max int64) {
+	wire.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("File larger than %d bytes", max))
+}
+
+// bodyError answers a failure to read the request body.
+func bodyError(w http.ResponseWriter, err error, max int64) {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		tooLarge(w, max)
+		return
+	}
+	wire.WriteDetail(w, http.StatusBadRequest, "Invalid multipart body: "+err.Error())
+}
+
+// errTooLarge marks content beyond the upload limit.
+var errTooLarge = errors.New("upload too large")
+
+// store streams src into dest through a temporary file and returns the HTTP
+// status and message for the outcome.
+func store(dest string, src io.Reader, max int64) (int, string) {
+	dir := filepath.Dir(dest)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return http.StatusBadRequest, "Cannot create the parent directory: " + pathErr(err)
+	}
+	mode := fs.FileMode(0o644)
+	if fi, err := os.Stat(dest); err == nil {
+		if fi.IsDir() {
+			return http.StatusBadRequest, "Path is a directory"
+		}
+		mode = fi.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".upload-*")
+	if err != nil {
+		return http.StatusInternalServerError, "Cannot create the file: " + pathErr(err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	n, err := io.Copy(tmp, io.LimitReader(src, max+1))
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe) || (err == nil && n > max):
+		return http.StatusRequestEntityTooLarge, fmt.Sprintf("File larger than %d bytes", max)
+	case err != nil:
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+		}
+		return http.StatusBadRequest, "Invalid multipart body: " + err.Error()
+	}
+	if err := tmp.Chmod(mode); err != nil {
+		return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+	}
+	if err := tmp.Close(); err != nil {
+		return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+	}
+	if err := os.Rename(tmp.Name(), dest); err != nil {
+		return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+	}
+	done = true
+	return http.StatusOK, ""
+}
+
+// pathErr renders a file-system error without repeating the temporary name.
+func pathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err.Error()
+	}
+	return err.Error()
+}
+
+func (h *handlers) download(legacy bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		requested, src, ok := h.target(w, r, legacy)
+		if !ok {
+			return
+		}
+		fi, err := os.Stat(src)
+		switch {
+		case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
+			wire.WriteDetail(w, http.StatusNotFound, "File not found: "+requested)
+			return
+		case err != nil:
+			wire.WriteDetail(w, http.StatusBadRequest, "Cannot read the file: "+pathErr(err))
+			return
+		case fi.IsDir():
+			wire.WriteDetail(w, http.StatusBadRequest, "Path is a directory: "+requested)
+			return
+		case !fi.Mode().IsRegular():
+			wire.WriteDetail(w, http.StatusBadRequest, "Not a regular file: "+requested)
+			return
+		}
+		f, err := os.Open(src)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				wire.WriteDetail(w, http.StatusNotFound, "File not found: "+requested)
+			} else {
+				wire.WriteDetail(w, http.StatusBadRequest, "Cannot read the file: "+pathErr(err))
+			}
+			return
+		}
+		defer f.Close()
+		// Size from the open file, in case it was replaced after Stat.
+		if ofi, err := f.Stat(); err == nil && ofi.Mode().IsRegular() {
+			fi = ofi
+		}
+		hdr := w.Header()
+		hdr.Set("Content-Type", "application/octet-stream")
+		hdr.Set("Content-Disposition", contentDisposition(filepath.Base(requested)))
+		hdr.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+		hdr.Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		if r.Method == http.MethodHead {
+			return
+		}
+		// A copy error means the client went away or the file shrank; the
+		// status line is already sent, so there is nothing left to report.
+		_, _ = io.CopyN(w, f, fi.Size())
+	}
+}
+
+// contentDisposition renders attachment; filename="name", adding an RFC 5987
+// filename* parameter when name is not plain printable ASCII.
+func contentDisposition(name string) string {
+	plain := true
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return `attachment; filename="` + name + `"`
+	}
+	fallback := strings.Map(func(r rune) rune {
+		if r < 0x20 || r >= 0x7f || r == '"' || r == '\\' {
+			return '_'
+		}
+		return r
+	}, name)
+	return `attachment; filename="` + fallback + `"; filename*=UTF-8''` + rfc5987Escape(name)
+}
+
+// rfc5987Escape percent-encodes every byte of s that is not an RFC 5987
+// attr-char.
+func rfc5987Escape(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$&+-.^_`|~", c) >= 0 {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package fileapi
+
+func isNotDir(error) bool { return false }

@@ -1,0 +1,89 @@
+package pathguard_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/acs-project/acs/sandbox/fileapi/pathguard"
+)
+
+func TestResolve(t *testing.T) {
+	base := t.TempDir()
+	root := filepath.Join(base, "root")
+	out := filepath.Join(base, "out")
+	for _, d := range []string{filepath.Join(root, "sub"), out} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := map[string]string{
+		"root/in":       "sub",
+		"root/abs-in":   filepath.Join(root, "sub"),
+		"root/out":      out,
+		"root/rel-out":  "../out",
+		"root/dangling": filepath.Join(out, "missing"),
+		"root/loop":     "loop",
+		"root/chain":    "in",
+		"rootlink":      "root",
+	}
+	for l, target := range links {
+		if err := os.Symlink(target, filepath.Join(base, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	roots := []string{root}
+	for _, tc := range []struct {
+		name  string
+		roots []string
+		path  string
+		want  string
+		err   error
+		anyEr bool
+	}{
+		{name: "root itself", path: root, want: root},
+		{name: "existing", path: root + "/sub", want: root + "/sub"},
+		{name: "missing tail", path: root + "/sub/a/b.txt", want: root + "/sub/a/b.txt"},
+		{name: "relative link", path: root + "/in/x", want: root + "/sub/x"},
+		{name: "absolute link", path: root + "/abs-in/x", want: root + "/sub/x"},
+		{name: "link chain", path: root + "/chain/x", want: root + "/sub/x"},
+		{name: "dot segments", path: root + "/./sub/../sub//x", want: root + "/sub/x"},
+		{name: "symlinked root", roots: []string{filepath.Join(base, "rootlink")}, path: root + "/sub", want: root + "/sub"},
+		{name: "path through symlinked root", path: filepath.Join(base, "rootlink", "sub"), want: root + "/sub"},
+		{name: "relative", path: "root/sub", err: pathguard.ErrNotAbsolute},
+		{name: "empty", path: "", err: pathguard.ErrNotAbsolute},
+		{name: "traversal", path: root + "/../out", err: pathguard.ErrOutsideRoots},
+		{name: "prefix sibling", path: root + "x", err: pathguard.ErrOutsideRoots},
+		{name: "link out", path: root + "/out/f", err: pathguard.ErrOutsideRoots},
+		{name: "relative link out", path: root + "/rel-out", err: pathguard.ErrOutsideRoots},
+		{name: "dangling link out", path: root + "/dangling", err: pathguard.ErrOutsideRoots},
+		{name: "no roots", roots: []string{}, path: root, err: pathguard.ErrOutsideRoots},
+		{name: "relative root ignored", roots: []string{"root"}, path: root, err: pathguard.ErrOutsideRoots},
+		{name: "filesystem root", roots: []string{"/"}, path: out, want: out},
+		{name: "loop", path: root + "/loop/x", anyEr: true},
+		{name: "nul", path: root + "/a\x00b", anyEr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := roots
+			if tc.roots != nil {
+				r = tc.roots
+			}
+			got, err := pathguard.Resolve(r, tc.path)
+			switch {
+			case tc.err != nil:
+				if !errors.Is(err, tc.err) {
+					t.Errorf("err = %v, want %v", err, tc.err)
+				}
+			case tc.anyEr:
+				if err == nil || errors.Is(err, pathguard.ErrOutsideRoots) || errors.Is(err, pathguard.ErrNotAbsolute) {
+					t.Errorf("err = %v, want a resolution error", err)
+				}
+			case err != nil:
+				t.Errorf("err = %v", err)
+			case got != tc.want:
+				t.Errorf("Resolve = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
