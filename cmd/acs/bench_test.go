@@ -38,3 +38,14 @@ func BenchmarkStartToReady(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms/ready")
 }
+
+// BenchmarkAgentServerRSS reports the agent server's resident memory when
+// idle and after 20 conversations (terminal and file_editor configured, each
+// run to the end through the scripted LLM).
+func BenchmarkAgentServerRSS(b *testing.B) {
+	for b.Loop() {
+		idle, loaded := agentServerRSS(b, 20)
+		b.ReportMetric(idle, "MB-idle")
+		b.ReportMetric(loaded, "MB-20-conversations")
+	}
+}

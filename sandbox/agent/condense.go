@@ -176,12 +176,13 @@ func (c *Conversation) condense(ctx context.Context, plan *condensationPlan) err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.recordUsageLocked(ctx, cfg, resp); err != nil {
-		return err
-	}
+	usage, err := c.usageEventsLocked(cfg, resp)
 	summary, offset := resp.Content, plan.offset
-	return c.emitLocked(ctx, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary, SummaryOffset: &offset,
-		LLMResponseID: resp.ID})
+	if emitErr := c.emitLocked(ctx, append(usage, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary,
+		SummaryOffset: &offset, LLMResponseID: resp.ID})...); emitErr != nil {
+		return emitErr
+	}
+	return err
 }
 
 // RequestCondensation appends a CondensationRequest and, when no run is in

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -107,6 +108,10 @@ type Conversation struct {
 
 	subMu sync.Mutex
 	subs  map[chan Transient]struct{}
+
+	// llmNanos accumulates time spent in LLM calls (loop overhead
+	// benchmarks subtract it).
+	llmNanos atomic.Int64
 }
 
 // Create makes a new conversation in opts.Dir from req (already validated)
@@ -210,6 +215,7 @@ func (c *Conversation) open(ctx context.Context) error {
 			if inView(ev) {
 				c.history = append(c.history, ev)
 			}
+			c.replayLocked(ev)
 		}
 	}
 	req := c.meta.Request
@@ -371,9 +377,66 @@ func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStat
 	return nil
 }
 
+// saveStateLocked writes the state snapshot. It is not fsynced: the event
+// log is the durable record of every state change, and Load replays it over
+// the snapshot.
 func (c *Conversation) saveStateLocked() error {
 	c.st.UpdatedAt = events.Now()
-	return writeJSON(filepath.Join(c.dir, stateFile), &c.st)
+	b, err := strictjson.Marshal(&c.st)
+	if err != nil {
+		return fmt.Errorf("encode state: %w", err)
+	}
+	tmp := c.path(stateFile + ".tmp")
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("write state: %w", err)
+	}
+	return os.Rename(tmp, c.path(stateFile))
+}
+
+// replayLocked applies a logged event to the state, so the state after a
+// crash is what the log says even if the snapshot was older.
+func (c *Conversation) replayLocked(ev events.Event) {
+	switch e := ev.(type) {
+	case *events.SystemPromptEvent:
+		c.st.SystemPromptEmitted = true
+		if e.DynamicContext != nil {
+			c.st.DynamicContext = e.DynamicContext.Text
+		}
+	case *events.ConversationStateUpdateEvent:
+		switch e.Key {
+		case "execution_status":
+			var v wire.ExecutionStatus
+			if decodeJSON(e.Value, &v) == nil {
+				c.st.ExecutionStatus = v
+			}
+		case "stats":
+			var v wire.Stats
+			if decodeJSON(e.Value, &v) == nil && v.UsageToMetrics != nil {
+				c.st.Stats = v
+			}
+		case "last_user_message_id":
+			var v string
+			if decodeJSON(e.Value, &v) == nil {
+				c.st.LastUserMessageID = &v
+			}
+		case "confirmation_policy":
+			var v wire.ConfirmationPolicy
+			if decodeJSON(e.Value, &v) == nil {
+				c.st.ConfirmationPolicy = v
+			}
+		case "security_analyzer":
+			if string(e.Value) == "null" {
+				c.st.SecurityAnalyzer = nil
+			} else {
+				c.st.SecurityAnalyzer = e.Value
+			}
+		case "agent_state":
+			var v map[string]string
+			if decodeJSON(e.Value, &v) == nil {
+				c.st.AgentState = v
+			}
+		}
+	}
 }
 
 // changed notifies OnChange asynchronously.

@@ -333,7 +333,9 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	if cfg.Stream {
 		onDelta = func(d llm.Delta) { c.broadcast(streamingDelta(d)) }
 	}
+	llmStart := time.Now()
 	resp, err := c.client.Complete(ctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	c.llmNanos.Add(int64(time.Since(llmStart)))
 	c.clearRateLimit(ctx)
 	if errors.Is(err, llm.ErrContextWindow) && c.condenser() != nil {
 		// Too much history: ask for a condensation; the next step does it.
@@ -347,7 +349,11 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.recordUsageLocked(ctx, cfg, resp); err != nil {
+	usage, err := c.usageEventsLocked(cfg, resp)
+	if err != nil {
+		if emitErr := c.emitLocked(ctx, usage...); emitErr != nil {
+			return false, emitErr
+		}
 		return false, err
 	}
 	if len(resp.ToolCalls) == 0 {
@@ -357,7 +363,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		if resp.ReasoningContent != "" {
 			msg.LLMMessage.ReasoningContent = &resp.ReasoningContent
 		}
-		if err := c.emitLocked(ctx, msg); err != nil {
+		if err := c.emitLocked(ctx, append(usage, msg)...); err != nil {
 			return false, err
 		}
 		if strings.TrimSpace(resp.Content) == "" {
@@ -391,8 +397,9 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		}
 		actions[i], batch[i] = ae, ae
 	}
-	// All actions of the response first, then the errors of the invalid ones.
-	if err := c.emitLocked(ctx, append(batch, invalid...)...); err != nil {
+	// The usage, all actions of the response, then the errors of the invalid
+	// ones: one durable write.
+	if err := c.emitLocked(ctx, append(append(usage, batch...), invalid...)...); err != nil {
 		return false, err
 	}
 	var executable []*events.ActionEvent
@@ -521,10 +528,12 @@ func errOr(err error, s string) string {
 	return s
 }
 
-// recordUsageLocked adds a completion's usage to the stats, emits the stats
-// update (and token ids and completion logs when available) and enforces the
-// cost budget.
-func (c *Conversation) recordUsageLocked(ctx context.Context, cfg llm.Config, resp *llm.Response) error {
+// usageEventsLocked adds a completion's usage to the stats and returns the
+// events that report it (the stats update, token ids and the completion log
+// when available), for the caller to append with the step's own events in
+// one durable write. It returns a budget error when the cost budget is
+// spent.
+func (c *Conversation) usageEventsLocked(cfg llm.Config, resp *llm.Response) ([]events.Event, error) {
 	m := c.st.Stats.UsageToMetrics[cfg.UsageID]
 	if m == nil {
 		m = &wire.Metrics{ModelName: cfg.Model, MaxBudgetPerTask: cfg.MaxBudgetPerTask}
@@ -546,35 +555,31 @@ func (c *Conversation) recordUsageLocked(ctx context.Context, cfg llm.Config, re
 	if cfg.MaxInputTokens != nil {
 		t.ContextWindow = int64(*cfg.MaxInputTokens)
 	}
-	if err := c.saveStateLocked(); err != nil {
-		return err
+	c.saveStateLocked()
+	raw, err := strictjson.Marshal(c.st.Stats)
+	if err != nil {
+		return nil, fmt.Errorf("encode stats: %w", err)
 	}
-	if err := c.emitStateLocked(ctx, "stats", c.st.Stats); err != nil {
-		return err
-	}
-	var extra []events.Event
+	out := []events.Event{&events.ConversationStateUpdateEvent{Key: "stats", Value: raw}}
 	if resp.PromptTokenIDs != nil || resp.ResponseTokenIDs != nil {
-		extra = append(extra, &events.TokenEvent{Base: events.Base{Source: events.SourceAgent},
+		out = append(out, &events.TokenEvent{Base: events.Base{Source: events.SourceAgent},
 			PromptTokenIDs: orEmpty(resp.PromptTokenIDs), ResponseTokenIDs: orEmpty(resp.ResponseTokenIDs)})
 	}
 	if cfg.LogCompletions {
 		logData, _ := json.Marshal(map[string]any{
-			"messages": json.RawMessage(resp.RawRequest), "response": json.RawMessage(orRaw(resp.RawResponse)),
+			"messages": json.RawMessage(orRaw(resp.RawRequest)), "response": json.RawMessage(orRaw(resp.RawResponse)),
 			"cost": resp.Cost, "latency_sec": resp.Latency.Seconds(), "timestamp": time.Now().Unix(),
 		})
-		extra = append(extra, &events.LLMCompletionLogEvent{
+		out = append(out, &events.LLMCompletionLogEvent{
 			Filename: fmt.Sprintf("%s-%d.json", strings.ReplaceAll(cfg.Model, "/", "__"), time.Now().UnixNano()),
 			LogData:  string(logData), ModelName: cfg.Model, UsageID: cfg.UsageID,
 		})
 	}
-	if err := c.emitLocked(ctx, extra...); err != nil {
-		return err
-	}
 	c.changed()
 	if cfg.MaxBudgetPerTask != nil && m.AccumulatedCost >= *cfg.MaxBudgetPerTask {
-		return &budgetError{spent: m.AccumulatedCost, budget: *cfg.MaxBudgetPerTask}
+		return out, &budgetError{spent: m.AccumulatedCost, budget: *cfg.MaxBudgetPerTask}
 	}
-	return nil
+	return out, nil
 }
 
 func orEmpty(s []int) []int {

@@ -133,3 +133,41 @@ func TestFileUploadAndDownload(t *testing.T) {
 		t.Fatalf("relative path: %d", r.status)
 	}
 }
+
+func TestPlanningFileEditor(t *testing.T) {
+	e := newEnv(t)
+	plan := filepath.Join(e.work, ".agents_tmp", "PLAN.md")
+	other := filepath.Join(e.work, "other.md")
+	os.WriteFile(other, []byte("read me\n"), 0o644)
+	e.llm.Add(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "planning_file_editor", Arguments: map[string]any{"command": "create", "path": plan, "file_text": "# Plan\n1. read\n"}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "planning_file_editor", Arguments: map[string]any{"command": "view", "path": other}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "planning_file_editor", Arguments: map[string]any{"command": "create", "path": filepath.Join(e.work, "sneaky.md"), "file_text": "x"}}}},
+		llmtest.Reply{Text: "planned"},
+	)
+	id := e.create(map[string]any{"initial_message": userMessage("plan", true)}, "planning_file_editor")
+	e.waitStatus(id, "finished")
+	if b, err := os.ReadFile(plan); err != nil || string(b) != "# Plan\n1. read\n" {
+		t.Fatalf("plan: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(e.work, "sneaky.md")); !os.IsNotExist(err) {
+		t.Fatal("planning editor wrote outside the plan file")
+	}
+	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
+	var page struct {
+		Items []struct {
+			Observation map[string]any `json:"observation"`
+		} `json:"items"`
+	}
+	r.json(t, &page)
+	kinds := []bool{}
+	for _, it := range page.Items {
+		if it.Observation["kind"] != "PlanningFileEditorObservation" {
+			t.Fatalf("observation kind %v", it.Observation["kind"])
+		}
+		kinds = append(kinds, it.Observation["is_error"].(bool))
+	}
+	if len(kinds) != 3 || kinds[0] || kinds[1] || !kinds[2] {
+		t.Fatalf("is_error per call %v", kinds)
+	}
+}

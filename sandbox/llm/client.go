@@ -293,7 +293,12 @@ func messageParam(m events.Message) (openai.ChatCompletionMessageParamUnion, err
 
 func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onDelta func(Delta)) (*Response, error) {
 	start := time.Now()
-	raw, _ := json.Marshal(p)
+	// The request body is kept only for completion logs: encoding a long
+	// history twice per call is not free.
+	var raw json.RawMessage
+	if c.cfg.LogCompletions {
+		raw, _ = json.Marshal(p)
+	}
 	var httpResp *http.Response
 	reqOpts := []option.RequestOption{option.WithResponseInto(&httpResp)}
 	if len(c.cfg.LiteLLMExtraBody) > 0 {
@@ -307,7 +312,9 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 	var completion *openai.ChatCompletion
 	if c.cfg.Stream {
 		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-		raw, _ = json.Marshal(p)
+		if c.cfg.LogCompletions {
+			raw, _ = json.Marshal(p)
+		}
 		stream := c.api.Chat.Completions.NewStreaming(ctx, p, reqOpts...)
 		acc := openai.ChatCompletionAccumulator{}
 		var reasoning strings.Builder
@@ -338,7 +345,9 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 			resp.ReasoningContent = reasoning.String()
 		}
 		resp.Latency, resp.RawRequest = time.Since(start), raw
-		resp.RawResponse, _ = json.Marshal(completion)
+		if c.cfg.LogCompletions {
+			resp.RawResponse, _ = json.Marshal(completion)
+		}
 		return resp, nil
 	}
 	completion, err := c.api.Chat.Completions.New(ctx, p, reqOpts...)
