@@ -171,3 +171,87 @@ func TestPlanningFileEditor(t *testing.T) {
 		t.Fatalf("is_error per call %v", kinds)
 	}
 }
+
+func TestSystemPromptNamesSecretsNeverValues(t *testing.T) {
+	e := newEnv(t, llmtest.Reply{Text: "ok"})
+	id := e.create(map[string]any{"initial_message": userMessage("hi", true),
+		"secrets": map[string]any{"GITHUB_TOKEN": "ghp_supersecretvalue", "DB_PASSWORD": map[string]any{"kind": "StaticSecret", "value": "pw-12345"}}}, "terminal")
+	e.waitStatus(id, "finished")
+	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=SystemPromptEvent", nil)
+	body := string(r.body)
+	if !strings.Contains(body, "DB_PASSWORD, GITHUB_TOKEN") || !strings.Contains(body, `"dynamic_context"`) {
+		t.Fatalf("dynamic context lacks the secret names: %s", body)
+	}
+	for _, leak := range []string{"ghp_supersecretvalue", "pw-12345"} {
+		if strings.Contains(body, leak) {
+			t.Fatal("a secret value reached the system prompt")
+		}
+		for _, req := range e.llm.Requests() {
+			if strings.Contains(string(req.Body), leak) {
+				t.Fatal("a secret value was sent to the LLM")
+			}
+		}
+	}
+	var tools []map[string]any
+	var page struct {
+		Items []struct {
+			Tools []map[string]any `json:"tools"`
+		} `json:"items"`
+	}
+	r.json(t, &page)
+	tools = page.Items[0].Tools
+	if tools[0]["kind"] != "TerminalTool" || tools[0]["title"] != "terminal" || tools[0]["action_type"] != "TerminalAction" ||
+		tools[0]["observation_type"] != "TerminalObservation" || tools[0]["annotations"] == nil {
+		t.Fatalf("tool definition shape %v", tools[0])
+	}
+	if _, ok := tools[0]["meta"]; !ok {
+		t.Fatal("meta must be serialised (null)")
+	}
+}
+
+func TestFileEditorInsertAndUndo(t *testing.T) {
+	e := newEnv(t)
+	path := filepath.Join(e.work, "list.txt")
+	os.WriteFile(path, []byte("a\nc\n"), 0o644)
+	step := func(args map[string]any) llmtest.Reply {
+		if _, ok := args["path"]; !ok {
+			args["path"] = path
+		}
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "file_editor", Arguments: args}}}
+	}
+	e.llm.Add(
+		step(map[string]any{"command": "insert", "insert_line": 1, "new_str": "b"}),
+		step(map[string]any{"command": "str_replace", "old_str": "c", "new_str": "d"}),
+		step(map[string]any{"command": "undo_edit"}),
+		step(map[string]any{"command": "str_replace", "old_str": "zzz", "new_str": "y"}),
+		step(map[string]any{"command": "view", "path": "relative.txt"}),
+		llmtest.Reply{Text: "done"},
+	)
+	id := e.create(map[string]any{"initial_message": userMessage("edit", true)}, "file_editor")
+	e.waitStatus(id, "finished")
+	if b, _ := os.ReadFile(path); string(b) != "a\nb\nc\n" {
+		t.Fatalf("file after insert, replace, undo: %q", b)
+	}
+	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
+	var page struct {
+		Items []struct {
+			Observation struct {
+				IsError bool   `json:"is_error"`
+				Command string `json:"command"`
+			} `json:"observation"`
+		} `json:"items"`
+	}
+	r.json(t, &page)
+	var got []string
+	for _, it := range page.Items {
+		got = append(got, it.Observation.Command+map[bool]string{true: "!", false: ""}[it.Observation.IsError])
+	}
+	if strings.Join(got, ",") != "insert,str_replace,undo_edit,str_replace!,view!" {
+		t.Fatalf("observations %v", got)
+	}
+	// The LLM saw the error prefix on the failed call.
+	last := e.llm.Requests()[4].Messages
+	if !strings.HasPrefix(last[len(last)-1].Text(), "[An error occurred during execution.]") {
+		t.Fatalf("error observation to the LLM: %q", last[len(last)-1].Text())
+	}
+}
