@@ -255,3 +255,67 @@ func TestFileEditorInsertAndUndo(t *testing.T) {
 		t.Fatalf("error observation to the LLM: %q", last[len(last)-1].Text())
 	}
 }
+
+func TestFileToolsThroughTheLoop(t *testing.T) {
+	e := newEnv(t)
+	os.MkdirAll(filepath.Join(e.work, "src"), 0o755)
+	os.WriteFile(filepath.Join(e.work, "src", "main.go"), []byte("package main\n\nfunc main() { println(\"hi\") }\n"), 0o644)
+	os.WriteFile(filepath.Join(e.work, "src", "util.go"), []byte("package main\n\nfunc helper() {}\n"), 0o644)
+	c := func(tool string, args map[string]any) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: tool, Arguments: args}}}
+	}
+	e.llm.Add(
+		c("glob", map[string]any{"pattern": "**/*.go"}),
+		c("grep", map[string]any{"pattern": "func main", "include": "*.go"}),
+		c("list_directory", map[string]any{"dir_path": "src"}),
+		c("read_file", map[string]any{"file_path": "src/main.go", "offset": 2, "limit": 1}),
+		c("write_file", map[string]any{"file_path": "notes/todo.md", "content": "- fix\n"}),
+		c("edit", map[string]any{"file_path": "src/util.go", "old_string": "func helper() {}", "new_string": "func helper() int { return 1 }"}),
+		c("task_tracker", map[string]any{"command": "plan", "task_list": []map[string]any{{"title": "Fix util", "status": "done"}, {"title": "Ship", "status": "todo"}}}),
+		c("task_tracker", map[string]any{"command": "view"}),
+		c("read_file", map[string]any{"file_path": "../../etc/passwd"}),
+		llmtest.Reply{Text: "done"},
+	)
+	id := e.create(map[string]any{"initial_message": userMessage("tour", true)},
+		"glob", "grep", "list_directory", "read_file", "write_file", "edit", "task_tracker")
+	e.waitStatus(id, "finished")
+	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
+	var page struct {
+		Items []struct {
+			Observation map[string]any `json:"observation"`
+		} `json:"items"`
+	}
+	r.json(t, &page)
+	if len(page.Items) != 9 {
+		t.Fatalf("observations: %s", r.body)
+	}
+	obs := func(i int) map[string]any { return page.Items[i].Observation }
+	want := []string{"GlobObservation", "GrepObservation", "ListDirectoryObservation", "ReadFileObservation", "WriteFileObservation",
+		"EditObservation", "TaskTrackerObservation", "TaskTrackerObservation", "ReadFileObservation"}
+	for i, k := range want {
+		if obs(i)["kind"] != k || obs(i)["is_error"] != (i == 8) {
+			t.Fatalf("observation %d: %v", i, obs(i))
+		}
+	}
+	if files := obs(0)["files"].([]any); len(files) != 2 {
+		t.Fatalf("glob files %v", files)
+	}
+	if m := obs(1)["matches"].([]any); len(m) != 1 || !strings.HasSuffix(m[0].(string), "src/main.go") {
+		t.Fatalf("grep matches %v", m)
+	}
+	if n := obs(2)["total_count"].(float64); n != 2 {
+		t.Fatalf("list_directory %v", obs(2))
+	}
+	if obs(3)["file_content"] != "\n" && !strings.Contains(obs(3)["file_content"].(string), "func main") {
+		t.Fatalf("read_file %v", obs(3))
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.work, "notes", "todo.md")); string(b) != "- fix\n" {
+		t.Fatal("write_file did not write")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.work, "src", "util.go")); !strings.Contains(string(b), "return 1") {
+		t.Fatal("edit did not edit")
+	}
+	if tl := obs(7)["task_list"].([]any); len(tl) != 2 {
+		t.Fatalf("task list after view %v", obs(7))
+	}
+}
