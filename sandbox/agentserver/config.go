@@ -22,6 +22,8 @@ type Config struct {
 	SessionKeys []string
 	// ConversationsDir holds one directory per conversation.
 	ConversationsDir string
+	// BashEventsDir holds the bash API's events.
+	BashEventsDir string
 	// WorkspaceDir is the default working directory.
 	WorkspaceDir string
 	// WebhookURLs receive events and conversation info.
@@ -49,7 +51,8 @@ func indexed(getenv func(string) string, prefix string) []string {
 
 // ConfigFromEnv reads the configuration the way the OpenHands agent server
 // does: OH_SESSION_API_KEYS_0..n (else SESSION_API_KEY), OH_CONVERSATIONS_PATH
-// (default <workspace>/conversations), OH_WEBHOOKS_0_BASE_URL..n,
+// (default <workspace>/conversations), OH_BASH_EVENTS_DIR (default next to
+// the conversations directory), OH_WEBHOOKS_0_BASE_URL..n,
 // OH_ALLOW_CORS_ORIGINS_0..n, OH_RUNTIME_IDLE_TIMEOUT_SECONDS, and
 // ACS_WORKSPACE_DIR (default ./workspace) for the default working directory.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
@@ -74,6 +77,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if abs, err := filepath.Abs(cfg.ConversationsDir); err == nil {
 		cfg.ConversationsDir = abs
+	}
+	cfg.BashEventsDir = getenv("OH_BASH_EVENTS_DIR")
+	if cfg.BashEventsDir == "" {
+		cfg.BashEventsDir = filepath.Join(filepath.Dir(cfg.ConversationsDir), "bash_events")
+	}
+	if abs, err := filepath.Abs(cfg.BashEventsDir); err == nil {
+		cfg.BashEventsDir = abs
 	}
 	var hooks []string
 	for i := 0; ; i++ {

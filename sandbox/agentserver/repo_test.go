@@ -319,3 +319,23 @@ func TestFileToolsThroughTheLoop(t *testing.T) {
 		t.Fatalf("task list after view %v", obs(7))
 	}
 }
+
+func TestBashAPIIsMountedWithAuth(t *testing.T) {
+	e := newEnv(t)
+	r := e.post("/api/bash/execute_bash_command", map[string]any{"command": "echo from bash && pwd"})
+	var out map[string]any
+	r.json(t, &out)
+	if r.status != 200 || out["kind"] != "BashOutput" || out["exit_code"].(float64) != 0 || !strings.Contains(out["stdout"].(string), "from bash") {
+		t.Fatalf("execute: %d %s", r.status, r.body)
+	}
+	if r := e.do("POST", "/api/bash/execute_bash_command", map[string]any{"command": "echo x"}, ""); r.status != 401 {
+		t.Fatalf("without a key: %d", r.status)
+	}
+	r = e.call("GET", "/api/bash/bash_events/search?kind__eq=BashCommand", nil)
+	if r.status != 200 || !strings.Contains(string(r.body), "echo from bash") {
+		t.Fatalf("search: %d %s", r.status, r.body)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "bash_events")); err != nil {
+		t.Fatalf("bash events are not kept next to the conversations: %v", err)
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/bashapi"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/fileapi"
 	"github.com/acs-project/acs/sandbox/gitreview"
@@ -36,6 +37,7 @@ type Server struct {
 	active  atomic.Int64 // unix nanos of the last activity
 	ready   atomic.Bool
 	push    *webhook.Pusher
+	bash    *bashapi.Service
 	mux     *http.ServeMux
 
 	mu    sync.RWMutex
@@ -59,6 +61,15 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, started: time.Now(), convs: map[uuid.UUID]*agent.Conversation{},
 		push: webhook.New(webhook.Config{BaseURLs: cfg.WebhookURLs, SessionKey: key})}
 	s.touch()
+	if cfg.BashEventsDir == "" {
+		cfg.BashEventsDir = filepath.Join(filepath.Dir(cfg.ConversationsDir), "bash_events")
+		s.cfg.BashEventsDir = cfg.BashEventsDir
+	}
+	bash, err := bashapi.New(bashapi.Options{Dir: cfg.BashEventsDir, WorkDir: cfg.WorkspaceDir})
+	if err != nil {
+		return nil, fmt.Errorf("start the bash API: %w", err)
+	}
+	s.bash = bash
 	entries, err := os.ReadDir(cfg.ConversationsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -94,6 +105,7 @@ func (s *Server) Close() {
 	for _, c := range convs {
 		c.Close()
 	}
+	s.bash.Close()
 	s.push.Close()
 }
 
@@ -160,6 +172,8 @@ func (s *Server) routes() {
 	api("GET /api/tools", s.listTools)
 	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
 	gitreview.Routes(m, s.roots, wrap)
+	s.bash.Routes(m, wrap)
+	m.HandleFunc("GET /sockets/bash-events", s.bash.SocketHandler(s.keyOK))
 	fileapi.Routes(m, s.roots, wrap)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
 	m.HandleFunc("GET /sockets/events/{id}", s.eventsSocket)

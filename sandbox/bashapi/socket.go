@@ -1,0 +1,224 @@
+package bashapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// Close codes of the bash events socket.
+const (
+	CloseAuthFailed = websocket.StatusCode(4001)
+)
+
+// authTimeout is how long a socket may take to send its auth frame (10 s;
+// tests shorten it).
+var authTimeout atomic.Int64
+
+func init() { authTimeout.Store(int64(10 * time.Second)) }
+
+const writeTimeout = 30 * time.Second
+
+// SocketHandler serves WS /sockets/bash-events.
+//
+// Auth: when authOK("") is false a key is required; it is taken from the
+// query parameter session_api_key, else the X-Session-API-Key header, else a
+// first text frame {"type":"auth","session_api_key":"..."} sent within 10 s. A missing or rejected key closes the socket with 4001
+// "Authentication failed". A nil authOK accepts every socket.
+//
+// Then, with resend_mode=all (or resend_all=true), every stored event is sent
+// in timestamp order, followed by every new event, one JSON text frame per
+// event, each exactly once. Inbound text frames other than auth frames are
+// ExecuteBashRequest JSON, each starting a command (whose events arrive like
+// any other); a frame that does not decode gets a BashError frame (code
+// ValidationError, sent to this socket only, not stored). A cwd that is not a
+// directory yields a stored BashError that every subscriber sees. When the
+// service closes, the socket closes with 1001; a socket that falls too far
+// behind is closed with 1013.
+func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		presented := q.Get("session_api_key")
+		if presented == "" {
+			presented = r.Header.Get("X-Session-API-Key")
+		}
+		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
+		if err != nil {
+			return
+		}
+		conn.SetReadLimit(wire.MaxBodyBytes)
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+
+		if authOK != nil && !authOK("") {
+			if presented == "" {
+				presented = readAuthFrame(ctx, conn)
+			}
+			if presented == "" || !authOK(presented) {
+				conn.Close(CloseAuthFailed, "Authentication failed")
+				return
+			}
+		}
+		replay := q.Get("resend_mode") == "all" || q.Get("resend_all") == "true"
+		sub, names, err := s.subscribe(replay)
+		if err != nil {
+			conn.Close(websocket.StatusGoingAway, "The bash service is closed")
+			return
+		}
+		defer s.unsubscribe(sub)
+
+		outbound := make(chan []byte, 16)
+		go s.readSocket(ctx, cancel, conn, outbound)
+
+		write := func(frame []byte) error {
+			wctx, wcancel := context.WithTimeout(ctx, writeTimeout)
+			defer wcancel()
+			return conn.Write(wctx, websocket.MessageText, frame)
+		}
+		for _, n := range names {
+			b, ok := s.readEvent(n)
+			if !ok {
+				continue
+			}
+			if write(b) != nil {
+				return
+			}
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				conn.Close(websocket.StatusNormalClosure, "")
+				return
+			case <-sub.gone:
+				// Send what was queued before the drop, then close.
+			drain:
+				for {
+					select {
+					case b := <-sub.ch:
+						if write(b) != nil {
+							return
+						}
+					default:
+						break drain
+					}
+				}
+				s.mu.Lock()
+				closed := s.closed
+				s.mu.Unlock()
+				if closed {
+					conn.Close(websocket.StatusGoingAway, "The bash service is closed")
+				} else {
+					conn.Close(websocket.StatusTryAgainLater, "Subscriber too slow")
+				}
+				return
+			case b := <-sub.ch:
+				if write(b) != nil {
+					return
+				}
+			case b := <-outbound:
+				if write(b) != nil {
+					return
+				}
+			}
+		}
+	}
+}
+
+// readAuthFrame waits up to authTimeout for {"type":"auth","session_api_key":
+// "..."}. The read gets no deadline context (cancelling a read closes the
+// connection before the 4001 close frame can be sent); a timer bounds it.
+func readAuthFrame(ctx context.Context, conn *websocket.Conn) string {
+	type result struct {
+		typ  websocket.MessageType
+		data []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		typ, data, err := conn.Read(ctx)
+		ch <- result{typ, data, err}
+	}()
+	timer := time.NewTimer(time.Duration(authTimeout.Load()))
+	defer timer.Stop()
+	var r result
+	select {
+	case r = <-ch:
+	case <-timer.C:
+		return ""
+	case <-ctx.Done():
+		return ""
+	}
+	if r.err != nil || r.typ != websocket.MessageText {
+		return ""
+	}
+	var f struct {
+		Type string `json:"type"`
+		Key  string `json:"session_api_key"`
+	}
+	if json.Unmarshal(r.data, &f) != nil || f.Type != "auth" {
+		return ""
+	}
+	return f.Key
+}
+
+// readSocket handles inbound frames until the socket closes.
+func (s *Service) readSocket(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, out chan<- []byte) {
+	defer cancel()
+	for {
+		typ, data, err := conn.Read(ctx)
+		if err != nil {
+			return
+		}
+		if typ != websocket.MessageText || isAuthFrame(data) {
+			continue
+		}
+		var req ExecuteBashRequest
+		if err := strictjson.Unmarshal(data, &req); err != nil {
+			sendError(ctx, out, CodeValidationError, err.Error())
+			continue
+		}
+		if _, err := s.Start(ctx, req); err != nil {
+			var be *BashError
+			if errors.As(err, &be) {
+				continue // stored and published to every subscriber
+			}
+			sendError(ctx, out, CodeStartError, err.Error())
+		}
+	}
+}
+
+func isAuthFrame(data []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(data, &m) != nil {
+		return false
+	}
+	t, ok := m["type"]
+	if !ok || string(t) != `"auth"` {
+		return false
+	}
+	for k := range m {
+		if k != "type" && k != "session_api_key" {
+			return false
+		}
+	}
+	return true
+}
+
+// sendError queues a BashError frame for this socket only.
+func sendError(ctx context.Context, out chan<- []byte, code, detail string) {
+	ev := &BashError{ID: newID(), Code: code, Detail: detail}
+	ev.Timestamp = events.Now()
+	select {
+	case out <- encodeEvent(ev):
+	case <-ctx.Done():
+	}
+}
