@@ -14,3 +14,15 @@ go test ./cmd/acs -run '^$' -count "$count" -bench 'BenchmarkStartToReady' -benc
 
 echo "== terminal round trip for echo (sandbox/tools/terminal)"
 go test ./sandbox/tools/terminal -run '^$' -count "$count" -bench 'BenchmarkEchoRoundTrip' -benchtime 500x
+
+echo "== agent loop overhead per step, excluding the LLM (sandbox/agent)"
+go test ./sandbox/agent -run '^$' -count "$count" -bench 'BenchmarkLoopOverheadPerStep' -benchtime 300x
+
+echo "== agent server RSS, idle and with 20 conversations (cmd/acs)"
+go test ./cmd/acs -run '^$' -count "$count" -bench 'BenchmarkAgentServerRSS' -benchtime 1x
+
+echo "== WebSocket fan-out: 10k events to 10 subscribers (sandbox/agentserver)"
+go test ./sandbox/agentserver -run '^$' -count "$count" -bench 'BenchmarkSocketFanout' -benchtime 3x
+
+echo "== webhook delivery latency after a durable append (sandbox/webhook)"
+go test ./sandbox/webhook -run '^$' -count "$count" -bench 'BenchmarkDeliveryLatency' -benchtime 200x

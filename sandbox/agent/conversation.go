@@ -100,6 +100,7 @@ type Conversation struct {
 	client  *llm.Client
 	closed  bool
 
+	stateDirty bool
 	running    bool
 	rerun      bool
 	pauseAsked bool
@@ -367,7 +368,8 @@ func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStat
 		return nil
 	}
 	c.st.ExecutionStatus = s
-	if err := c.saveStateLocked(); err != nil {
+	c.st.UpdatedAt = events.Now()
+	if err := c.writeStateLocked(); err != nil {
 		return err
 	}
 	if err := c.emitStateLocked(ctx, "execution_status", s); err != nil {
@@ -377,11 +379,19 @@ func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStat
 	return nil
 }
 
-// saveStateLocked writes the state snapshot. It is not fsynced: the event
-// log is the durable record of every state change, and Load replays it over
-// the snapshot.
+// saveStateLocked notes that the state changed. The snapshot is written when
+// the execution status changes and at Close: the event log is the durable
+// record of every state change, and Load replays it over the snapshot.
 func (c *Conversation) saveStateLocked() error {
 	c.st.UpdatedAt = events.Now()
+	c.stateDirty = true
+	return nil
+}
+
+// writeStateLocked writes the state snapshot (not fsynced, see
+// saveStateLocked).
+func (c *Conversation) writeStateLocked() error {
+	c.stateDirty = false
 	b, err := strictjson.Marshal(&c.st)
 	if err != nil {
 		return fmt.Errorf("encode state: %w", err)
@@ -545,6 +555,9 @@ func (c *Conversation) Close() error {
 	}
 	c.closed = true
 	cancel, done := c.cancelRun, c.runDone
+	if c.stateDirty {
+		c.logErr(c.writeStateLocked())
+	}
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
