@@ -339,3 +339,45 @@ func TestBashAPIIsMountedWithAuth(t *testing.T) {
 		t.Fatalf("bash events are not kept next to the conversations: %v", err)
 	}
 }
+
+func TestTerminalTimeoutThenInput(t *testing.T) {
+	e := newEnv(t)
+	term := func(args map[string]any) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: args}}}
+	}
+	e.llm.Add(
+		term(map[string]any{"command": "read answer; echo got:$answer", "timeout": 1}),
+		term(map[string]any{"command": "forty-two", "is_input": true}),
+		term(map[string]any{"command": "sleep 30 &", "summary": "background job"}),
+		term(map[string]any{"command": "echo still responsive"}),
+		llmtest.Reply{Text: "done"},
+	)
+	id := e.create(map[string]any{"initial_message": userMessage("interact", true)}, "terminal")
+	e.waitStatus(id, "finished")
+	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
+	var page struct {
+		Items []struct {
+			Observation struct {
+				ExitCode *int `json:"exit_code"`
+				Timeout  bool `json:"timeout"`
+				Content  []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"observation"`
+		} `json:"items"`
+	}
+	r.json(t, &page)
+	if len(page.Items) != 4 {
+		t.Fatalf("observations %s", r.body)
+	}
+	first, second := page.Items[0].Observation, page.Items[1].Observation
+	if *first.ExitCode != -1 || !first.Timeout || !strings.Contains(first.Content[0].Text, "timed out after 1 seconds") {
+		t.Fatalf("timeout observation %+v", first)
+	}
+	if *second.ExitCode != 0 || !strings.Contains(second.Content[0].Text, "got:forty-two") {
+		t.Fatalf("input observation %+v", second)
+	}
+	if last := page.Items[3].Observation; *last.ExitCode != 0 || !strings.Contains(last.Content[0].Text, "still responsive") {
+		t.Fatalf("after a background job %+v", last)
+	}
+}
