@@ -1,6 +1,7 @@
 package agentserver
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -21,6 +22,34 @@ import (
 
 func ok(w http.ResponseWriter) { wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true}) }
 
+// withBody decodes the request body strictly into T, runs op on the
+// conversation and answers {"success": true} (or the mapped error).
+func withBody[T any](op func(c *agent.Conversation, ctx context.Context, body T) error) func(http.ResponseWriter, *http.Request, *agent.Conversation) {
+	return func(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+		var body T
+		if !wire.DecodeBody(w, r, &body, false) {
+			return
+		}
+		if err := op(c, r.Context(), body); err != nil {
+			conversationError(w, err)
+			return
+		}
+		ok(w)
+	}
+}
+
+// noBody runs op on the conversation (any request body is ignored, as
+// clients send nothing or {}) and answers {"success": true}.
+func noBody(op func(c *agent.Conversation, ctx context.Context) error) func(http.ResponseWriter, *http.Request, *agent.Conversation) {
+	return func(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+		if err := op(c, r.Context()); err != nil {
+			conversationError(w, err)
+			return
+		}
+		ok(w)
+	}
+}
+
 func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
 	s.mu.Lock()
 	delete(s.convs, c.ID())
@@ -40,74 +69,6 @@ func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *a
 	ok(w)
 }
 
-func (s *Server) updateConversation(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.UpdateConversationRequest
-	if !wire.DecodeBody(w, r, &req, false) {
-		return
-	}
-	if err := c.Update(r.Context(), req); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
-}
-
-func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	if err := c.Interrupt(r.Context()); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
-}
-
-func (s *Server) updateSecrets(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.UpdateSecretsRequest
-	if !wire.DecodeBody(w, r, &req, false) {
-		return
-	}
-	if err := c.UpdateSecrets(r.Context(), req.Secrets); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
-}
-
-func (s *Server) respondToConfirmation(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.ConfirmationResponse
-	if !wire.DecodeBody(w, r, &req, false) {
-		return
-	}
-	if err := c.RespondToConfirmation(r.Context(), req.Accept, req.Reason); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
-}
-
-func (s *Server) setConfirmationPolicy(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.SetConfirmationPolicyRequest
-	if !wire.DecodeBody(w, r, &req, false) {
-		return
-	}
-	if err := c.SetConfirmationPolicy(r.Context(), req.Policy); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
-}
-
-func (s *Server) setSecurityAnalyzer(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.SetSecurityAnalyzerRequest
-	if !wire.DecodeBody(w, r, &req, false) {
-		return
-	}
-	if err := c.SetSecurityAnalyzer(r.Context(), req.SecurityAnalyzer); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
-}
-
 func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	var req wire.AskAgentRequest
 	if !wire.DecodeBody(w, r, &req, false) {
@@ -120,14 +81,6 @@ func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conve
 		return
 	}
 	wire.WriteJSON(w, http.StatusOK, map[string]string{"response": answer})
-}
-
-func (s *Server) condense(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	if err := c.RequestCondensation(r.Context()); err != nil {
-		conversationError(w, err)
-		return
-	}
-	ok(w)
 }
 
 func (s *Server) finalResponse(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {

@@ -151,21 +151,29 @@ func (s *Server) routes() {
 	api("GET /api/conversations/count", s.countConversations)
 	api("GET /api/conversations/{id}", s.withConversation(s.getConversation))
 	api("POST /api/conversations/{id}/events", s.withConversation(s.sendMessage))
-	api("POST /api/conversations/{id}/run", s.withConversation(s.run))
-	api("POST /api/conversations/{id}/pause", s.withConversation(s.pause))
+	api("POST /api/conversations/{id}/run", s.withConversation(noBody((*agent.Conversation).Run)))
+	api("POST /api/conversations/{id}/pause", s.withConversation(noBody((*agent.Conversation).Pause)))
 	api("GET /api/conversations/{id}/events/search", s.withConversation(s.searchEvents))
 	api("GET /api/conversations/{id}/events/count", s.withConversation(s.countEvents))
 	api("GET /api/conversations/{id}/events/{event_id}", s.withConversation(s.getEvent))
 	api("GET /api/conversations/{id}/events", s.withConversation(s.batchGetEvents))
-	api("POST /api/conversations/{id}/events/respond_to_confirmation", s.withConversation(s.respondToConfirmation))
+	api("POST /api/conversations/{id}/events/respond_to_confirmation", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.ConfirmationResponse) error {
+		return c.RespondToConfirmation(ctx, b.Accept, b.Reason)
+	})))
 	api("DELETE /api/conversations/{id}", s.withConversation(s.deleteConversation))
-	api("PATCH /api/conversations/{id}", s.withConversation(s.updateConversation))
-	api("POST /api/conversations/{id}/interrupt", s.withConversation(s.interrupt))
-	api("POST /api/conversations/{id}/secrets", s.withConversation(s.updateSecrets))
-	api("POST /api/conversations/{id}/confirmation_policy", s.withConversation(s.setConfirmationPolicy))
-	api("POST /api/conversations/{id}/security_analyzer", s.withConversation(s.setSecurityAnalyzer))
+	api("PATCH /api/conversations/{id}", s.withConversation(withBody((*agent.Conversation).Update)))
+	api("POST /api/conversations/{id}/interrupt", s.withConversation(noBody((*agent.Conversation).Interrupt)))
+	api("POST /api/conversations/{id}/secrets", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.UpdateSecretsRequest) error {
+		return c.UpdateSecrets(ctx, b.Secrets)
+	})))
+	api("POST /api/conversations/{id}/confirmation_policy", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.SetConfirmationPolicyRequest) error {
+		return c.SetConfirmationPolicy(ctx, b.Policy)
+	})))
+	api("POST /api/conversations/{id}/security_analyzer", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.SetSecurityAnalyzerRequest) error {
+		return c.SetSecurityAnalyzer(ctx, b.SecurityAnalyzer)
+	})))
 	api("POST /api/conversations/{id}/ask_agent", s.withConversation(s.askAgent))
-	api("POST /api/conversations/{id}/condense", s.withConversation(s.condense))
+	api("POST /api/conversations/{id}/condense", s.withConversation(noBody((*agent.Conversation).RequestCondensation)))
 	api("GET /api/conversations/{id}/agent_final_response", s.withConversation(s.finalResponse))
 	api("POST /api/conversations/{id}/fork", s.withConversation(s.fork))
 	api("GET /api/tools/", s.listTools)
@@ -458,22 +466,6 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *agent.Co
 		return
 	}
 	if _, err := c.SendMessage(r.Context(), req); err != nil {
-		conversationError(w, err)
-		return
-	}
-	wire.WriteJSON(w, 200, wire.Success{Success: true})
-}
-
-func (s *Server) run(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	if err := c.Run(r.Context()); err != nil {
-		conversationError(w, err)
-		return
-	}
-	wire.WriteJSON(w, 200, wire.Success{Success: true})
-}
-
-func (s *Server) pause(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	if err := c.Pause(r.Context()); err != nil {
 		conversationError(w, err)
 		return
 	}

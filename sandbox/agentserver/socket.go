@@ -2,7 +2,7 @@ package agentserver
 
 import (
 	"context"
-	"encoding/json"
+	"github.com/acs-project/acs/sandbox/wsauth"
 	"net/http"
 	"sync"
 	"time"
@@ -25,9 +25,6 @@ const (
 // maxSubscribers bounds sockets per conversation.
 const maxSubscribers = 50
 
-// authTimeout is how long a socket may take to send its auth frame.
-const authTimeout = 10 * time.Second
-
 var (
 	subMu     sync.Mutex
 	subCounts = map[string]int{}
@@ -39,10 +36,7 @@ var (
 // auth frames are user messages, sent with run=true.
 func (s *Server) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	presented := q.Get("session_api_key")
-	if presented == "" {
-		presented = r.Header.Get("X-Session-API-Key")
-	}
+	presented := wsauth.Presented(r)
 	opts := &websocket.AcceptOptions{InsecureSkipVerify: true}
 	conn, err := websocket.Accept(w, r, opts)
 	if err != nil {
@@ -54,7 +48,7 @@ func (s *Server) eventsSocket(w http.ResponseWriter, r *http.Request) {
 
 	if len(s.cfg.SessionKeys) > 0 {
 		if presented == "" {
-			presented = readAuthFrame(ctx, conn)
+			presented = wsauth.ReadFrame(ctx, conn, wsauth.Timeout)
 		}
 		if !s.keyOK(presented) {
 			conn.Close(closeAuthFailed, "Authentication failed")
@@ -157,41 +151,6 @@ func (s *Server) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readAuthFrame waits up to authTimeout for {"type":"auth","session_api_key":
-// "..."}. (The read is not given a deadline context: cancelling a read closes
-// the connection before the 4001 close frame can be sent.)
-func readAuthFrame(ctx context.Context, conn *websocket.Conn) string {
-	type result struct {
-		typ  websocket.MessageType
-		data []byte
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		typ, data, err := conn.Read(ctx)
-		ch <- result{typ, data, err}
-	}()
-	var r result
-	select {
-	case r = <-ch:
-	case <-time.After(authTimeout):
-		return ""
-	case <-ctx.Done():
-		return ""
-	}
-	if r.err != nil || r.typ != websocket.MessageText {
-		return ""
-	}
-	var f struct {
-		Type string `json:"type"`
-		Key  string `json:"session_api_key"`
-	}
-	if json.Unmarshal(r.data, &f) != nil || f.Type != "auth" {
-		return ""
-	}
-	return f.Key
-}
-
 // readSocket handles inbound frames until the socket closes.
 func (s *Server) readSocket(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, c *agent.Conversation, out chan<- []byte) {
 	defer cancel()
@@ -203,7 +162,7 @@ func (s *Server) readSocket(ctx context.Context, cancel context.CancelFunc, conn
 		if typ != websocket.MessageText {
 			continue
 		}
-		if isAuthFrame(data) {
+		if wsauth.IsFrame(data) {
 			continue
 		}
 		var msg wire.SendMessageRequest
@@ -218,23 +177,6 @@ func (s *Server) readSocket(ctx context.Context, cancel context.CancelFunc, conn
 		}
 		s.touch()
 	}
-}
-
-func isAuthFrame(data []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return false
-	}
-	t, ok := m["type"]
-	if !ok || string(t) != `"auth"` {
-		return false
-	}
-	for k := range m {
-		if k != "type" && k != "session_api_key" {
-			return false
-		}
-	}
-	return true
 }
 
 // sendServerError queues a ServerErrorEvent frame (socket only, never

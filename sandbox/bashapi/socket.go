@@ -2,8 +2,8 @@ package bashapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"github.com/acs-project/acs/sandbox/wsauth"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -47,10 +47,7 @@ const writeTimeout = 30 * time.Second
 func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		presented := q.Get("session_api_key")
-		if presented == "" {
-			presented = r.Header.Get("X-Session-API-Key")
-		}
+		presented := wsauth.Presented(r)
 		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{InsecureSkipVerify: true})
 		if err != nil {
 			return
@@ -61,7 +58,7 @@ func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
 
 		if authOK != nil && !authOK("") {
 			if presented == "" {
-				presented = readAuthFrame(ctx, conn)
+				presented = wsauth.ReadFrame(ctx, conn, time.Duration(authTimeout.Load()))
 			}
 			if presented == "" || !authOK(presented) {
 				conn.Close(CloseAuthFailed, "Authentication failed")
@@ -133,43 +130,6 @@ func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
 	}
 }
 
-// readAuthFrame waits up to authTimeout for {"type":"auth","session_api_key":
-// "..."}. The read gets no deadline context (cancelling a read closes the
-// connection before the 4001 close frame can be sent); a timer bounds it.
-func readAuthFrame(ctx context.Context, conn *websocket.Conn) string {
-	type result struct {
-		typ  websocket.MessageType
-		data []byte
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		typ, data, err := conn.Read(ctx)
-		ch <- result{typ, data, err}
-	}()
-	timer := time.NewTimer(time.Duration(authTimeout.Load()))
-	defer timer.Stop()
-	var r result
-	select {
-	case r = <-ch:
-	case <-timer.C:
-		return ""
-	case <-ctx.Done():
-		return ""
-	}
-	if r.err != nil || r.typ != websocket.MessageText {
-		return ""
-	}
-	var f struct {
-		Type string `json:"type"`
-		Key  string `json:"session_api_key"`
-	}
-	if json.Unmarshal(r.data, &f) != nil || f.Type != "auth" {
-		return ""
-	}
-	return f.Key
-}
-
 // readSocket handles inbound frames until the socket closes.
 func (s *Service) readSocket(ctx context.Context, cancel context.CancelFunc, conn *websocket.Conn, out chan<- []byte) {
 	defer cancel()
@@ -178,7 +138,7 @@ func (s *Service) readSocket(ctx context.Context, cancel context.CancelFunc, con
 		if err != nil {
 			return
 		}
-		if typ != websocket.MessageText || isAuthFrame(data) {
+		if typ != websocket.MessageText || wsauth.IsFrame(data) {
 			continue
 		}
 		var req ExecuteBashRequest
@@ -194,23 +154,6 @@ func (s *Service) readSocket(ctx context.Context, cancel context.CancelFunc, con
 			sendError(ctx, out, CodeStartError, err.Error())
 		}
 	}
-}
-
-func isAuthFrame(data []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(data, &m) != nil {
-		return false
-	}
-	t, ok := m["type"]
-	if !ok || string(t) != `"auth"` {
-		return false
-	}
-	for k := range m {
-		if k != "type" && k != "session_api_key" {
-			return false
-		}
-	}
-	return true
 }
 
 // sendError queues a BashError frame for this socket only.

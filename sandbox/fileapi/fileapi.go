@@ -18,7 +18,7 @@ import (
 	"strings"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/fileapi/pathguard"
+	"github.com/acs-project/acs/sandbox/pathguard"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 

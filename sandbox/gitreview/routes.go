@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/fileapi/pathguard"
+	"github.com/acs-project/acs/sandbox/pathguard"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/acs-project/acs/sandbox/pathguard"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -107,7 +108,7 @@ func New(opts Options) (*Editor, error) {
 	if err != nil {
 		return fail(fmt.Errorf("fileeditor: history directory: %w", err))
 	}
-	if within(rootReal, dirReal) {
+	if pathguard.Within(rootReal, dirReal) {
 		return fail(fmt.Errorf("fileeditor: history directory %s must not be inside root %s", dir, root))
 	}
 	probe, err := os.CreateTemp(dir, ".probe-*")
@@ -187,8 +188,8 @@ func (e *Editor) ExecutePlanning(ctx context.Context, f *events.FileEditorFields
 	var err error
 	// A relative path falls through to run, which explains how to fix it.
 	if f.Command != events.EditorView && filepath.IsAbs(f.Path) {
-		planReal, perr := resolvePath(filepath.Clean(planPath))
-		pathReal, qerr := resolvePath(filepath.Clean(f.Path))
+		planReal, perr := pathguard.Real(filepath.Clean(planPath))
+		pathReal, qerr := pathguard.Real(filepath.Clean(f.Path))
 		if perr != nil || qerr != nil || planReal != pathReal {
 			err = toolErrorf("Operation '%s' is not allowed on file '%s'. Only the following files can be edited: ['%s']",
 				f.Command, f.Path, planPath)
@@ -300,18 +301,18 @@ func (e *Editor) validatePath(cmd events.EditorCommand, p string) (*target, erro
 	if !filepath.IsAbs(p) {
 		msg := fmt.Sprintf("The path %s is not an absolute path, it should start with \"/\".", p)
 		cand := filepath.Join(e.root, p)
-		if real, err := resolvePath(cand); err == nil && within(e.rootReal, real) {
+		if real, err := pathguard.Real(cand); err == nil && pathguard.Within(e.rootReal, real) {
 			if _, err := os.Stat(real); err == nil {
 				msg += fmt.Sprintf(" Maybe you meant %s?", cand)
 			}
 		}
 		return nil, &toolError{msg: msg}
 	}
-	real, err := resolvePath(filepath.Clean(p))
+	real, err := pathguard.Real(filepath.Clean(p))
 	if err != nil {
 		return nil, toolErrorf("Ran into %v while resolving the path %s.", unwrapPathError(err), p)
 	}
-	if !within(e.rootReal, real) {
+	if !pathguard.Within(e.rootReal, real) {
 		return nil, toolErrorf("The path %s is outside the workspace %s. Only paths inside %s can be used.", p, e.root, e.root)
 	}
 	t := &target{path: p, real: real}
@@ -424,7 +425,7 @@ func (e *Editor) write(t *target, content string, create bool) error {
 		// nothing redirected them out of the workspace in the meantime.
 		if r, err := filepath.EvalSymlinks(dir); err != nil {
 			return wrap(err)
-		} else if !within(e.rootReal, r) {
+		} else if !pathguard.Within(e.rootReal, r) {
 			return toolErrorf("The path %s is outside the workspace %s. Only paths inside %s can be used.", t.path, e.root, e.root)
 		}
 		if err := writeFileAtomic(t.real, content, 0o644, false); err != nil {

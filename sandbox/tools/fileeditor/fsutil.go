@@ -1,11 +1,9 @@
 package fileeditor
 
 import (
-	"errors"
+	"github.com/acs-project/acs/sandbox/atomicfile"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"syscall"
 	"unicode/utf8"
 )
 
@@ -17,7 +15,7 @@ const binaryCheckLen = 8 << 10
 // same directory followed by a rename, so readers never see a partial file.
 // When preserve is true the target must already exist and be writable, and its
 // permission bits are carried over; otherwise the new file gets mode.
-func writeFileAtomic(target, content string, mode fs.FileMode, preserve bool) (err error) {
+func writeFileAtomic(target, content string, mode fs.FileMode, preserve bool) error {
 	if preserve {
 		fi, err := os.Stat(target)
 		if err != nil {
@@ -32,63 +30,7 @@ func writeFileAtomic(target, content string, mode fs.FileMode, preserve bool) (e
 		}
 		f.Close()
 	}
-	dir, base := filepath.Split(target)
-	tmp, err := os.CreateTemp(dir, "."+base+".fileeditor-*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.WriteString(content); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp.Name(), mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), target)
-}
-
-// resolvePath resolves the symlinks of the longest existing prefix of the
-// absolute, clean path p and appends the components that do not exist yet.
-func resolvePath(p string) (string, error) {
-	cur := p
-	var rest []string
-	for {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				r = filepath.Join(r, rest[i])
-			}
-			return r, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return "", err
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", err
-		}
-		rest = append(rest, filepath.Base(cur))
-		cur = parent
-	}
-}
-
-// within reports whether the resolved path p is root or below it.
-func within(root, p string) bool {
-	if root == string(filepath.Separator) {
-		return true
-	}
-	return p == root || len(p) > len(root) && p[:len(root)] == root && p[len(root)] == filepath.Separator
+	return atomicfile.Write(target, []byte(content), mode)
 }
 
 // looksBinary reports whether the first binaryCheckLen bytes of data contain a

@@ -2,6 +2,7 @@ package fileeditor
 
 import (
 	"fmt"
+	"github.com/acs-project/acs/sandbox/pathguard"
 	"os"
 	"path/filepath"
 	"strings"
@@ -121,7 +122,7 @@ func (e *Editor) dirEntryKind(full string, de os.DirEntry) (isDir, descend bool)
 		return false, false
 	}
 	real, err := filepath.EvalSymlinks(full)
-	return true, err == nil && within(e.rootReal, real)
+	return true, err == nil && pathguard.Within(e.rootReal, real)
 }
 
 func entryLine(p string, isDir bool) string {

@@ -2,6 +2,7 @@ package fstools
 
 import (
 	"bytes"
+	"github.com/acs-project/acs/sandbox/atomicfile"
 	"io"
 	"io/fs"
 	"os"
@@ -69,7 +70,7 @@ func readTextFile(t *target) (string, fs.FileInfo, error) {
 // see a partial file. An existing file keeps its permission bits (and must be
 // writable: a read-only file is refused, not replaced); a new file gets mode
 // 0644. display names the file in errors.
-func writeFileAtomic(real, display, content string) (err error) {
+func writeFileAtomic(real, display, content string) error {
 	mode := fs.FileMode(0o644)
 	if fi, serr := os.Stat(real); serr == nil {
 		if fi.IsDir() {
@@ -87,30 +88,7 @@ func writeFileAtomic(real, display, content string) (err error) {
 	} else if !os.IsNotExist(serr) {
 		return fsError("write", display, serr)
 	}
-	dir, base := filepath.Split(real)
-	tmp, err := os.CreateTemp(dir, "."+base+".fstools-*.tmp")
-	if err != nil {
-		return fsError("write", display, err)
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.WriteString(content); err != nil {
-		return fsError("write", display, err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fsError("write", display, err)
-	}
-	if err = tmp.Close(); err != nil {
-		return fsError("write", display, err)
-	}
-	if err = os.Chmod(tmp.Name(), mode); err != nil {
-		return fsError("write", display, err)
-	}
-	if err = os.Rename(tmp.Name(), real); err != nil {
+	if err := atomicfile.Write(real, []byte(content), mode); err != nil {
 		return fsError("write", display, err)
 	}
 	return nil
@@ -118,32 +96,9 @@ func writeFileAtomic(real, display, content string) (err error) {
 
 // writeBytesAtomic writes data to path (not confined) atomically with mode
 // 0600, creating the parent directory.
-func writeBytesAtomic(path string, data []byte) (err error) {
-	dir, base := filepath.Split(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+func writeBytesAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if _, err = tmp.Write(data); err != nil {
-		return err
-	}
-	if err = tmp.Sync(); err != nil {
-		return err
-	}
-	if err = tmp.Close(); err != nil {
-		return err
-	}
-	if err = os.Chmod(tmp.Name(), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, 0o600)
 }

@@ -1,6 +1,7 @@
 package fstools
 
 import (
+	"github.com/acs-project/acs/sandbox/pathguard"
 	"io"
 	"os"
 	"path/filepath"
@@ -58,7 +59,7 @@ func (s *ignoreStack) match(p string, isDir bool) ignoreMatch {
 
 // relSlash returns p relative to dir with '/' separators, if p is below dir.
 func relSlash(dir, p string) (string, bool) {
-	if !within(dir, p) || p == dir {
+	if !pathguard.Within(dir, p) || p == dir {
 		return "", false
 	}
 	rel := p[len(dir):]

@@ -15,6 +15,7 @@ package fstools
 import (
 	"errors"
 	"fmt"
+	"github.com/acs-project/acs/sandbox/pathguard"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,12 +91,12 @@ func (c *confined) resolve(p string) (*target, error) {
 		abs = filepath.Join(c.workDir, abs)
 	}
 	abs = filepath.Clean(abs)
-	real, err := resolvePath(abs)
+	real, err := pathguard.Real(abs)
 	if err != nil {
 		return nil, fsError("resolve", abs, err)
 	}
-	if !within(c.rootReal, real) {
-		if within(c.root, abs) || within(c.rootReal, abs) {
+	if !pathguard.Within(c.rootReal, real) {
+		if pathguard.Within(c.root, abs) || pathguard.Within(c.rootReal, abs) {
 			return nil, modelErrorf("The path %s points outside the workspace %s through a symbolic link. Only paths inside %s can be used.", abs, c.root, c.root)
 		}
 		return nil, modelErrorf("The path %s is outside the workspace %s. Only paths inside %s can be used.", abs, c.root, c.root)
@@ -104,40 +105,7 @@ func (c *confined) resolve(p string) (*target, error) {
 }
 
 // inside reports whether the real (resolved) path is inside the root.
-func (c *confined) inside(real string) bool { return within(c.rootReal, real) }
-
-// resolvePath resolves the symlinks of the longest existing prefix of the
-// absolute, clean path p and appends the components that do not exist yet.
-func resolvePath(p string) (string, error) {
-	cur := p
-	var rest []string
-	for {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				r = filepath.Join(r, rest[i])
-			}
-			return r, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) {
-			return "", err
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", err
-		}
-		rest = append(rest, filepath.Base(cur))
-		cur = parent
-	}
-}
-
-// within reports whether the clean absolute path p is root or below it.
-func within(root, p string) bool {
-	if root == string(filepath.Separator) {
-		return true
-	}
-	return p == root || len(p) > len(root) && p[:len(root)] == root && p[len(root)] == filepath.Separator
-}
+func (c *confined) inside(real string) bool { return pathguard.Within(c.rootReal, real) }
 
 // modelError is a failure the model can act on; it becomes an observation
 // with IsError.

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/acs-project/acs/sandbox/fileapi/pathguard"
+	"github.com/acs-project/acs/sandbox/pathguard"
 )
 
 func TestResolve(t *testing.T) {

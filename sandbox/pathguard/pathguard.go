@@ -2,7 +2,8 @@
 // workspace roots.
 //
 // Resolve is the single check used by the workspace file and git HTTP
-// handlers. It guarantees that the returned path, as the operating system
+// handlers, and Real and Within are what the agent's file tools confine
+// their paths with. It guarantees that the returned path, as the operating system
 // would interpret it at the time of the call, lies inside one of the roots:
 //
 //   - the input must be absolute (ErrNotAbsolute otherwise);
@@ -70,6 +71,16 @@ func Resolve(roots []string, p string) (string, error) {
 		}
 	}
 	return "", ErrOutsideRoots
+}
+
+// Real returns the absolute path p cleaned and with every symbolic link of
+// its existing part resolved (dangling links included); the part that does
+// not exist is appended as is. It does not check any root.
+func Real(p string) (string, error) {
+	if p == "" || !filepath.IsAbs(p) {
+		return "", ErrNotAbsolute
+	}
+	return resolve(filepath.Clean(p))
 }
 
 // Within reports whether the clean absolute path p equals root or lies below
