@@ -17,7 +17,7 @@ fi
 
 # Debian packages the tests use.
 missing=()
-for pair in bash:bash git:git rg:ripgrep; do
+for pair in bash:bash git:git rg:ripgrep chromium:chromium; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
 done

@@ -12,6 +12,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
@@ -502,6 +503,13 @@ func (c *Conversation) parseCallLocked(tc events.MessageToolCall) (events.Action
 			kept.Members = append(kept.Members, m)
 		}
 	}
+	if p, ok := tool.(tools.ActionParser); ok {
+		action, err := p.ParseAction(rawObject(kept))
+		if err != nil {
+			return nil, risk, summary, fmt.Sprintf("Error validating the arguments of %s: %v", tc.Name, err)
+		}
+		return action, risk, summary, ""
+	}
 	action, ok := events.NewAction(tool.ActionKind())
 	if !ok {
 		return nil, "", nil, fmt.Sprintf("Tool %s has no action kind", tc.Name)
@@ -510,6 +518,20 @@ func (c *Conversation) parseCallLocked(tc events.MessageToolCall) (events.Action
 		return nil, risk, summary, fmt.Sprintf("Error validating the arguments of %s: %v", tc.Name, err)
 	}
 	return action, risk, summary, ""
+}
+
+// rawObject re-assembles an object value from its members' raw bytes.
+func rawObject(v strictjson.Value) json.RawMessage {
+	b := []byte{'{'}
+	for i, m := range v.Members {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strictjson.AppendString(b, m.Key)
+		b = append(b, ':')
+		b = append(b, m.Value.Raw...)
+	}
+	return append(b, '}')
 }
 
 func validRisk(s string) bool {

@@ -52,14 +52,37 @@ type Tool interface {
 	Close() error
 }
 
+// ActionParser is implemented by tools whose arguments are not decoded
+// strictly into their action kind (MCP tools: any object the server's
+// schema accepts). args is the LLM's argument object without security_risk
+// and summary. An error is reported to the model as an AgentErrorEvent.
+type ActionParser interface {
+	ParseAction(args json.RawMessage) (events.Action, error)
+}
+
 // Factory builds a tool for a conversation. params are the tool's settings
 // from the agent configuration ({} when none).
 type Factory func(ctx context.Context, env Env, params json.RawMessage) (Tool, error)
 
+// SetFactory builds several tools sharing state (a tool set, such as
+// browser_tool_set).
+type SetFactory func(ctx context.Context, env Env, params json.RawMessage) ([]Tool, error)
+
 var (
 	regMu     sync.RWMutex
 	factories = map[string]Factory{}
+	sets      = map[string]SetFactory{}
 )
+
+// RegisterSet makes a tool set available by name. It panics on a duplicate.
+func RegisterSet(name string, f SetFactory) {
+	regMu.Lock()
+	defer regMu.Unlock()
+	if _, dup := sets[name]; dup {
+		panic("tools: duplicate tool set " + name)
+	}
+	sets[name] = f
+}
 
 // Register makes a tool available by name. It panics on a duplicate name.
 func Register(name string, f Factory) {
@@ -71,12 +94,15 @@ func Register(name string, f Factory) {
 	factories[name] = f
 }
 
-// Names lists the registered tool names, sorted.
+// Names lists the registered tool and tool-set names, sorted.
 func Names() []string {
 	regMu.RLock()
 	defer regMu.RUnlock()
-	out := make([]string, 0, len(factories))
+	out := make([]string, 0, len(factories)+len(sets))
 	for n := range factories {
+		out = append(out, n)
+	}
+	for n := range sets {
 		out = append(out, n)
 	}
 	sort.Strings(out)
@@ -106,12 +132,27 @@ func Build(ctx context.Context, env Env, refs []wire.ToolRef) ([]Tool, error) {
 		seen[name] = true
 		regMu.RLock()
 		f, ok := factories[name]
+		sf, isSet := sets[name]
 		regMu.RUnlock()
-		if !ok {
+		if !ok && !isSet {
 			return &UnknownToolError{Name: name}
 		}
 		if len(params) == 0 {
 			params = json.RawMessage(`{}`)
+		}
+		if isSet {
+			ts, err := sf(ctx, env, params)
+			if err != nil {
+				return fmt.Errorf("build tool set %s: %w", name, err)
+			}
+			for _, t := range ts {
+				if seen[t.Name()] {
+					continue
+				}
+				seen[t.Name()] = true
+				out = append(out, t)
+			}
+			return nil
 		}
 		t, err := f(ctx, env, params)
 		if err != nil {
