@@ -22,6 +22,7 @@ import (
 
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/secrets"
 )
 
 func main() {
@@ -140,6 +141,9 @@ func agentServer(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	// Every log line passes through the server's secret masker.
+	cfg.Masker = secrets.NewMasker()
+	slog.SetDefault(slog.New(cfg.Masker.Handler(slog.Default().Handler())))
 	srv, err := agentserver.New(ctx, cfg)
 	if err != nil {
 		return err

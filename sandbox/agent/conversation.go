@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -47,6 +50,9 @@ type meta struct {
 	// ForkedFrom and ForkedFromEvent record where a fork came from.
 	ForkedFrom      *string `json:"forked_from"`
 	ForkedFromEvent *string `json:"forked_from_event"`
+	// SecretScheme says how the request's secret values are stored: sealed
+	// with the server's key, redacted (no key), or "" (plain, older files).
+	SecretScheme string `json:"secret_scheme"`
 }
 
 // state is the mutable runtime state.
@@ -81,6 +87,18 @@ type Options struct {
 	OnChange func(*Conversation)
 	// Log is the logger; nil uses slog.Default.
 	Log *slog.Logger
+	// Masker hides secret values; the server shares one among its
+	// conversations (so its HTTP, WebSocket and log output is masked too).
+	// nil gives the conversation its own.
+	Masker *secrets.Masker
+	// Cipher seals secrets in meta.json; nil leaves them out of it (they are
+	// then lost on restart).
+	Cipher *secrets.Cipher
+	// HTTPClient fetches LookupSecret values; nil uses http.DefaultClient.
+	HTTPClient *http.Client
+	// OnSecrets is called (asynchronously) after the conversation's resolved
+	// secrets changed, e.g. to refresh the bash API's environment.
+	OnSecrets func(*Conversation)
 }
 
 // Conversation is one conversation: its state, event log, tools and loop.
@@ -100,6 +118,14 @@ type Conversation struct {
 	byName  map[string]tools.Tool
 	client  *llm.Client
 	closed  bool
+
+	masker     *secrets.Masker
+	secretVals map[string]string // resolved secrets by name
+
+	// Setup (lookups, plugins, MCP, skills, hooks) may run in the
+	// background; setupDone is closed once its result is applied.
+	setupDone   chan struct{}
+	setupCancel context.CancelFunc
 
 	stateDirty bool
 	running    bool
@@ -128,6 +154,10 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 	if err := os.MkdirAll(req.Workspace.WorkingDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create working dir: %w", err)
 	}
+	req, err := openEncryptedRequest(req, opts.Cipher)
+	if err != nil {
+		return nil, err
+	}
 	policy := wire.NeverConfirm()
 	if req.ConfirmationPolicy != nil {
 		policy = *req.ConfirmationPolicy
@@ -141,7 +171,7 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 	c.st = state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
 		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
 		AgentState: map[string]string{}}
-	if err := writeJSON(filepath.Join(opts.Dir, metaFile), &c.meta); err != nil {
+	if err := c.writeMetaLocked(); err != nil {
 		return nil, err
 	}
 	if err := writeJSON(filepath.Join(opts.Dir, stateFile), &c.st); err != nil {
@@ -166,6 +196,12 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 		return nil, fmt.Errorf("load conversation: bad id in %s: %w", opts.Dir, err)
 	}
 	c := newConversation(id, opts)
+	var lost []string
+	m.Request, lost = unsealRequest(m.Request, m.SecretScheme, opts.Cipher)
+	if len(lost) > 0 {
+		c.lg.Warn("secrets could not be restored (no OH_SECRET_KEY, or it changed); the conversation continues without them",
+			"names", lost)
+	}
 	c.meta = m
 	if err := readJSON(filepath.Join(opts.Dir, stateFile), &c.st); err != nil {
 		return nil, err
@@ -191,8 +227,13 @@ func newConversation(id uuid.UUID, opts Options) *Conversation {
 	if lg == nil {
 		lg = slog.Default()
 	}
+	m := opts.Masker
+	if m == nil {
+		m = secrets.NewMasker()
+	}
 	return &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg.With("conversation", id.String()),
-		subs: map[chan Transient]struct{}{}, byName: map[string]tools.Tool{}}
+		subs: map[chan Transient]struct{}{}, byName: map[string]tools.Tool{},
+		masker: m, secretVals: map[string]string{}}
 }
 
 // open opens the event log, rebuilds the LLM history and builds the tools.
@@ -221,8 +262,9 @@ func (c *Conversation) open(ctx context.Context) error {
 		}
 	}
 	req := c.meta.Request
+	lookups := c.resolveStaticLocked()
 	env := tools.Env{ConversationID: c.id.String(), WorkDir: req.Workspace.WorkingDir,
-		StateDir: filepath.Join(c.dir, "tools"), Log: c.lg}
+		StateDir: filepath.Join(c.dir, "tools"), Log: c.lg, Environ: c.secretEnvLocked(), Mask: c.masker.Mask}
 	ts, err := tools.Build(ctx, env, req.Agent.Tools)
 	if err != nil {
 		l.Close()
@@ -234,6 +276,7 @@ func (c *Conversation) open(ctx context.Context) error {
 	}
 	c.client = llm.New(req.Agent.LLM)
 	c.client.OnWait = c.rateLimited
+	c.startSetup(ctx, lookups)
 	return nil
 }
 
@@ -296,7 +339,7 @@ func (c *Conversation) MarkForked(src, event string, title *string) error {
 	if title != nil {
 		c.meta.Title = title
 	}
-	return writeJSON(c.path(metaFile), &c.meta)
+	return c.writeMetaLocked()
 }
 
 // ID returns the conversation id.
@@ -340,6 +383,9 @@ func inView(ev events.Event) bool {
 func (c *Conversation) emitLocked(ctx context.Context, evs ...events.Event) error {
 	if len(evs) == 0 {
 		return nil
+	}
+	if err := c.maskEvents(evs); err != nil {
+		return err
 	}
 	if err := c.log.Append(context.WithoutCancel(ctx), evs...); err != nil {
 		return fmt.Errorf("append events: %w", err)
@@ -473,7 +519,7 @@ func (c *Conversation) Subscribe() (<-chan Transient, func()) {
 }
 
 func (c *Conversation) broadcast(frame []byte) {
-	t := Transient{Frame: frame, AfterLog: c.log.Len()}
+	t := Transient{Frame: c.masker.MaskBytes(frame), AfterLog: c.log.Len()}
 	c.subMu.Lock()
 	defer c.subMu.Unlock()
 	for ch := range c.subs {
@@ -556,6 +602,7 @@ func (c *Conversation) Close() error {
 	}
 	c.closed = true
 	cancel, done := c.cancelRun, c.runDone
+	setupCancel, setupDone := c.setupCancel, c.setupDone
 	if c.stateDirty {
 		c.logErr(c.writeStateLocked())
 	}
@@ -568,7 +615,15 @@ func (c *Conversation) Close() error {
 			c.lg.Warn("run did not stop within 10s of close")
 		}
 	}
-	tools.CloseAll(c.tools)
+	if setupCancel != nil {
+		setupCancel()
+		<-setupDone
+	}
+	c.mu.Lock()
+	ts := c.tools
+	c.mu.Unlock()
+	tools.CloseAll(ts)
+	c.closeExtensions()
 	return c.log.Close()
 }
 
@@ -605,3 +660,37 @@ func readJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// maskEvents replaces secret values in events before they are logged, in
+// place, so the history the LLM sees is masked too. Events without secrets
+// are left untouched. It fails (and nothing must be logged) only if an event
+// cannot be masked.
+func (c *Conversation) maskEvents(evs []events.Event) error {
+	if c.masker.Len() == 0 {
+		return nil
+	}
+	for _, ev := range evs {
+		b, err := events.Encode(ev)
+		if err != nil || !c.masker.Contains(b) {
+			continue
+		}
+		masked, err := events.Decode(c.masker.MaskBytes(b))
+		if err != nil {
+			// The value also occurs outside JSON strings (a number, say):
+			// mask string values one by one instead.
+			masked, err = events.Decode(c.masker.MaskJSONStrings(b))
+		}
+		if err != nil {
+			return fmt.Errorf("mask secrets in %s event: %w", ev.Kind(), err)
+		}
+		dst, src := reflect.ValueOf(ev), reflect.ValueOf(masked)
+		if dst.Type() != src.Type() {
+			return fmt.Errorf("mask secrets in %s event: decoded as %s", ev.Kind(), masked.Kind())
+		}
+		dst.Elem().Set(src.Elem())
+	}
+	return nil
+}
+
+// CreatedAt returns when the conversation was created.
+func (c *Conversation) CreatedAt() time.Time { return c.meta.CreatedAt.Time }

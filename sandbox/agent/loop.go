@@ -20,6 +20,9 @@ import (
 // becomes idle. With run=true a run starts, or, when one is in progress, the
 // running loop picks the message up (it is never lost).
 func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequest) (*events.MessageEvent, error) {
+	if err := c.awaitSetup(ctx); err != nil {
+		return nil, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -64,6 +67,9 @@ func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequ
 // when a run is in progress. A finished conversation stays finished until a
 // new message arrives.
 func (c *Conversation) Run(ctx context.Context) error {
+	if err := c.awaitSetup(ctx); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {

@@ -64,7 +64,7 @@ func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRe
 	if req.Tags != nil {
 		c.meta.Tags = copyMap(req.Tags)
 	}
-	if err := writeJSON(c.path(metaFile), &c.meta); err != nil {
+	if err := c.writeMetaLocked(); err != nil {
 		return err
 	}
 	if req.Title != nil {
@@ -79,23 +79,6 @@ func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRe
 	}
 	c.changed()
 	return nil
-}
-
-// UpdateSecrets adds or replaces secrets. Values are never emitted; the
-// secret_registry change is not an event (as in the reference).
-func (c *Conversation) UpdateSecrets(ctx context.Context, secrets map[string]wire.SecretSource) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if c.meta.Request.Secrets == nil {
-		c.meta.Request.Secrets = map[string]wire.SecretSource{}
-	}
-	for k, v := range secrets {
-		c.meta.Request.Secrets[k] = v
-	}
-	return writeJSON(c.path(metaFile), &c.meta)
 }
 
 // AskAgent answers a question about the conversation with the agent's LLM,

@@ -5,6 +5,8 @@ package agentserver
 
 import (
 	"fmt"
+
+	"github.com/acs-project/acs/sandbox/secrets"
 	"os"
 	"path/filepath"
 	"sort"
@@ -20,6 +22,9 @@ const Version = "1.43.1"
 type Config struct {
 	// SessionKeys are accepted in X-Session-API-Key. Empty disables auth.
 	SessionKeys []string
+	// SecretKey (OH_SECRET_KEY) seals conversation secrets at rest; the first
+	// session key is used when it is empty.
+	SecretKey string
 	// ConversationsDir holds one directory per conversation.
 	ConversationsDir string
 	// BashEventsDir holds the bash API's events.
@@ -32,6 +37,9 @@ type Config struct {
 	CORSOrigins []string
 	// IdleTimeoutSeconds is reported in server_info (runtime idle timeout).
 	IdleTimeoutSeconds *int64
+	// Masker hides secret values; nil gives the server its own. Pass the one
+	// the process's log handler uses so log lines are masked too.
+	Masker *secrets.Masker
 	// BuildSHA and BuildRef identify the build.
 	BuildSHA, BuildRef string
 }
@@ -50,7 +58,7 @@ func indexed(getenv func(string) string, prefix string) []string {
 }
 
 // ConfigFromEnv reads the configuration the way the OpenHands agent server
-// does: OH_SESSION_API_KEYS_0..n (else SESSION_API_KEY), OH_CONVERSATIONS_PATH
+// does: OH_SESSION_API_KEYS_0..n (else SESSION_API_KEY), OH_SECRET_KEY, OH_CONVERSATIONS_PATH
 // (default <workspace>/conversations), OH_BASH_EVENTS_DIR (default next to
 // the conversations directory), OH_WEBHOOKS_0_BASE_URL..n,
 // OH_ALLOW_CORS_ORIGINS_0..n, OH_RUNTIME_IDLE_TIMEOUT_SECONDS, and
@@ -62,6 +70,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if len(cfg.SessionKeys) == 0 && getenv("SESSION_API_KEY") != "" {
 		cfg.SessionKeys = []string{getenv("SESSION_API_KEY")}
 	}
+	cfg.SecretKey = getenv("OH_SECRET_KEY")
 	cfg.WorkspaceDir = getenv("ACS_WORKSPACE_DIR")
 	if cfg.WorkspaceDir == "" {
 		cfg.WorkspaceDir = "workspace"

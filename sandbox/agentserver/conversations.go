@@ -123,7 +123,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 		wire.WriteDetail(w, http.StatusConflict, "Conversation id already in use: "+id.String())
 		return
 	}
-	fork, err := agent.Create(r.Context(), id, start, agent.Options{Dir: filepath.Join(s.cfg.ConversationsDir, wire.Hex(id)), OnChange: s.onChange})
+	fork, err := agent.Create(r.Context(), id, start, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
 	if err != nil {
 		s.mu.Unlock()
 		conversationError(w, err)

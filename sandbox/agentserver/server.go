@@ -25,6 +25,7 @@ import (
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/fileapi"
 	"github.com/acs-project/acs/sandbox/gitreview"
+	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -39,6 +40,8 @@ type Server struct {
 	push    *webhook.Pusher
 	bash    *bashapi.Service
 	mux     *http.ServeMux
+	masker  *secrets.Masker
+	cipher  *secrets.Cipher
 
 	mu    sync.RWMutex
 	convs map[uuid.UUID]*agent.Conversation
@@ -59,13 +62,28 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		key = cfg.SessionKeys[0]
 	}
 	s := &Server{cfg: cfg, started: time.Now(), convs: map[uuid.UUID]*agent.Conversation{},
-		push: webhook.New(webhook.Config{BaseURLs: cfg.WebhookURLs, SessionKey: key})}
+		push:   webhook.New(webhook.Config{BaseURLs: cfg.WebhookURLs, SessionKey: key}),
+		masker: cfg.Masker}
+	if s.masker == nil {
+		s.masker = secrets.NewMasker()
+	}
+	s.masker.Add(cfg.SecretKey)
+	// Secrets are sealed with OH_SECRET_KEY, else the first session key;
+	// without either they are not persisted.
+	s.cipher = secrets.NewCipher(cfg.SecretKey)
+	if s.cipher == nil {
+		s.cipher = secrets.NewCipher(key)
+	}
+	if s.cipher == nil {
+		slog.Warn("agent server: no OH_SECRET_KEY or session key; conversation secrets and LLM keys are kept in memory only and lost on restart")
+	}
 	s.touch()
 	if cfg.BashEventsDir == "" {
 		cfg.BashEventsDir = filepath.Join(filepath.Dir(cfg.ConversationsDir), "bash_events")
 		s.cfg.BashEventsDir = cfg.BashEventsDir
 	}
-	bash, err := bashapi.New(bashapi.Options{Dir: cfg.BashEventsDir, WorkDir: cfg.WorkspaceDir})
+	bash, err := bashapi.New(bashapi.Options{Dir: cfg.BashEventsDir, WorkDir: cfg.WorkspaceDir,
+		Env: s.secretEnv, Mask: s.masker.Mask, SafeCut: s.masker.SafeCut})
 	if err != nil {
 		return nil, fmt.Errorf("start the bash API: %w", err)
 	}
@@ -82,7 +100,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		if _, err := os.Stat(filepath.Join(dir, "meta.json")); err != nil {
 			continue
 		}
-		c, err := agent.Load(ctx, agent.Options{Dir: dir, OnChange: s.onChange})
+		c, err := agent.Load(ctx, s.convOptions(dir))
 		if err != nil {
 			slog.Error("agent server: skipping conversation that failed to load", "dir", dir, "error", err)
 			continue
@@ -109,8 +127,35 @@ func (s *Server) Close() {
 	s.push.Close()
 }
 
-// Handler returns the HTTP handler.
-func (s *Server) Handler() http.Handler { return s.cors(s.mux) }
+// Handler returns the HTTP handler. Every response body passes through the
+// secret masker.
+func (s *Server) Handler() http.Handler { return s.cors(s.masker.Middleware(s.mux)) }
+
+// Masker is the server's secret masker (for wrapping the process's log
+// handler).
+func (s *Server) Masker() *secrets.Masker { return s.masker }
+
+// convOptions are the options of the conversation persisted in dir.
+func (s *Server) convOptions(dir string) agent.Options {
+	return agent.Options{Dir: dir, OnChange: s.onChange, Masker: s.masker, Cipher: s.cipher}
+}
+
+// secretEnv is the bash API's extra environment: the secrets of every
+// conversation (on a name clash, the conversation created last wins).
+func (s *Server) secretEnv() []string {
+	s.mu.RLock()
+	convs := make([]*agent.Conversation, 0, len(s.convs))
+	for _, c := range s.convs {
+		convs = append(convs, c)
+	}
+	s.mu.RUnlock()
+	sort.Slice(convs, func(i, j int) bool { return convs[i].CreatedAt().Before(convs[j].CreatedAt()) })
+	var env []string
+	for _, c := range convs {
+		env = append(env, c.SecretEnv()...)
+	}
+	return env
+}
 
 func (s *Server) touch() { s.active.Store(time.Now().UnixNano()) }
 
@@ -329,12 +374,17 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		wire.WriteJSON(w, http.StatusOK, c.Info())
 		return
 	}
-	c, err := agent.Create(r.Context(), id, req, agent.Options{Dir: filepath.Join(s.cfg.ConversationsDir, wire.Hex(id)), OnChange: s.onChange})
+	c, err := agent.Create(r.Context(), id, req, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
 	if err != nil {
 		s.mu.Unlock()
 		var ute *tools.UnknownToolError
 		if errors.As(err, &ute) {
 			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "agent", "tools"}, Msg: ute.Error(), Type: "value_error"}})
+			return
+		}
+		var se *agent.SecretsError
+		if errors.As(err, &se) {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets", se.Name}, Msg: se.Err.Error(), Type: "value_error"}})
 			return
 		}
 		slog.Error("create conversation", "error", err)
@@ -478,6 +528,8 @@ func conversationError(w http.ResponseWriter, err error) {
 		wire.WriteDetail(w, http.StatusConflict, err.Error())
 	case errors.Is(err, agent.ErrClosed):
 		wire.WriteDetail(w, http.StatusNotFound, "Conversation not found")
+	case errors.As(err, new(*agent.SecretsError)):
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets"}, Msg: err.Error(), Type: "value_error"}})
 	default:
 		slog.Error("conversation operation failed", "error", err)
 		wire.WriteDetail(w, http.StatusInternalServerError, err.Error())

@@ -102,7 +102,7 @@ func (s *Server) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	write := func(frame []byte) error {
 		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
 		defer wcancel()
-		return conn.Write(wctx, websocket.MessageText, frame)
+		return conn.Write(wctx, websocket.MessageText, s.masker.MaskBytes(frame))
 	}
 	if err := write(events.MustEncode(c.FullState())); err != nil {
 		return

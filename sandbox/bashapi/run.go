@@ -394,6 +394,11 @@ func (r *runner) emitChunk(all bool, exitCode *int) *BashOutput {
 			// More output may follow: never end a chunk inside a UTF-8
 			// sequence (it would be stored as U+FFFD).
 			n = completeUTF8(st.buf[:n])
+			if r.s.safeCut != nil {
+				// Nor inside (or at the start of) a secret: it is masked
+				// whole once the rest arrives.
+				n = r.s.safeCut(st.buf, n)
+			}
 		}
 		if n == 0 {
 			continue

@@ -32,8 +32,9 @@
 //     discarded (so such processes do not get SIGPIPE) and they are not
 //     signalled.
 //   - Options.Mask, when set, is applied to every stdout and stderr chunk
-//     before it is stored or sent. A secret split across two chunks may escape
-//     it; cutting chunks at line breaks makes that unlikely.
+//     before it is stored or sent. With Options.SafeCut, a chunk never ends
+//     inside a secret (the bytes wait for the next chunk), so a secret
+//     printed across two writes is still masked.
 //   - Every event is stored as one file in Options.Dir, named
 //     <YYYYmmddHHMMSSffffff>_<kind>[_<command_id>]_<id>.json (UTC), written to
 //     a temporary file and renamed, so a file is never seen half written.
@@ -80,6 +81,9 @@ type Options struct {
 	// Mask rewrites stdout and stderr text (for example to hide secrets)
 	// before it is stored or sent. May be nil.
 	Mask func(string) string
+	// SafeCut, when set, moves a chunk boundary n in b back so that it does
+	// not split a secret (see secrets.Masker.SafeCut). May be nil.
+	SafeCut func(b []byte, n int) int
 }
 
 // record is the in-memory index entry of one stored event.
@@ -108,6 +112,7 @@ type Service struct {
 	workDir string
 	env     func() []string
 	mask    func(string) string
+	safeCut func([]byte, int) int
 
 	mu      sync.Mutex
 	byID    map[string]*record
@@ -148,6 +153,7 @@ func New(opts Options) (*Service, error) {
 		workDir: wd,
 		env:     opts.Env,
 		mask:    opts.Mask,
+		safeCut: opts.SafeCut,
 		byID:    map[string]*record{},
 		byName:  map[string]*record{},
 		running: map[string]*process{},

@@ -60,6 +60,13 @@ type ActionParser interface {
 	ParseAction(args json.RawMessage) (events.Action, error)
 }
 
+// Exporter is implemented by tools that run processes and take environment
+// variables after they were built (secrets added or changed live). The
+// variable must reach the next process the tool starts.
+type Exporter interface {
+	Export(ctx context.Context, name, value string) error
+}
+
 // Factory builds a tool for a conversation. params are the tool's settings
 // from the agent configuration ({} when none).
 type Factory func(ctx context.Context, env Env, params json.RawMessage) (Tool, error)
