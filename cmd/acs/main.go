@@ -23,6 +23,7 @@ import (
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/secrets"
+	"github.com/acs-project/acs/sandbox/telemetry"
 )
 
 func main() {
@@ -144,6 +145,18 @@ func agentServer(ctx context.Context, args []string) error {
 	// Every log line passes through the server's secret masker.
 	cfg.Masker = secrets.NewMasker()
 	slog.SetDefault(slog.New(cfg.Masker.Handler(slog.Default().Handler())))
+	tp, shutdown, err := telemetry.Setup(ctx, os.Getenv, "acs-agent-server")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := shutdown(sctx); err != nil {
+			slog.Warn("telemetry: flush at exit", "error", err)
+		}
+	}()
+	cfg.TracerProvider = tp
 	srv, err := agentserver.New(ctx, cfg)
 	if err != nil {
 		return err

@@ -167,10 +167,12 @@ func (c *Conversation) condense(ctx context.Context, plan *condensationPlan) err
 	c.mu.Unlock()
 
 	client := llm.New(cfg)
-	resp, err := client.Complete(ctx, llm.Request{Messages: []events.Message{
+	sctx, span := c.llmSpan(ctx, cfg, "condenser")
+	resp, err := client.Complete(sctx, llm.Request{Messages: []events.Message{
 		{Role: events.RoleSystem, Content: []events.Content{events.TextItem("You summarize an AI coding agent's history so it can continue its work with less context.")}},
 		{Role: events.RoleUser, Content: []events.Content{events.TextItem(prompt)}},
 	}}, nil)
+	endLLMSpan(span, resp, err)
 	if err != nil {
 		return fmt.Errorf("condense history: %w", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -96,6 +97,9 @@ type Options struct {
 	Cipher *secrets.Cipher
 	// HTTPClient fetches LookupSecret values; nil uses http.DefaultClient.
 	HTTPClient *http.Client
+	// TracerProvider makes the conversation's spans; nil uses the global
+	// provider (see sandbox/telemetry).
+	TracerProvider trace.TracerProvider
 	// OnSecrets is called (asynchronously) after the conversation's resolved
 	// secrets changed, e.g. to refresh the bash API's environment.
 	OnSecrets func(*Conversation)
@@ -126,6 +130,10 @@ type Conversation struct {
 	// background; setupDone is closed once its result is applied.
 	setupDone   chan struct{}
 	setupCancel context.CancelFunc
+
+	tracer  trace.Tracer
+	spans   []trace.Span    // the root "conversation" span and the named one
+	spanCtx context.Context // parent of LLM and tool spans
 
 	stateDirty bool
 	running    bool
@@ -262,6 +270,7 @@ func (c *Conversation) open(ctx context.Context) error {
 		}
 	}
 	req := c.meta.Request
+	c.startTrace(ctx)
 	lookups := c.resolveStaticLocked()
 	env := tools.Env{ConversationID: c.id.String(), WorkDir: req.Workspace.WorkingDir,
 		StateDir: filepath.Join(c.dir, "tools"), Log: c.lg, Environ: c.secretEnvLocked(), Mask: c.masker.Mask}
@@ -624,6 +633,7 @@ func (c *Conversation) Close() error {
 	c.mu.Unlock()
 	tools.CloseAll(ts)
 	c.closeExtensions()
+	c.endTrace()
 	return c.log.Close()
 }
 

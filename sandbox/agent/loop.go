@@ -341,7 +341,9 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		onDelta = func(d llm.Delta) { c.broadcast(streamingDelta(d)) }
 	}
 	llmStart := time.Now()
-	resp, err := c.client.Complete(ctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	sctx, span := c.llmSpan(ctx, cfg, "agent")
+	resp, err := c.client.Complete(sctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	endLLMSpan(span, resp, err)
 	c.llmNanos.Add(int64(time.Since(llmStart)))
 	c.clearRateLimit(ctx)
 	if errors.Is(err, llm.ErrContextWindow) && c.condenser() != nil {
@@ -438,7 +440,9 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 				Error: "Not executed: the finish tool was called earlier in the same response."}
 			continue
 		}
-		obs, err := c.byName[ae.ToolName].Execute(ctx, ae.Action)
+		sctx, span := c.toolSpan(ctx, ae)
+		obs, err := c.byName[ae.ToolName].Execute(sctx, ae.Action)
+		endToolSpan(span, obs, err)
 		if err != nil {
 			if ctx.Err() != nil {
 				return false, ctx.Err()

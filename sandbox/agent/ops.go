@@ -91,7 +91,9 @@ func (c *Conversation) AskAgent(ctx context.Context, question string) (string, e
 	cfg.UsageID, cfg.Stream = "ask-agent-llm", false
 	view = append(view, events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
 		"Answer this question about the conversation so far, briefly and without using tools:\n" + question)}})
-	resp, err := llm.New(cfg).Complete(ctx, llm.Request{Messages: view}, nil)
+	sctx, span := c.llmSpan(ctx, cfg, "ask_agent")
+	resp, err := llm.New(cfg).Complete(sctx, llm.Request{Messages: view}, nil)
+	endLLMSpan(span, resp, err)
 	if err != nil {
 		return "", err
 	}

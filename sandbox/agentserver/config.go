@@ -6,6 +6,8 @@ package agentserver
 import (
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/acs-project/acs/sandbox/secrets"
 	"os"
 	"path/filepath"
@@ -40,6 +42,9 @@ type Config struct {
 	// Masker hides secret values; nil gives the server its own. Pass the one
 	// the process's log handler uses so log lines are masked too.
 	Masker *secrets.Masker
+	// TracerProvider makes the conversations' spans; nil uses the global
+	// provider.
+	TracerProvider trace.TracerProvider
 	// BuildSHA and BuildRef identify the build.
 	BuildSHA, BuildRef string
 }

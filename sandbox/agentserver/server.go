@@ -137,7 +137,8 @@ func (s *Server) Masker() *secrets.Masker { return s.masker }
 
 // convOptions are the options of the conversation persisted in dir.
 func (s *Server) convOptions(dir string) agent.Options {
-	return agent.Options{Dir: dir, OnChange: s.onChange, Masker: s.masker, Cipher: s.cipher}
+	return agent.Options{Dir: dir, OnChange: s.onChange, Masker: s.masker, Cipher: s.cipher,
+		TracerProvider: s.cfg.TracerProvider}
 }
 
 // secretEnv is the bash API's extra environment: the secrets of every

@@ -317,7 +317,8 @@ type StartConversationRequest struct {
 	AgentLaunchAdditions  json.RawMessage         `json:"agent_launch_additions" acs:"nullable"`
 }
 
-// ValidateStrict checks ids and that an agent is given.
+// ValidateStrict checks ids, tags, observability metadata and that an agent
+// is given.
 func (r *StartConversationRequest) ValidateStrict() []strictjson.Error {
 	var errs []strictjson.Error
 	if r.Agent == nil {
@@ -344,6 +345,9 @@ func (r *StartConversationRequest) ValidateStrict() []strictjson.Error {
 		if len([]rune(v)) > 256 {
 			errs = append(errs, strictjson.Error{Loc: []any{"tags", k}, Msg: "String should have at most 256 characters", Type: "string_too_long"})
 		}
+	}
+	if r.ObservabilityMetadata != nil {
+		errs = append(errs, ValidateObservabilityMetadata(r.ObservabilityMetadata)...)
 	}
 	return errs
 }
@@ -637,4 +641,43 @@ func (r *ForkRequest) ValidateStrict() []strictjson.Error {
 		}
 	}
 	return nil
+}
+
+// ValidateObservabilityMetadata checks observability_metadata: every value
+// must be a string, number or boolean, or an array of one of them (all items
+// of one type). Errors are located at observability_metadata.<key>[.<index>].
+func ValidateObservabilityMetadata(raw json.RawMessage) []strictjson.Error {
+	v, err := strictjson.Parse(raw)
+	if err != nil {
+		return []strictjson.Error{metaErr([]any{"observability_metadata"}, "json_invalid", "invalid JSON")}
+	}
+	var errs []strictjson.Error
+	for _, m := range v.Members {
+		loc := []any{"observability_metadata", m.Key}
+		switch m.Value.Kind {
+		case strictjson.String, strictjson.Number, strictjson.Bool:
+		case strictjson.Array:
+			var kind strictjson.ValueKind
+			for i, e := range m.Value.Elems {
+				if e.Kind != strictjson.String && e.Kind != strictjson.Number && e.Kind != strictjson.Bool {
+					errs = append(errs, metaErr(append(loc, i), "value_error", "array items must be strings, numbers or booleans"))
+					break
+				}
+				if i == 0 {
+					kind = e.Kind
+				} else if e.Kind != kind {
+					errs = append(errs, metaErr(append(loc, i), "value_error", "arrays must hold one type (string[], number[] or boolean[])"))
+					break
+				}
+			}
+		default:
+			errs = append(errs, metaErr(loc, "value_error",
+				"values must be a string, number, boolean or an array of one of them (not null or an object)"))
+		}
+	}
+	return errs
+}
+
+func metaErr(loc []any, typ, msg string) strictjson.Error {
+	return strictjson.Error{Loc: loc, Msg: msg, Type: typ}
 }

@@ -163,7 +163,7 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 		}
 	}
 	if r.ObservabilityMetadata != nil {
-		errs = append(errs, validateMetadata(r.ObservabilityMetadata)...)
+		errs = append(errs, wire.ValidateObservabilityMetadata(r.ObservabilityMetadata)...)
 	}
 	return errs
 }
@@ -173,37 +173,4 @@ func contentText(c events.Content) string {
 		return t.Text
 	}
 	return ""
-}
-
-// validateMetadata allows scalar values and homogeneous scalar arrays.
-func validateMetadata(raw json.RawMessage) []strictjson.Error {
-	v, err := strictjson.Parse(raw)
-	if err != nil {
-		return []strictjson.Error{verr([]any{"observability_metadata"}, "json_invalid", "invalid JSON")}
-	}
-	var errs []strictjson.Error
-	for _, m := range v.Members {
-		loc := []any{"observability_metadata", m.Key}
-		switch m.Value.Kind {
-		case strictjson.String, strictjson.Number, strictjson.Bool:
-		case strictjson.Array:
-			var kind strictjson.ValueKind
-			for i, e := range m.Value.Elems {
-				if e.Kind != strictjson.String && e.Kind != strictjson.Number && e.Kind != strictjson.Bool {
-					errs = append(errs, verr(append(loc, i), "value_error", "array items must be strings, numbers or booleans"))
-					break
-				}
-				if i == 0 {
-					kind = e.Kind
-				} else if e.Kind != kind {
-					errs = append(errs, verr(append(loc, i), "value_error", "arrays must hold one type (string[], number[] or boolean[])"))
-					break
-				}
-			}
-		default:
-			errs = append(errs, verr(loc, "value_error",
-				"values must be a string, number, boolean or an array of one of them (not null or an object)"))
-		}
-	}
-	return errs
 }

@@ -1,0 +1,149 @@
+package agentserver_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/telemetry"
+)
+
+// TestTracingTree runs a conversation with observability settings and
+// checks the exported span tree: conversation → named span → LLM and tool
+// calls, with tags and metadata on the root and the conversation id as the
+// trace id.
+func TestTracingTree(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := telemetry.NewProvider("test", sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	dir := t.TempDir()
+	e := &env{t: t, dir: dir, llm: llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{"command": "echo traced"}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "file_editor", Arguments: map[string]any{"command": "view", "path": "/nonexistent/file"}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "done"}}}},
+	)}
+	defer e.llm.Close()
+	e.work = filepath.Join(dir, "workspace")
+	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(dir, "conversations"),
+		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown", TracerProvider: tp}
+	e.start()
+
+	id := e.create(map[string]any{
+		"observability_span_name": "nightly-eval",
+		"observability_tags":      []string{"eval", "nightly"},
+		"observability_metadata":  map[string]any{"team": "core", "run": 7, "ratio": 0.5, "flags": []bool{true, false}, "names": []string{"a", "b"}},
+		"initial_message":         userMessage("go", true),
+	}, "terminal", "file_editor")
+	e.waitStatus(id, "finished")
+	e.stop() // closing the conversation ends its spans
+
+	spans := exp.GetSpans()
+	byName := map[string][]tracetest.SpanStub{}
+	for _, s := range spans {
+		byName[s.Name] = append(byName[s.Name], s)
+	}
+	roots := byName["conversation"]
+	if len(roots) != 1 {
+		t.Fatalf("want one conversation span, got %d (%v)", len(roots), names(spans))
+	}
+	root := roots[0]
+	if root.Parent.IsValid() {
+		t.Fatal("the conversation span must be a root")
+	}
+	if got := strings.ReplaceAll(id, "-", ""); root.SpanContext.TraceID().String() != got {
+		t.Fatalf("trace id %s, want the conversation id %s", root.SpanContext.TraceID(), got)
+	}
+	attrs := attrMap(root.Attributes)
+	checks := map[string]attribute.Value{
+		"tags":           attribute.StringSliceValue([]string{"eval", "nightly"}),
+		"metadata.team":  attribute.StringValue("core"),
+		"metadata.run":   attribute.Int64Value(7),
+		"metadata.ratio": attribute.Float64Value(0.5),
+		"metadata.flags": attribute.BoolSliceValue([]bool{true, false}),
+		"metadata.names": attribute.StringSliceValue([]string{"a", "b"}),
+	}
+	for k, want := range checks {
+		if got, ok := attrs[k]; !ok || got.Emit() != want.Emit() || got.Type() != want.Type() {
+			t.Errorf("root attribute %s = %v, want %v", k, got.Emit(), want.Emit())
+		}
+	}
+	named := byName["nightly-eval"]
+	if len(named) != 1 || named[0].Parent.SpanID() != root.SpanContext.SpanID() {
+		t.Fatalf("the named span must be the root's only child: %v", names(spans))
+	}
+	parent := named[0].SpanContext.SpanID()
+	llmSpans := byName["chat openai/test-model"]
+	toolSpans := slices.Concat(byName["execute_tool terminal"], byName["execute_tool file_editor"], byName["execute_tool finish"])
+	if len(llmSpans) != 3 || len(toolSpans) != 3 {
+		t.Fatalf("want 3 LLM and 3 tool spans, got %v", names(spans))
+	}
+	for _, s := range append(llmSpans, toolSpans...) {
+		if s.Parent.SpanID() != parent || s.SpanContext.TraceID() != root.SpanContext.TraceID() {
+			t.Errorf("span %s is not under the named span", s.Name)
+		}
+	}
+	for _, s := range llmSpans {
+		a := attrMap(s.Attributes)
+		if a["gen_ai.usage.input_tokens"].AsInt64() == 0 || a["gen_ai.response.id"].AsString() == "" {
+			t.Errorf("LLM span lacks usage: %v", s.Attributes)
+		}
+	}
+	// The file_editor call failed in a way the model can act on (is_error):
+	// its span has an error status; the others do not.
+	for _, s := range toolSpans {
+		wantErr := s.Name == "execute_tool file_editor"
+		if (s.Status.Code.String() == "Error") != wantErr {
+			t.Errorf("span %s status %v", s.Name, s.Status)
+		}
+	}
+}
+
+// TestObservabilityMetadataRefused checks the 422 for metadata values that
+// are not scalars or homogeneous scalar arrays.
+func TestObservabilityMetadataRefused(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		name string
+		meta any
+		loc  string
+	}{
+		{"object value", map[string]any{"k": map[string]any{"x": 1}}, `["body","observability_metadata","k"]`},
+		{"null value", map[string]any{"k": nil}, `["body","observability_metadata","k"]`},
+		{"mixed array", map[string]any{"k": []any{"a", 1}}, `["body","observability_metadata","k",1]`},
+		{"nested array", map[string]any{"k": []any{[]any{1}}}, `["body","observability_metadata","k",0]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.call("POST", "/api/conversations", map[string]any{"agent": e.agent(), "workspace": map[string]any{"working_dir": e.work},
+				"observability_metadata": tc.meta})
+			if r.status != 422 || !strings.Contains(string(r.body), tc.loc) {
+				t.Fatalf("%d %s (want 422 at %s)", r.status, r.body, tc.loc)
+			}
+		})
+	}
+}
+
+func attrMap(kvs []attribute.KeyValue) map[string]attribute.Value {
+	m := map[string]attribute.Value{}
+	for _, kv := range kvs {
+		m[string(kv.Key)] = kv.Value
+	}
+	return m
+}
+
+func names(spans tracetest.SpanStubs) []string {
+	var out []string
+	for _, s := range spans {
+		out = append(out, s.Name)
+	}
+	return out
+}
