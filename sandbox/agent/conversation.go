@@ -24,9 +24,12 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/eventlog"
+	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/secrets"
+	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
+	"github.com/acs-project/acs/sandbox/tools/mcp"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
@@ -69,6 +72,8 @@ type state struct {
 	NudgedFor                string                  `json:"nudged_for"`
 	SecurityAnalyzer         json.RawMessage         `json:"security_analyzer" acs:"nullable"`
 	AgentState               map[string]string       `json:"agent_state"`
+	BlockedActions           map[string]string       `json:"blocked_actions" acs:"nullable"`
+	BlockedMessages          map[string]string       `json:"blocked_messages" acs:"nullable"`
 	UpdatedAt                events.Time             `json:"updated_at"`
 }
 
@@ -100,6 +105,11 @@ type Options struct {
 	// TracerProvider makes the conversation's spans; nil uses the global
 	// provider (see sandbox/telemetry).
 	TracerProvider trace.TracerProvider
+	// SkillDirs are the user, organisation, public and sandbox skill
+	// directories.
+	SkillDirs skills.Dirs
+	// MCPConnectTimeout bounds connecting each MCP server (default 30s).
+	MCPConnectTimeout time.Duration
 	// OnSecrets is called (asynchronously) after the conversation's resolved
 	// secrets changed, e.g. to refresh the bash API's environment.
 	OnSecrets func(*Conversation)
@@ -130,6 +140,18 @@ type Conversation struct {
 	// background; setupDone is closed once its result is applied.
 	setupDone   chan struct{}
 	setupCancel context.CancelFunc
+
+	skills      []skills.Skill
+	hookRunner  *hooks.Runner // nil without hooks
+	mcpClient   *mcp.Client
+	stopDenials int // stop-hook denials in the current run
+
+	// bg ends when the conversation closes (background hooks stop).
+	bg       context.Context
+	bgCancel context.CancelFunc
+	hookWG   sync.WaitGroup
+	// logClosed is set (under mu) once nothing may be appended any more.
+	logClosed bool
 
 	tracer  trace.Tracer
 	spans   []trace.Span    // the root "conversation" span and the named one
@@ -178,7 +200,7 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 	}
 	c.st = state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
 		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
-		AgentState: map[string]string{}}
+		AgentState: map[string]string{}, BlockedActions: map[string]string{}, BlockedMessages: map[string]string{}}
 	if err := c.writeMetaLocked(); err != nil {
 		return nil, err
 	}
@@ -220,6 +242,12 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 	if c.st.AgentState == nil {
 		c.st.AgentState = map[string]string{}
 	}
+	if c.st.BlockedActions == nil {
+		c.st.BlockedActions = map[string]string{}
+	}
+	if c.st.BlockedMessages == nil {
+		c.st.BlockedMessages = map[string]string{}
+	}
 	if err := c.open(ctx); err != nil {
 		return nil, err
 	}
@@ -239,9 +267,10 @@ func newConversation(id uuid.UUID, opts Options) *Conversation {
 	if m == nil {
 		m = secrets.NewMasker()
 	}
+	bg, cancel := context.WithCancel(context.Background())
 	return &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg.With("conversation", id.String()),
 		subs: map[chan Transient]struct{}{}, byName: map[string]tools.Tool{},
-		masker: m, secretVals: map[string]string{}}
+		masker: m, secretVals: map[string]string{}, bg: bg, bgCancel: cancel}
 }
 
 // open opens the event log, rebuilds the LLM history and builds the tools.
@@ -501,6 +530,20 @@ func (c *Conversation) replayLocked(ev events.Event) {
 			if decodeJSON(e.Value, &v) == nil {
 				c.st.AgentState = v
 			}
+		case "blocked_actions", "blocked_messages":
+			var v map[string]string
+			if decodeJSON(e.Value, &v) == nil && v != nil {
+				if e.Key == "blocked_actions" {
+					c.st.BlockedActions = v
+				} else {
+					c.st.BlockedMessages = v
+				}
+			}
+		case "activated_knowledge_skills":
+			var v []string
+			if decodeJSON(e.Value, &v) == nil {
+				c.st.ActivatedKnowledgeSkills = v
+			}
 		}
 	}
 }
@@ -581,7 +624,7 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 		ExecutionStatus: c.st.ExecutionStatus, ConfirmationPolicy: c.st.ConfirmationPolicy,
 		SecurityAnalyzer:         c.st.SecurityAnalyzer,
 		ActivatedKnowledgeSkills: append([]string(nil), c.st.ActivatedKnowledgeSkills...), InvokedSkills: []string{},
-		BlockedActions: map[string]string{}, BlockedMessages: map[string]string{},
+		BlockedActions: copyMap(c.st.BlockedActions), BlockedMessages: copyMap(c.st.BlockedMessages),
 		LastUserMessageID: c.st.LastUserMessageID, LeafEventID: lastEvent,
 		Stats:          c.st.Stats.Clone(),
 		SecretRegistry: wire.SecretRegistry{SecretSources: wire.RedactSecrets(req.Secrets)},
@@ -628,8 +671,16 @@ func (c *Conversation) Close() error {
 		setupCancel()
 		<-setupDone
 	}
+	if c.hookRunner != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), sessionEndTimeout)
+		c.runHooks(ctx, hooks.SessionEnd, hooks.Input{})
+		cancel()
+	}
+	c.bgCancel()
+	c.hookWG.Wait()
 	c.mu.Lock()
 	ts := c.tools
+	c.logClosed = true
 	c.mu.Unlock()
 	tools.CloseAll(ts)
 	c.closeExtensions()

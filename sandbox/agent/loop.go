@@ -11,7 +11,9 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -23,6 +25,11 @@ func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequ
 	if err := c.awaitSetup(ctx); err != nil {
 		return nil, err
 	}
+	msg := &events.MessageEvent{Base: events.Base{Source: events.SourceUser},
+		LLMMessage: events.Message{Role: events.RoleUser, Content: req.Content}}
+	msg.ID = events.NewID()
+	text := msg.LLMMessage.Text()
+	prompt := c.runHooksFor(ctx, hooks.UserPromptSubmit, hooks.Input{Message: text}, msg.ID)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -31,10 +38,25 @@ func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequ
 	if err := c.ensureSystemPromptLocked(ctx); err != nil {
 		return nil, err
 	}
-	msg := &events.MessageEvent{Base: events.Base{Source: events.SourceUser},
-		LLMMessage: events.Message{Role: events.RoleUser, Content: req.Content}}
 	if s := c.meta.Request.Agent.AgentContext; s != nil && s.UserMessageSuffix != nil && *s.UserMessageSuffix != "" {
 		msg.ExtendedContent = append(msg.ExtendedContent, events.Text(*s.UserMessageSuffix))
+	}
+	if prompt.AdditionalContext != "" {
+		msg.ExtendedContent = append(msg.ExtendedContent, events.Text(prompt.AdditionalContext))
+	}
+	var activated []string
+	if !prompt.Blocked {
+		fired := map[string]bool{}
+		for _, n := range c.st.ActivatedKnowledgeSkills {
+			fired[n] = true
+		}
+		if acts := skills.Match(c.skills, text, fired); len(acts) > 0 {
+			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(skills.ExtraInfo(acts)))
+			for _, a := range acts {
+				activated = append(activated, a.Skill.Name)
+			}
+			msg.ActivatedSkills = activated
+		}
 	}
 	if err := c.emitLocked(ctx, msg); err != nil {
 		return nil, err
@@ -46,6 +68,22 @@ func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequ
 	}
 	if err := c.emitStateLocked(ctx, "last_user_message_id", id); err != nil {
 		return nil, err
+	}
+	if len(activated) > 0 {
+		c.st.ActivatedKnowledgeSkills = append(c.st.ActivatedKnowledgeSkills, activated...)
+		if err := c.emitStateLocked(ctx, "activated_knowledge_skills", c.st.ActivatedKnowledgeSkills); err != nil {
+			return nil, err
+		}
+	}
+	if prompt.Blocked {
+		// The message stays in the log for the user but never reaches the
+		// LLM, and starts no run.
+		c.st.BlockedMessages[id] = prompt.Reason
+		if err := c.emitStateLocked(ctx, "blocked_messages", c.st.BlockedMessages); err != nil {
+			return nil, err
+		}
+		c.changed()
+		return msg, nil
 	}
 	if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
 		if err := c.setStatusLocked(ctx, wire.StatusIdle); err != nil {
@@ -153,6 +191,9 @@ func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
 
 func (c *Conversation) systemPromptText() string {
 	p := systemPrompt
+	if sk := skills.SystemPrompt(c.skills); sk != "" {
+		p += "\n\n" + sk
+	}
 	if s := c.meta.Request.Agent.AgentContext; s != nil && s.SystemMessageSuffix != nil && *s.SystemMessageSuffix != "" {
 		p += "\n\n" + *s.SystemMessageSuffix
 	}
@@ -177,6 +218,7 @@ func (c *Conversation) startRunLocked(ctx context.Context) error {
 	if err := c.setStatusLocked(ctx, wire.StatusRunning); err != nil {
 		return err
 	}
+	c.stopDenials = 0
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.running, c.rerun, c.pauseAsked = true, false, false
 	c.cancelRun, c.runDone = cancel, make(chan struct{})
@@ -331,7 +373,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		c.mu.Unlock()
 		return false, c.condense(ctx, plan)
 	}
-	view := buildView(c.systemMessageLocked(), condensedHistory(c.history))
+	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
 	specs := c.toolsForLLM()
 	cfg := c.client.Config()
 	c.mu.Unlock()
@@ -381,7 +423,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 				LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
 					"Your last response did not include a function call or a message. Please use a tool to proceed with the task, or reply with a message when you are done.")}}})
 		}
-		return true, c.setStatusLocked(ctx, wire.StatusFinished)
+		return c.finishLocked(ctx)
 	}
 
 	actions := make([]*events.ActionEvent, len(resp.ToolCalls))
@@ -420,7 +462,14 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	if len(executable) == 0 {
 		return false, nil
 	}
-	if c.needsConfirmationLocked(executable) {
+	c.preToolHooksLocked(ctx, executable)
+	var unblocked []*events.ActionEvent
+	for _, ae := range executable {
+		if _, blocked := c.st.BlockedActions[ae.ID]; !blocked {
+			unblocked = append(unblocked, ae)
+		}
+	}
+	if len(unblocked) > 0 && c.needsConfirmationLocked(unblocked) {
 		return false, c.setStatusLocked(ctx, wire.StatusWaitingForConfirmation)
 	}
 	c.mu.Unlock()
@@ -434,10 +483,26 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEvent) (bool, error) {
 	results := make([]events.Event, len(actions))
 	finished := false
+	c.mu.Lock()
+	blocked := map[string]string{}
+	for _, ae := range actions {
+		if reason, ok := c.st.BlockedActions[ae.ID]; ok {
+			blocked[ae.ID] = reason
+		}
+	}
+	c.mu.Unlock()
 	for i, ae := range actions {
 		if finished {
 			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
 				Error: "Not executed: the finish tool was called earlier in the same response."}
+			continue
+		}
+		if reason, ok := blocked[ae.ID]; ok {
+			if reason == "" {
+				reason = "Blocked by hook"
+			}
+			results[i] = &events.UserRejectObservation{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID, ActionID: ae.ID,
+				RejectionReason: reason, RejectionSource: events.RejectedByHook}
 			continue
 		}
 		sctx, span := c.toolSpan(ctx, ae)
@@ -457,12 +522,16 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 		}
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.emitLocked(ctx, results...); err != nil {
+	err := c.emitLocked(ctx, results...)
+	c.mu.Unlock()
+	if err != nil {
 		return false, err
 	}
+	c.postToolHooks(ctx, actions, results)
 	if finished {
-		return true, c.setStatusLocked(ctx, wire.StatusFinished)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.finishLocked(ctx)
 	}
 	return false, nil
 }
@@ -646,4 +715,23 @@ func streamingDelta(d llm.Delta) []byte {
 		f.ReasoningContent = &d.ReasoningContent
 	}
 	return strictjson.MustMarshal(f)
+}
+
+// llmHistoryLocked is the history the LLM sees: condensed, without the user
+// messages a user_prompt_submit hook blocked.
+func (c *Conversation) llmHistoryLocked() []events.Event {
+	h := condensedHistory(c.history)
+	if len(c.st.BlockedMessages) == 0 {
+		return h
+	}
+	out := make([]events.Event, 0, len(h))
+	for _, ev := range h {
+		if m, ok := ev.(*events.MessageEvent); ok {
+			if _, blocked := c.st.BlockedMessages[m.ID]; blocked {
+				continue
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
 }

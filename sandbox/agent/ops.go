@@ -85,7 +85,7 @@ func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRe
 // without changing the conversation or writing events.
 func (c *Conversation) AskAgent(ctx context.Context, question string) (string, error) {
 	c.mu.Lock()
-	view := buildView(c.systemMessageLocked(), condensedHistory(c.history))
+	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
 	cfg := c.client.Config()
 	c.mu.Unlock()
 	cfg.UsageID, cfg.Stream = "ask-agent-llm", false
@@ -105,6 +105,10 @@ func (c *Conversation) AskAgent(ctx context.Context, question string) (string, e
 func (c *Conversation) FinalResponse() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.finalResponseLocked()
+}
+
+func (c *Conversation) finalResponseLocked() string {
 	for i := len(c.history) - 1; i >= 0; i-- {
 		switch e := c.history[i].(type) {
 		case *events.ActionEvent:

@@ -4,34 +4,43 @@ import (
 	"context"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/hooks"
+	"github.com/acs-project/acs/sandbox/skills"
+	"github.com/acs-project/acs/sandbox/tools/mcp"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // A conversation's setup is the work that makes the agent ready beyond its
-// built-in tools: fetching lookup secrets, then (with those values) the
-// extensions. Work that can be slow runs in the background so that creating
-// or loading a conversation never waits for a remote server; SendMessage and
-// Run wait for it (setup is bounded by its own timeouts), so the agent never
-// acts before its secrets and tools are in place.
+// built-in tools: fetching lookup secrets, then (with those values) loading
+// plugins, skills and hooks and connecting MCP tool servers. When any of it
+// can wait on something remote it runs in the background, so creating or
+// loading a conversation never waits for a remote server; SendMessage and
+// Run wait for it (it is bounded by its own timeouts), so the agent never
+// acts before its secrets and tools are in place. Problems are reported as
+// ConversationErrorEvents and the conversation continues without the part
+// that failed.
 
-// setupResult is what the background part produced, applied under c.mu.
+// setupResult is what the preparation produced, applied under c.mu.
 type setupResult struct {
 	secretVals map[string]string
 	problems   []setupProblem
+	skills     []skills.Skill
+	hooks      *hooks.Config
+	mcp        *mcp.Client
 }
 
-// setupProblem is reported as a ConversationErrorEvent; the conversation
-// continues without the failed part.
+// setupProblem is reported as a ConversationErrorEvent.
 type setupProblem struct {
 	code, detail string
 }
 
 // startSetup runs the setup: inline when nothing in it can be slow, else in
-// the background. Called from open with c.mu not yet shared.
+// the background. Called from open, before the conversation is shared.
 func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.SecretSource) {
 	c.setupDone = make(chan struct{})
-	if len(lookups) == 0 {
-		c.applySetupLocked(ctx, setupResult{})
+	plan := c.planLocked(lookups)
+	if !plan.slow() {
+		c.applySetupLocked(ctx, c.prepare(ctx, plan))
 		close(c.setupDone)
 		return
 	}
@@ -39,10 +48,13 @@ func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.S
 	c.setupCancel = cancel
 	go func() {
 		defer close(c.setupDone)
-		res := c.prepare(sctx, lookups)
+		res := c.prepare(sctx, plan)
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if c.closed {
+			if res.mcp != nil {
+				res.mcp.Close()
+			}
 			return
 		}
 		c.applySetupLocked(sctx, res)
@@ -60,28 +72,54 @@ func (c *Conversation) awaitSetup(ctx context.Context) error {
 	}
 }
 
-// prepare does the slow part of the setup without holding c.mu.
-func (c *Conversation) prepare(ctx context.Context, lookups map[string]wire.SecretSource) setupResult {
+// prepare does the setup's work without holding c.mu.
+func (c *Conversation) prepare(ctx context.Context, plan *setupPlan) setupResult {
 	var res setupResult
-	vals, problems := c.lookupSecrets(ctx, lookups)
+	vals, problems := c.lookupSecrets(ctx, plan.lookups)
 	res.secretVals = vals
 	for _, p := range problems {
 		res.problems = append(res.problems, setupProblem{code: "SecretUnavailable", detail: p})
 	}
+	c.prepareExtensions(ctx, plan, &res)
 	return res
 }
 
 // applySetupLocked installs the setup's result and reports its problems.
 func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 	c.exportLocked(ctx, res.secretVals)
-	for _, p := range res.problems {
+	c.skills = res.skills
+	if res.hooks != nil && !res.hooks.Empty() {
+		c.hookRunner = &hooks.Runner{Config: res.hooks, WorkDir: c.meta.Request.Workspace.WorkingDir,
+			SessionID: c.id.String(), Env: c.secretEnvLocked(), Mask: c.masker.Mask}
+	}
+	problems := res.problems
+	if res.mcp != nil {
+		c.mcpClient = res.mcp
+		ts, dups := c.mcpToolsLocked(res.mcp)
+		problems = append(problems, dups...)
+		for _, t := range ts {
+			c.tools = append(c.tools, t)
+			c.byName[t.Name()] = t
+		}
+	}
+	for _, p := range problems {
+		c.lg.Warn("conversation setup problem", "code", p.code, "detail", p.detail)
 		c.logErr(c.emitLocked(ctx, &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment},
 			Code: p.code, Detail: p.detail}))
 	}
 	if len(res.secretVals) > 0 && c.opts.OnSecrets != nil {
 		go c.opts.OnSecrets(c)
 	}
+	if c.hookRunner != nil {
+		go c.runHooks(context.WithoutCancel(ctx), hooks.SessionStart, hooks.Input{})
+	}
 }
 
 // closeExtensions releases what the setup started.
-func (c *Conversation) closeExtensions() {}
+func (c *Conversation) closeExtensions() {
+	if c.mcpClient != nil {
+		if err := c.mcpClient.Close(); err != nil {
+			c.lg.Warn("close MCP servers", "error", err)
+		}
+	}
+}

@@ -9,11 +9,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/acs-project/acs/sandbox/secrets"
+	"github.com/acs-project/acs/sandbox/skills"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Version is the agent server's semver, reported by /server_info. OpenHands
@@ -42,6 +44,13 @@ type Config struct {
 	// Masker hides secret values; nil gives the server its own. Pass the one
 	// the process's log handler uses so log lines are masked too.
 	Masker *secrets.Masker
+	// SkillDirs are the user (ACS_SKILLS_DIR), organisation
+	// (ACS_ORG_SKILLS_DIR), public (ACS_PUBLIC_SKILLS_DIR) and sandbox
+	// (ACS_SANDBOX_SKILLS_DIR) skill directories.
+	SkillDirs skills.Dirs
+	// MCPConnectTimeout bounds connecting one MCP server
+	// (ACS_MCP_CONNECT_TIMEOUT_SECONDS, default 30).
+	MCPConnectTimeout time.Duration
 	// TracerProvider makes the conversations' spans; nil uses the global
 	// provider.
 	TracerProvider trace.TracerProvider
@@ -76,6 +85,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.SessionKeys = []string{getenv("SESSION_API_KEY")}
 	}
 	cfg.SecretKey = getenv("OH_SECRET_KEY")
+	cfg.SkillDirs = skills.Dirs{User: getenv("ACS_SKILLS_DIR"), Org: getenv("ACS_ORG_SKILLS_DIR"),
+		Public: getenv("ACS_PUBLIC_SKILLS_DIR"), Sandbox: getenv("ACS_SANDBOX_SKILLS_DIR")}
+	if cfg.SkillDirs.User == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			cfg.SkillDirs.User = filepath.Join(home, ".openhands", "skills")
+		}
+	}
+	if v := getenv("ACS_MCP_CONNECT_TIMEOUT_SECONDS"); v != "" {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || n <= 0 {
+			problems = append(problems, "ACS_MCP_CONNECT_TIMEOUT_SECONDS must be a positive number")
+		} else {
+			cfg.MCPConnectTimeout = time.Duration(n * float64(time.Second))
+		}
+	}
 	cfg.WorkspaceDir = getenv("ACS_WORKSPACE_DIR")
 	if cfg.WorkspaceDir == "" {
 		cfg.WorkspaceDir = "workspace"

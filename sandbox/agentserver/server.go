@@ -138,7 +138,7 @@ func (s *Server) Masker() *secrets.Masker { return s.masker }
 // convOptions are the options of the conversation persisted in dir.
 func (s *Server) convOptions(dir string) agent.Options {
 	return agent.Options{Dir: dir, OnChange: s.onChange, Masker: s.masker, Cipher: s.cipher,
-		TracerProvider: s.cfg.TracerProvider}
+		TracerProvider: s.cfg.TracerProvider, SkillDirs: s.cfg.SkillDirs, MCPConnectTimeout: s.cfg.MCPConnectTimeout}
 }
 
 // secretEnv is the bash API's extra environment: the secrets of every
@@ -222,6 +222,8 @@ func (s *Server) routes() {
 	api("POST /api/conversations/{id}/condense", s.withConversation(noBody((*agent.Conversation).RequestCondensation)))
 	api("GET /api/conversations/{id}/agent_final_response", s.withConversation(s.finalResponse))
 	api("POST /api/conversations/{id}/fork", s.withConversation(s.fork))
+	api("POST /api/skills", s.listSkills)
+	api("POST /api/hooks", s.listHooks)
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
 	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
@@ -361,6 +363,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 				Msg: fmt.Sprintf("Unknown tool %q; available tools: %s", t.Name, strings.Join(tools.Names(), ", ")), Type: "value_error"})
 		}
 	}
+	errs = append(errs, agent.ValidateExtensions(req)...)
 	if len(errs) > 0 {
 		wire.WriteValidation(w, errs)
 		return

@@ -21,7 +21,7 @@
 // problems.
 //
 // Precedence: skills come from sources ranked, lowest to highest, sandbox <
-// public < user < org < project < inline; Merge keeps, for each name, the
+// public < user < org < plugin < project < inline; Merge keeps, for each name, the
 // skill of the highest-ranked source.
 package skills
 
@@ -54,6 +54,7 @@ const (
 	SourcePublic  = "public"
 	SourceUser    = "user"
 	SourceOrg     = "org"
+	SourcePlugin  = "plugin" // a plugin attached to the conversation
 	SourceProject = "project"
 	SourceInline  = "inline"
 )
@@ -632,16 +633,18 @@ func sourceRank(source string) int {
 		return 3
 	case SourceOrg:
 		return 4
-	case SourceProject:
+	case SourcePlugin:
 		return 5
-	case SourceInline:
+	case SourceProject:
 		return 6
+	case SourceInline:
+		return 7
 	}
 	return 0
 }
 
 // Merge combines skill sets by source precedence, lowest to highest:
-// sandbox < public < user < org < project < inline (unknown sources rank
+// sandbox < public < user < org < plugin < project < inline (unknown sources rank
 // lowest). For each name the skill whose Source ranks highest is kept; between
 // skills of equal rank the later one (in argument order, then slice order)
 // wins. The result is sorted by name and shares no slice with the inputs'

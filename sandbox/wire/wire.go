@@ -54,11 +54,14 @@ type AgentContext struct {
 	SystemMessageSuffix *string                 `json:"system_message_suffix"`
 	UserMessageSuffix   *string                 `json:"user_message_suffix"`
 	Secrets             map[string]SecretSource `json:"secrets" acs:"nullable"`
-	LoadUserSkills      bool                    `json:"load_user_skills"`
-	LoadPublicSkills    bool                    `json:"load_public_skills"`
-	LoadProjectSkills   bool                    `json:"load_project_skills"`
-	MarketplacePath     *string                 `json:"marketplace_path"`
-	CurrentDatetime     json.RawMessage         `json:"current_datetime" acs:"nullable"`
+	// LoadUserSkills (user and organisation skills) and LoadProjectSkills
+	// default to true in ACS (false in the reference, where clients must
+	// remember to ask for AGENTS.md).
+	LoadUserSkills    bool            `json:"load_user_skills" acs:"default=true"`
+	LoadPublicSkills  bool            `json:"load_public_skills"`
+	LoadProjectSkills bool            `json:"load_project_skills" acs:"default=true"`
+	MarketplacePath   *string         `json:"marketplace_path"`
+	CurrentDatetime   json.RawMessage `json:"current_datetime" acs:"nullable"`
 }
 
 // Agent is the agent configuration of a conversation.
@@ -286,6 +289,22 @@ func (m *SendMessageRequest) ValidateStrict() []strictjson.Error {
 	return errs
 }
 
+// Plugin attaches skills, hooks and MCP tool servers to a conversation. Its
+// source is a directory of the sandbox (absolute, or relative to the working
+// directory), a file:// URL, a git URL, or github:owner/repo; ref selects a
+// branch or tag of a git source and repo_path a directory inside it. The
+// plugin directory may hold .mcp.json (tool servers, where ${SKILL_ROOT} is
+// the plugin directory), skills/ and hooks/hooks.json. mcp_servers adds tool
+// servers inline. ${NAME} placeholders in tool-server configuration are
+// filled from the conversation's secrets when the servers start.
+type Plugin struct {
+	Source     string          `json:"source" acs:"required,minlen=1"`
+	Ref        *string         `json:"ref"`
+	RepoPath   *string         `json:"repo_path"`
+	Parameters json.RawMessage `json:"parameters" acs:"object,nullable"`
+	MCPServers json.RawMessage `json:"mcp_servers" acs:"object,nullable"`
+}
+
 // StartConversationRequest creates a conversation on the agent server.
 type StartConversationRequest struct {
 	Agent                 *Agent                  `json:"agent"`
@@ -304,7 +323,7 @@ type StartConversationRequest struct {
 	ToolModuleQualnames   json.RawMessage         `json:"tool_module_qualnames" acs:"nullable"`
 	ClientTools           json.RawMessage         `json:"client_tools" acs:"nullable"`
 	AgentDefinitions      json.RawMessage         `json:"agent_definitions" acs:"nullable"`
-	Plugins               json.RawMessage         `json:"plugins" acs:"nullable"`
+	Plugins               []Plugin                `json:"plugins" acs:"nullable"`
 	HookConfig            json.RawMessage         `json:"hook_config" acs:"object,nullable"`
 	Tags                  map[string]string       `json:"tags" acs:"nullable"`
 	UserID                *string                 `json:"user_id"`

@@ -15,16 +15,8 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
-// Plugin is a plugin to attach to the conversation.
-type Plugin struct {
-	Source     string          `json:"source" acs:"required,minlen=1"`
-	Ref        *string         `json:"ref"`
-	RepoPath   *string         `json:"repo_path"`
-	Parameters json.RawMessage `json:"parameters" acs:"object,nullable"`
-	// MCPServers are the plugin's tool servers (the .mcp.json "mcpServers"
-	// object), whose configuration may hold ${NAME} secret placeholders.
-	MCPServers json.RawMessage `json:"mcp_servers" acs:"object,nullable"`
-}
+// Plugin is a plugin to attach to the conversation (see wire.Plugin).
+type Plugin = wire.Plugin
 
 // GitProvider is a code host.
 type GitProvider string

@@ -399,15 +399,14 @@ func (w *Worker) AgentRequest(t acs.StartTask, req StartRequest, workDir string)
 	for _, name := range cfg.Tools {
 		agent.Tools = append(agent.Tools, wire.ToolRef{Name: name, Params: []byte("{}")})
 	}
-	if req.SystemMessageSuffix != nil {
-		agent.AgentContext = &wire.AgentContext{SystemMessageSuffix: req.SystemMessageSuffix}
-	}
+	agent.AgentContext = &wire.AgentContext{SystemMessageSuffix: req.SystemMessageSuffix,
+		LoadUserSkills: true, LoadProjectSkills: true}
 	dashed := acs.Dashed(t.ConversationID)
 	out := &wire.StartConversationRequest{
 		Agent: agent, Workspace: wire.Workspace{WorkingDir: workDir}, ConversationID: &dashed,
 		MaxIterations: 500, StuckDetection: true, Autotitle: true,
 		ObservabilitySpanName: req.ObservabilitySpanName, ObservabilityTags: req.ObservabilityTags,
-		ObservabilityMetadata: req.ObservabilityMetadata,
+		ObservabilityMetadata: req.ObservabilityMetadata, Plugins: req.Plugins,
 	}
 	if req.ParentConversationID != nil {
 		p := acs.Dashed(mustNorm(*req.ParentConversationID))
