@@ -123,6 +123,16 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 		maps.Copy(servers, s)
 	}
 	for i, p := range plan.plugins {
+		if len(p.MCPServers) > 0 && string(p.MCPServers) != "null" {
+			s, err := mcp.ParseConfig(p.MCPServers)
+			if err != nil {
+				problem("MCPConfigError", "plugin %s: mcp_servers: %v", p.Source, err)
+			}
+			maps.Copy(servers, s)
+		}
+		if strings.HasPrefix(p.Source, "inline") {
+			continue // tool servers only, no directory
+		}
 		dir, err := c.fetchPlugin(ctx, i, p, plan.workDir)
 		if err != nil {
 			problem("PluginError", "plugin %s: %v", p.Source, err)
@@ -157,13 +167,6 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 			maps.Copy(servers, s)
 		} else if !errors.Is(err, os.ErrNotExist) {
 			problem("PluginError", "plugin %s: read .mcp.json: %v", p.Source, err)
-		}
-		if len(p.MCPServers) > 0 && string(p.MCPServers) != "null" {
-			s, err := mcp.ParseConfig(p.MCPServers)
-			if err != nil {
-				problem("MCPConfigError", "plugin %s: mcp_servers: %v", p.Source, err)
-			}
-			maps.Copy(servers, s)
 		}
 	}
 

@@ -295,7 +295,8 @@ func (m *SendMessageRequest) ValidateStrict() []strictjson.Error {
 // branch or tag of a git source and repo_path a directory inside it. The
 // plugin directory may hold .mcp.json (tool servers, where ${SKILL_ROOT} is
 // the plugin directory), skills/ and hooks/hooks.json. mcp_servers adds tool
-// servers inline. ${NAME} placeholders in tool-server configuration are
+// servers inline; a source starting with "inline" (e.g. "inline:github")
+// has no directory, only those servers. ${NAME} placeholders in tool-server configuration are
 // filled from the conversation's secrets when the servers start.
 type Plugin struct {
 	Source     string          `json:"source" acs:"required,minlen=1"`
