@@ -26,3 +26,12 @@ go test ./sandbox/agentserver -run '^$' -count "$count" -bench 'BenchmarkSocketF
 
 echo "== webhook delivery latency after a durable append (sandbox/webhook)"
 go test ./sandbox/webhook -run '^$' -count "$count" -bench 'BenchmarkDeliveryLatency' -benchtime 200x
+
+echo "== conversation start-up cost of each extension: create + first message (sandbox/agentserver)"
+go test ./sandbox/agentserver -run '^$' -count "$count" -bench 'BenchmarkConversationStartup' -benchtime 20x
+
+echo "== browser: Chromium cold start to first navigation, and a warm navigation (sandbox/tools/browser)"
+go test ./sandbox/tools/browser -run '^$' -count "$count" -bench 'BenchmarkFirstAction|BenchmarkNavigate' -benchtime 5x
+
+echo "== secret masking throughput (sandbox/secrets)"
+go test ./sandbox/secrets -run '^$' -count "$count" -bench 'BenchmarkMask' -benchtime 1s

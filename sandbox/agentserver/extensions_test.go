@@ -2,6 +2,7 @@ package agentserver_test
 
 import (
 	"bytes"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -18,7 +19,7 @@ import (
 
 // newEnvWith is newEnv with a hook to adjust the configuration before the
 // server starts.
-func newEnvWith(t *testing.T, adjust func(*agentserver.Config), replies ...llmtest.Reply) *env {
+func newEnvWith(t testing.TB, adjust func(*agentserver.Config), replies ...llmtest.Reply) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, dir: dir, llm: llmtest.New(replies...)}
@@ -33,7 +34,7 @@ func newEnvWith(t *testing.T, adjust func(*agentserver.Config), replies ...llmte
 	return e
 }
 
-func writeFiles(t *testing.T, root string, files map[string]string) {
+func writeFiles(t testing.TB, root string, files map[string]string) {
 	t.Helper()
 	for name, content := range files {
 		p := filepath.Join(root, name)
@@ -377,5 +378,38 @@ func TestPluginsAndMCP(t *testing.T) {
 		"plugins": []any{map[string]any{"source": "x", "mcp_servers": map[string]any{"s": map[string]any{"comand": "x"}}}}})
 	if r.status != 422 || !strings.Contains(string(r.body), "comand") {
 		t.Fatalf("bad mcp_servers: %d %s", r.status, r.body)
+	}
+}
+
+// TestBrowserInConversation drives headless Chromium through the agent: a
+// navigation, the page content, and a tab id that breaks the spec's limit
+// (an error the model can act on, not a failure).
+func TestBrowserInConversation(t *testing.T) {
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Write([]byte(`<html><head><title>Fixture</title></head><body><h1>Hello from the fixture</h1><a href="/next">Next page</a></body></html>`))
+	}))
+	defer site.Close()
+	call := func(name string, args map[string]any) llmtest.Reply {
+		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: name, Arguments: args}}}
+	}
+	e := newEnv(t,
+		call("browser_navigate", map[string]any{"url": site.URL}),
+		call("browser_get_content", map[string]any{"extract_links": true}),
+		call("browser_switch_tab", map[string]any{"tab_id": "abc"}),
+		finishCall(),
+	)
+	id := e.create(map[string]any{"initial_message": userMessage("read the page", true)}, "browser_tool_set")
+	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	all := string(mustJSON(evs))
+	for _, want := range []string{"Hello from the fixture", "[Next page](" + site.URL + "/next)", `"kind":"BrowserObservation"`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("events lack %q", want)
+		}
+	}
+	errs := eventsOfKind(evs, "AgentErrorEvent")
+	if len(errs) != 1 || !strings.Contains(errs[0]["error"].(string), "tab_id") {
+		t.Fatalf("want an argument error naming tab_id, got %v", errs)
 	}
 }

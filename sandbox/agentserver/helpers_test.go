@@ -21,7 +21,7 @@ import (
 const testKey = "test-session-key"
 
 type env struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	cfg  agentserver.Config
 	srv  *agentserver.Server
@@ -30,7 +30,7 @@ type env struct {
 	work string
 }
 
-func newEnv(t *testing.T, replies ...llmtest.Reply) *env {
+func newEnv(t testing.TB, replies ...llmtest.Reply) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), llm: llmtest.New(replies...)}
 	t.Cleanup(e.llm.Close)
@@ -69,7 +69,7 @@ type resp struct {
 	body   []byte
 }
 
-func (r resp) json(t *testing.T, v any) {
+func (r resp) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("response is not JSON: %v\n%s", err, r.body)
