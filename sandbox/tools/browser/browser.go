@@ -73,12 +73,19 @@ type Options struct {
 	ActionTimeout time.Duration
 }
 
-// FindChromium returns the Chromium binary to run: the first of chromium,
+// FindChromium returns the Chromium binary to run: $ACS_CHROMIUM when set,
+// else the first of chromium,
 // chromium-browser and google-chrome on PATH. A distribution's shell
 // launcher (Debian's /usr/bin/chromium adds flags of its own) is replaced by
 // the binary it runs, /usr/lib/<name>/<name>, so that Chromium gets exactly
 // our flags.
 func FindChromium() (string, error) {
+	if p := os.Getenv("ACS_CHROMIUM"); p != "" {
+		if _, err := exec.LookPath(p); err != nil {
+			return "", fmt.Errorf("browser: ACS_CHROMIUM=%s is not an executable: %w", p, err)
+		}
+		return p, nil
+	}
 	for _, n := range chromiumNames {
 		if p, err := exec.LookPath(n); err == nil {
 			return unwrapLauncher(p), nil
