@@ -83,7 +83,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.cfg.BashEventsDir = cfg.BashEventsDir
 	}
 	bash, err := bashapi.New(bashapi.Options{Dir: cfg.BashEventsDir, WorkDir: cfg.WorkspaceDir,
-		Env: s.secretEnv, Mask: s.masker.Mask, SafeCut: s.masker.SafeCut})
+		Env: s.secretEnv, Mask: s.masker.Mask, SafeCut: s.masker.SafeCut, AddSecrets: s.masker.Add})
 	if err != nil {
 		return nil, fmt.Errorf("start the bash API: %w", err)
 	}

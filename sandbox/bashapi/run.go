@@ -30,6 +30,7 @@ const (
 // process is a running command.
 type process struct {
 	cmd   *BashCommand
+	env   []string      // the request's secrets as NAME=value
 	done  chan struct{} // closed after the final event is stored
 	final *BashOutput
 }
@@ -95,6 +96,16 @@ func (s *Service) start(req ExecuteBashRequest) (*process, error) {
 	}
 	cmd := &BashCommand{Command: req.Command, Cwd: &cwd, Timeout: req.Timeout}
 	p := &process{cmd: cmd, done: make(chan struct{})}
+	if len(req.Secrets) > 0 {
+		values := make([]string, 0, len(req.Secrets))
+		for k, v := range req.Secrets {
+			p.env = append(p.env, k+"="+v)
+			values = append(values, v)
+		}
+		if s.addSecrets != nil {
+			s.addSecrets(values...)
+		}
+	}
 	var startErr error
 	_, _ = s.emit(cmd, func() {
 		if s.closed {
@@ -208,7 +219,7 @@ func (r *runner) exec() int {
 	}
 	cmd := exec.Command("/bin/bash", "-c", p.cmd.Command)
 	cmd.Dir = *p.cmd.Cwd
-	cmd.Env = s.environ()
+	cmd.Env = append(s.environ(), p.env...)
 	cmd.Stdout = outW
 	cmd.Stderr = errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -84,6 +84,9 @@ type Options struct {
 	// SafeCut, when set, moves a chunk boundary n in b back so that it does
 	// not split a secret (see secrets.Masker.SafeCut). May be nil.
 	SafeCut func(b []byte, n int) int
+	// AddSecrets, when set, is given the values of a request's secrets
+	// before the command starts, so Mask hides them. May be nil.
+	AddSecrets func(values ...string)
 }
 
 // record is the in-memory index entry of one stored event.
@@ -113,6 +116,8 @@ type Service struct {
 	env     func() []string
 	mask    func(string) string
 	safeCut func([]byte, int) int
+
+	addSecrets func(...string)
 
 	mu      sync.Mutex
 	byID    map[string]*record
@@ -154,12 +159,14 @@ func New(opts Options) (*Service, error) {
 		env:     opts.Env,
 		mask:    opts.Mask,
 		safeCut: opts.SafeCut,
-		byID:    map[string]*record{},
-		byName:  map[string]*record{},
-		running: map[string]*process{},
-		subs:    map[*subscriber]struct{}{},
-		drains:  map[*os.File]struct{}{},
-		closing: make(chan struct{}),
+
+		addSecrets: opts.AddSecrets,
+		byID:       map[string]*record{},
+		byName:     map[string]*record{},
+		running:    map[string]*process{},
+		subs:       map[*subscriber]struct{}{},
+		drains:     map[*os.File]struct{}{},
+		closing:    make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
 		return nil, err

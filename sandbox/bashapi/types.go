@@ -1,6 +1,8 @@
 package bashapi
 
 import (
+	"regexp"
+
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
@@ -33,7 +35,24 @@ type ExecuteBashRequest struct {
 	// Timeout in seconds (>= 1, default 300). A Go caller's zero means the
 	// default.
 	Timeout int `json:"timeout" acs:"ge=1,default=300"`
+	// Secrets (an ACS extension) are environment variables of this command
+	// only. They are never stored or echoed, and their values are masked in
+	// its output (see Options.AddSecrets).
+	Secrets map[string]string `json:"secrets" acs:"nullable"`
 }
+
+// ValidateStrict requires secret names to be environment variable names.
+func (r *ExecuteBashRequest) ValidateStrict() []strictjson.Error {
+	var errs []strictjson.Error
+	for k := range r.Secrets {
+		if !envNameRE.MatchString(k) {
+			errs = append(errs, strictjson.Error{Loc: []any{"secrets", k}, Msg: "must be an environment variable name", Type: "value_error"})
+		}
+	}
+	return errs
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Event is one of *BashCommand, *BashOutput or *BashError.
 type Event interface {
