@@ -203,7 +203,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, st := range tk.Steps {
 		steps = append(steps, st.Status)
 	}
-	if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,STARTING_CONVERSATION,READY" {
+	if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,PREPARING_REPOSITORY,RUNNING_SETUP_SCRIPT,SETTING_UP_GIT_HOOKS,SETTING_UP_SKILLS,STARTING_CONVERSATION,READY" {
 		t.Fatalf("recorded steps %v", steps)
 	}
 	if tk.AppConversationID == nil || tk.SandboxID == nil {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,8 +18,10 @@ import (
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/fileblob"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -76,20 +80,36 @@ func serve(ctx context.Context, args []string) error {
 	if cfg.LLMAPIKey != "" {
 		llmCfg.APIKey = &cfg.LLMAPIKey
 	}
-	flow := startflow.Config{
-		WebhookBaseURL: publicURL + "/api/v1/webhooks",
-		LLM:            llmCfg,
-		Specs: []acs.SandboxSpec{{ID: "acs-local", Command: []string{bin, "agent-server"}, CreatedAt: time.Unix(0, 0).UTC(),
-			InitialEnv: map[string]string{}, WorkingDir: filepath.Join(cfg.DataDir, "sandboxes", "{sandbox_id}", "workspace")}},
-		StartupTimeout: cfg.SandboxStartupTimeout,
-		PollInterval:   20 * time.Millisecond,
+	specs, err := loadSpecs(cfg.SpecsFile, bin, cfg.DataDir)
+	if err != nil {
+		return err
 	}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Flow: flow})
-	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Config: flow}
+	sealer, err := secretBox(cfg)
+	if err != nil {
+		return err
+	}
+	blobs, err := fileblob.New(filepath.Join(cfg.DataDir, "blobs"))
+	if err != nil {
+		return err
+	}
+	flow := startflow.Config{
+		WebhookBaseURL:      publicURL + "/api/v1/webhooks",
+		LLM:                 llmCfg,
+		Specs:               specs,
+		GitHost:             cfg.GitHost,
+		MaxRunningSandboxes: cfg.MaxRunningSandboxes,
+		IdlePause:           cfg.IdlePause,
+		IdleCleanup:         cfg.IdleCleanup,
+		StartupTimeout:      cfg.SandboxStartupTimeout,
+		PollInterval:        20 * time.Millisecond,
+	}
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow})
+	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
 	wctx, stopWorkers := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { worker.Run(wctx, cfg.Workers); close(done) }()
-	defer func() { stopWorkers(); <-done }()
+	done := make(chan struct{}, 2)
+	go func() { worker.Run(wctx, cfg.Workers); done <- struct{}{} }()
+	go func() { reconcileLoop(wctx, v1.Lifecycle(), cfg.ReconcileInterval); done <- struct{}{} }()
+	defer func() { stopWorkers(); <-done; <-done }()
 
 	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
 	if generated {
@@ -98,6 +118,71 @@ func serve(ctx context.Context, args []string) error {
 		fmt.Printf("\nACS is running at http://%s\n\n", ln.Addr())
 	}
 	return serveHTTP(ctx, ln, v1.Handler())
+}
+
+// reconcileLoop runs the idle reconciler every interval until ctx ends.
+func reconcileLoop(ctx context.Context, life *startflow.Lifecycle, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if _, err := life.Reconcile(ctx); err != nil && ctx.Err() == nil {
+				slog.Warn("reconcile", "error", err)
+			}
+		}
+	}
+}
+
+// secretBox is the sealer of stored secrets: ACS_SECRET_KEY, else a random
+// key kept in the data dir.
+func secretBox(cfg config.Local) (*sealbox.Box, error) {
+	if cfg.SecretKey != "" {
+		return sealbox.FromPassphrase(cfg.SecretKey), nil
+	}
+	return sealbox.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "secret.key"))
+}
+
+// loadSpecs reads the sandbox specs (a JSON array of
+// {id, command, initial_env, working_dir}) or returns the built-in default:
+// the acs binary's agent server with a workspace per sandbox. Specs are
+// configuration: the first is the default.
+func loadSpecs(path, bin, dataDir string) ([]acs.SandboxSpec, error) {
+	def := []acs.SandboxSpec{{ID: "acs-local", Command: []string{bin, "agent-server"}, CreatedAt: time.Unix(0, 0).UTC(),
+		InitialEnv: map[string]string{}, WorkingDir: filepath.Join(dataDir, "sandboxes", "{sandbox_id}", "workspace")}}
+	if path == "" {
+		return def, nil
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("ACS_SANDBOX_SPECS: %w", err)
+	}
+	var specs []acs.SandboxSpec
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&specs); err != nil {
+		return nil, fmt.Errorf("ACS_SANDBOX_SPECS %s: %w", path, err)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("ACS_SANDBOX_SPECS %s: no specs", path)
+	}
+	seen := map[string]bool{}
+	for i := range specs {
+		s := &specs[i]
+		if s.ID == "" || seen[s.ID] {
+			return nil, fmt.Errorf("ACS_SANDBOX_SPECS %s: spec %d needs a unique id", path, i)
+		}
+		seen[s.ID] = true
+		if s.InitialEnv == nil {
+			s.InitialEnv = map[string]string{}
+		}
+		if s.CreatedAt.IsZero() {
+			s.CreatedAt = time.Unix(0, 0).UTC()
+		}
+	}
+	return specs, nil
 }
 
 // ensureAdmin makes sure the admin user exists and owns the configured (or

@@ -2,6 +2,7 @@ package acs
 
 import (
 	"context"
+	"io"
 	"time"
 )
 
@@ -86,6 +87,12 @@ type Store interface {
 	UpdateStartTask(ctx context.Context, id string, fn func(*StartTask) error) (StartTask, error)
 	// ListStartTasks lists a user's tasks, newest first.
 	ListStartTasks(ctx context.Context, ownerID string, opts ListOptions) (Page[StartTask], error)
+	// SearchStartTasks lists a user's tasks matching f in the given order
+	// (default CREATED_AT_DESC); ErrInvalid for a foreign page token.
+	SearchStartTasks(ctx context.Context, ownerID string, f StartTaskFilter, order StartTaskSort, opts ListOptions) (Page[StartTask], error)
+	CountStartTasks(ctx context.Context, ownerID string, f StartTaskFilter) (int, error)
+	// DeleteStartTask removes a task; ErrNotFound when absent.
+	DeleteStartTask(ctx context.Context, id string) error
 
 	// CreateSandbox stores a new sandbox; ErrConflict when the id exists.
 	CreateSandbox(ctx context.Context, s Sandbox) error
@@ -96,6 +103,9 @@ type Store interface {
 	UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (Sandbox, error)
 	// ListSandboxes lists a user's sandboxes, newest first.
 	ListSandboxes(ctx context.Context, ownerID string, opts ListOptions) (Page[Sandbox], error)
+	// ListAllSandboxes lists every user's sandboxes (the reconciler), in a
+	// stable order.
+	ListAllSandboxes(ctx context.Context, opts ListOptions) (Page[Sandbox], error)
 	DeleteSandbox(ctx context.Context, id string) error
 
 	// CreateConversation stores a new conversation; ErrConflict when the id
@@ -106,6 +116,8 @@ type Store interface {
 	// SearchConversations lists a user's conversations matching f, newest
 	// first.
 	SearchConversations(ctx context.Context, ownerID string, f ConversationFilter, opts ListOptions) (Page[Conversation], error)
+	// CountConversations counts a user's conversations matching f.
+	CountConversations(ctx context.Context, ownerID string, f ConversationFilter) (int, error)
 	// ListConversationsBySandbox lists the conversations placed on a sandbox.
 	ListConversationsBySandbox(ctx context.Context, sandboxID string) ([]Conversation, error)
 	DeleteConversation(ctx context.Context, id string) error
@@ -121,6 +133,52 @@ type Store interface {
 	GetEvents(ctx context.Context, conversationID string, ids []string) ([][]byte, error)
 	// DeleteEvents removes all of a conversation's events.
 	DeleteEvents(ctx context.Context, conversationID string) error
+
+	// GetSettings returns a user's settings; ErrNotFound when never saved.
+	GetSettings(ctx context.Context, userID string) (Settings, error)
+	// PutSettings creates or replaces a user's settings.
+	PutSettings(ctx context.Context, s Settings) error
+
+	// PutSecret creates or replaces a user's secret by name.
+	PutSecret(ctx context.Context, s Secret) error
+	// GetSecret returns a user's secret; ErrNotFound when absent.
+	GetSecret(ctx context.Context, ownerID, name string) (Secret, error)
+	// ListSecrets lists a user's secrets by name.
+	ListSecrets(ctx context.Context, ownerID string) ([]Secret, error)
+	// DeleteSecret removes a user's secret; ErrNotFound when absent.
+	DeleteSecret(ctx context.Context, ownerID, name string) error
+
+	// AddPendingMessage queues m under m.Key and returns its 1-based
+	// position; ErrCapacity when max messages are already queued there.
+	// Concurrent adds never exceed max.
+	AddPendingMessage(ctx context.Context, m PendingMessage, max int) (int, error)
+	// ListPendingMessages returns the messages queued under key, oldest
+	// first.
+	ListPendingMessages(ctx context.Context, key string) ([]PendingMessage, error)
+	// DeletePendingMessage removes one queued message (absent is not an
+	// error).
+	DeletePendingMessage(ctx context.Context, key, id string) error
+}
+
+// Blobs keeps large opaque objects: workspace archives and transcripts. Keys
+// are slash-separated paths. Methods are safe for concurrent use.
+type Blobs interface {
+	// Put stores the object, replacing any previous one, once r is fully
+	// read; a failed Put leaves no partial object.
+	Put(ctx context.Context, key string, r io.Reader) error
+	// Get opens an object; ErrNotFound when absent.
+	Get(ctx context.Context, key string) (io.ReadCloser, error)
+	// Delete removes an object (absent is not an error).
+	Delete(ctx context.Context, key string) error
+	// List returns the keys starting with prefix, sorted.
+	List(ctx context.Context, prefix string) ([]string, error)
+}
+
+// Sealer encrypts values at rest (stored secrets, LLM keys, start-task
+// secrets). Open fails for a value not sealed with the same key.
+type Sealer interface {
+	Seal(plain string) (string, error)
+	Open(sealed string) (string, error)
 }
 
 // Message is a queued start-task step.
@@ -190,4 +248,7 @@ type Runtime interface {
 	// Delete removes the sandbox and its workspace. Deleting an unknown
 	// sandbox is not an error.
 	Delete(ctx context.Context, id string) error
+	// Archive writes a gzip-compressed tar of the sandbox's workspace to w
+	// (running or paused). ErrNotFound for an unknown sandbox.
+	Archive(ctx context.Context, id string, w io.Writer) error
 }

@@ -27,6 +27,8 @@ var (
 	ErrUnavailable  = errors.New("temporarily unavailable")
 	ErrGone         = errors.New("gone")
 	ErrCapacity     = errors.New("capacity exceeded")
+	// ErrSandboxFailed: the sandbox is in ERROR (HTTP 503 with the reason).
+	ErrSandboxFailed = errors.New("sandbox failed")
 )
 
 // SandboxStatus is the lifecycle state of a sandbox.
@@ -116,16 +118,81 @@ type Sandbox struct {
 	// AgentURL is the agent server's base URL while running.
 	AgentURL   string `json:"agent_url,omitempty"`
 	WorkingDir string `json:"working_dir,omitempty"`
-	// Conversations counts conversations placed on the sandbox (placement
-	// slots; reserved atomically).
-	Conversations int `json:"conversations"`
+	// Slots are the conversations placed on the sandbox (by conversation
+	// id). A slot is reserved atomically before a conversation starts there
+	// and released when it is deleted; reserving twice is a no-op, so a
+	// redelivered placement never counts a conversation twice.
+	Slots []string `json:"slots"`
 	// CreatedByTask is the start task that created the sandbox, if any (so a
 	// redelivered step recognises its own sandbox).
 	CreatedByTask string    `json:"created_by_task,omitempty"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
-	// LastUsedAt is the last start or message on the sandbox.
+	// LastUsedAt is the last start or message on the sandbox (placement's
+	// "least recently used").
 	LastUsedAt time.Time `json:"last_used_at"`
+	// LastActivityAt is the last sign of work: a start, a message, events
+	// from its agent server, a file read (the idle timeout's clock).
+	LastActivityAt time.Time `json:"last_activity_at"`
+	// PausedAt is when the sandbox was last paused (the cleanup clock).
+	PausedAt *time.Time `json:"paused_at,omitempty"`
+	// ArchiveKey names the internal archive of the workspace taken at
+	// cleanup (never served to users).
+	ArchiveKey string `json:"archive_key,omitempty"`
+	// Tombstones are conversations deleted while the sandbox could not be
+	// told (paused): their reports are ignored, and they are deleted on the
+	// agent server when it is next ready.
+	Tombstones []string `json:"tombstones,omitempty"`
+}
+
+// IsTombstone reports whether conversation id was deleted.
+func (s *Sandbox) IsTombstone(id string) bool {
+	for _, x := range s.Tombstones {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// ConversationCount is how many conversations hold a slot.
+func (s *Sandbox) ConversationCount() int { return len(s.Slots) }
+
+// HasSlot reports whether conversation id holds a slot.
+func (s *Sandbox) HasSlot(id string) bool {
+	for _, x := range s.Slots {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+// Reserve gives conversation id a slot. It is a no-op when id already holds
+// one; otherwise max > 0 caps the count (ErrCapacity when full) and the
+// sandbox must be able to host a new conversation (ErrConflict otherwise).
+func (s *Sandbox) Reserve(id string, max int) error {
+	if s.HasSlot(id) {
+		return nil
+	}
+	if s.Status.ReadOnly() {
+		return fmt.Errorf("sandbox %s is %s: %w", s.ID, s.Status, ErrConflict)
+	}
+	if max > 0 && len(s.Slots) >= max {
+		return fmt.Errorf("sandbox %s has %d conversations (the limit): %w", s.ID, len(s.Slots), ErrCapacity)
+	}
+	s.Slots = append(s.Slots, id)
+	return nil
+}
+
+// Release frees conversation id's slot (no-op without one).
+func (s *Sandbox) Release(id string) {
+	for i, x := range s.Slots {
+		if x == id {
+			s.Slots = append(s.Slots[:i:i], s.Slots[i+1:]...)
+			return
+		}
+	}
 }
 
 // Conversation is a conversation record.
@@ -144,6 +211,11 @@ type Conversation struct {
 	Public               *bool             `json:"public,omitempty"`
 	Tags                 map[string]string `json:"tags,omitempty"`
 	WorkingDir           string            `json:"working_dir,omitempty"`
+	// ProjectDir is where the repository was cloned (WorkingDir without
+	// one): the root of file, git, skills and hooks reads.
+	ProjectDir string `json:"project_dir,omitempty"`
+	// RateLimitedUntil is set while the agent backs off an LLM rate limit.
+	RateLimitedUntil *time.Time `json:"rate_limited_until,omitempty"`
 	// ExecutionStatus is the agent's status as last reported, and
 	// ExecutionStatusAt when it was reported (older reports are ignored).
 	ExecutionStatus   string          `json:"execution_status,omitempty"`
@@ -175,10 +247,22 @@ type StartTask struct {
 	// ConversationID is chosen when the task is created, so every step and
 	// redelivery works on the same conversation.
 	ConversationID string `json:"conversation_id"`
-	// Secrets are the per-conversation secret values (never shown).
-	Secrets   map[string]string `json:"secrets,omitempty"`
-	Placement string            `json:"placement,omitempty"`
-	Steps     []StepTiming      `json:"steps"`
+	// SealedSecrets are the per-conversation secret values, sealed (see
+	// Sealer); never shown.
+	SealedSecrets map[string]string `json:"sealed_secrets,omitempty"`
+	// Placement says which strategy placed the conversation and why.
+	Placement string `json:"placement,omitempty"`
+	// OwnWorkDir is set when the conversation works in its own
+	// subdirectory of the sandbox's working directory (grouping).
+	OwnWorkDir bool `json:"own_work_dir,omitempty"`
+	// WorkDir and ProjectDir are the conversation's working directory and
+	// where its repository is (set while preparing the repository).
+	WorkDir    string `json:"work_dir,omitempty"`
+	ProjectDir string `json:"project_dir,omitempty"`
+	// Command is the agent server's bash command id of a step in progress
+	// (clone, setup script), polled by later deliveries.
+	Command string       `json:"command,omitempty"`
+	Steps   []StepTiming `json:"steps"`
 	// Attempts counts deliveries of the current step (for backoff and limits).
 	Attempts  int       `json:"attempts"`
 	CreatedAt time.Time `json:"created_at"`

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -143,4 +144,141 @@ func (c *Client) GetConversations(ctx context.Context, ids []string) ([]*Info, e
 // Get fetches path (with its query) and decodes the JSON answer into out.
 func (c *Client) Get(ctx context.Context, path string, out any) error {
 	return c.do(ctx, http.MethodGet, path, nil, out)
+}
+
+// Post sends body (strictly encoded) to path and decodes the JSON answer
+// into out (nil: ignored).
+func (c *Client) Post(ctx context.Context, path string, body, out any) error {
+	return c.do(ctx, http.MethodPost, path, body, out)
+}
+
+// DeleteConversation deletes a conversation on the agent server (404 is not
+// an error: it is already gone).
+func (c *Client) DeleteConversation(ctx context.Context, id string) error {
+	err := c.do(ctx, http.MethodDelete, "/api/conversations/"+url.PathEscape(id), nil, nil)
+	var he *HTTPError
+	if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// SetTitle renames a conversation on the agent server.
+func (c *Client) SetTitle(ctx context.Context, id, title string) error {
+	return c.do(ctx, http.MethodPatch, "/api/conversations/"+url.PathEscape(id), map[string]string{"title": title}, nil)
+}
+
+// BashRequest is a command for the agent server's bash API; Secrets are
+// its own environment (never stored, masked in its output).
+type BashRequest struct {
+	Command string            `json:"command"`
+	Cwd     *string           `json:"cwd"`
+	Timeout int               `json:"timeout"`
+	Secrets map[string]string `json:"secrets" acs:"nullable"`
+}
+
+// BashOutput is the part of a BashOutput event the control plane reads.
+type BashOutput struct {
+	ID        string  `json:"id"`
+	CommandID string  `json:"command_id"`
+	Order     int     `json:"order"`
+	ExitCode  *int    `json:"exit_code"`
+	Stdout    *string `json:"stdout"`
+	Stderr    *string `json:"stderr"`
+}
+
+// StartBash starts a command and returns its id at once.
+func (c *Client) StartBash(ctx context.Context, req BashRequest) (string, error) {
+	var cmd struct {
+		ID string `json:"id"`
+	}
+	if err := c.do(ctx, http.MethodPost, "/api/bash/start_bash_command", req, &cmd); err != nil {
+		return "", err
+	}
+	return cmd.ID, nil
+}
+
+// BashResult returns a command's joined output and its exit code once it
+// finished (done=false while it runs).
+func (c *Client) BashResult(ctx context.Context, commandID string) (stdout, stderr string, exitCode int, done bool, err error) {
+	page := ""
+	var out, errOut strings.Builder
+	for {
+		q := url.Values{"command_id__eq": {commandID}, "kind__eq": {"BashOutput"}, "limit": {"100"}}
+		if page != "" {
+			q.Set("page_id", page)
+		}
+		var p struct {
+			Items      []BashOutput `json:"items"`
+			NextPageID *string      `json:"next_page_id"`
+		}
+		if err := c.do(ctx, http.MethodGet, "/api/bash/bash_events/search?"+q.Encode(), nil, &p); err != nil {
+			return "", "", 0, false, err
+		}
+		for _, o := range p.Items {
+			if o.Stdout != nil {
+				out.WriteString(*o.Stdout)
+			}
+			if o.Stderr != nil {
+				errOut.WriteString(*o.Stderr)
+			}
+			if o.ExitCode != nil {
+				exitCode, done = *o.ExitCode, true
+			}
+		}
+		if p.NextPageID == nil {
+			break
+		}
+		page = *p.NextPageID
+	}
+	return out.String(), errOut.String(), exitCode, done, nil
+}
+
+// ExecBash runs a command and waits for it (bounded by its timeout).
+func (c *Client) ExecBash(ctx context.Context, req BashRequest) (BashOutput, error) {
+	var out BashOutput
+	hc := *c.HTTP
+	hc.Timeout = time.Duration(req.Timeout+30) * time.Second
+	cc := *c
+	cc.HTTP = &hc
+	err := cc.do(ctx, http.MethodPost, "/api/bash/execute_bash_command", req, &out)
+	return out, err
+}
+
+// Download reads a file of the sandbox (at most max bytes; ErrTooLarge
+// beyond). A missing file is an *HTTPError with status 404.
+func (c *Client) Download(ctx context.Context, path string, max int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/api/file/download?path="+url.QueryEscape(path), nil)
+	if err != nil {
+		return nil, err
+	}
+	if c.Key != "" {
+		req.Header.Set("X-Session-API-Key", c.Key)
+	}
+	res, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("agent server download: %w", err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("agent server download: %w", err)
+	}
+	if res.StatusCode/100 != 2 {
+		return nil, &HTTPError{Status: res.StatusCode, Detail: strings.TrimSpace(string(b))}
+	}
+	if int64(len(b)) > max {
+		return nil, ErrTooLarge
+	}
+	return b, nil
+}
+
+// ErrTooLarge is returned by Download for a file over the limit.
+var ErrTooLarge = errors.New("file too large")
+
+// Raw fetches path and returns the body as is (JSON answers passed through).
+func (c *Client) Raw(ctx context.Context, method, path string, body any) (json.RawMessage, error) {
+	var out json.RawMessage
+	err := c.do(ctx, method, path, body, &out)
+	return out, err
 }

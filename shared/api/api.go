@@ -27,7 +27,12 @@ type Deps struct {
 	Store   acs.Store
 	Queue   acs.Queue
 	Runtime acs.Runtime
-	// Flow is the start-flow configuration (sandbox specs, environment).
+	// Blobs keeps workspace archives (may be nil: no archive on delete).
+	Blobs acs.Blobs
+	// Sealer seals stored secrets and LLM keys.
+	Sealer acs.Sealer
+	// Flow is the start-flow and lifecycle configuration (sandbox specs,
+	// environment, caps, timeouts).
 	Flow startflow.Config
 	Now  func() time.Time
 }
@@ -36,6 +41,7 @@ type Deps struct {
 type API struct {
 	d     Deps
 	start *startflow.Service
+	life  *startflow.Lifecycle
 }
 
 // New returns the API over deps.
@@ -43,8 +49,15 @@ func New(d Deps) *API {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &API{d: d, start: &startflow.Service{Store: d.Store, Queue: d.Queue, Now: d.Now}}
+	d.Flow = d.Flow.Defaults()
+	life := &startflow.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow, Now: d.Now}
+	return &API{d: d, life: life,
+		start: &startflow.Service{Store: d.Store, Queue: d.Queue, Sealer: d.Sealer, Lifecycle: life, Now: d.Now}}
 }
+
+// Lifecycle returns the sandbox lifecycle manager the API uses (the
+// reconciler runs it too).
+func (a *API) Lifecycle() *startflow.Lifecycle { return a.life }
 
 func (a *API) now() time.Time { return a.d.Now().UTC() }
 
@@ -172,6 +185,12 @@ func writeErr(w http.ResponseWriter, err error) {
 		wire.WriteDetail(w, http.StatusConflict, strings.TrimSuffix(msg, ": "+acs.ErrConflict.Error()))
 	case errors.Is(err, acs.ErrGone):
 		wire.WriteDetail(w, http.StatusGone, strings.TrimSuffix(msg, ": "+acs.ErrGone.Error()))
+	case errors.Is(err, acs.ErrSandboxFailed):
+		wire.WriteDetail(w, http.StatusServiceUnavailable, strings.TrimSuffix(msg, ": "+acs.ErrSandboxFailed.Error()))
+	case errors.As(err, new(*startflow.FieldError)):
+		var fe *startflow.FieldError
+		errors.As(err, &fe)
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", fe.Field}, Msg: fe.Msg, Type: "value_error"}})
 	case errors.Is(err, acs.ErrCapacity):
 		w.Header().Set("Retry-After", "30")
 		wire.WriteDetail(w, http.StatusTooManyRequests, strings.TrimSuffix(msg, ": "+acs.ErrCapacity.Error()))

@@ -21,6 +21,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -84,12 +85,12 @@ func newEnv(t *testing.T, withWorker bool) *env {
 	cfg.Model, cfg.BaseURL, cfg.NumRetries = "test", &e.llm.URL, 0
 	flow := startflow.Config{LLM: cfg, PollInterval: 50 * time.Millisecond, StartupTimeout: 30 * time.Second,
 		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow})
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
 	e.srv = httptest.NewServer(v1.Handler())
 	t.Cleanup(e.srv.Close)
 	flow.WebhookBaseURL = e.srv.URL + "/api/v1/webhooks"
 	if withWorker {
-		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow})
+		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
 		e.srv.Config.Handler = v1.Handler()
 		w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow}
 		wctx, cancel := context.WithCancel(ctx)

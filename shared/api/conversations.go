@@ -1,13 +1,20 @@
 package api
 
 import (
+	"archive/zip"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -49,31 +56,6 @@ func batchIDs(q *wire.Query, name string) []string {
 	return out
 }
 
-// getStartTasks: GET /api/v1/app-conversations/start-tasks?ids=... returns
-// the tasks in request order, null for missing or another user's.
-func (a *API) getStartTasks(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
-	ids := batchIDs(q, "ids")
-	if !q.OK(w) {
-		return
-	}
-	user := userOf(r)
-	out := make([]*StartTaskJSON, len(ids))
-	for i, id := range ids {
-		t, err := a.d.Store.GetStartTask(r.Context(), id)
-		if errors.Is(err, acs.ErrNotFound) || (err == nil && t.OwnerID != user.ID) {
-			continue
-		}
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		tj := taskJSON(t)
-		out[i] = &tj
-	}
-	wire.WriteJSON(w, http.StatusOK, out)
-}
-
 // ownConversation loads a conversation of the caller; another user's is
 // ErrNotFound.
 func (a *API) ownConversation(r *http.Request, rawID string) (acs.Conversation, error) {
@@ -97,6 +79,7 @@ func (a *API) getConversations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := make([]*ConversationJSON, len(ids))
+	v := a.view()
 	for i, id := range ids {
 		c, err := a.ownConversation(r, id)
 		if errors.Is(err, acs.ErrNotFound) {
@@ -106,8 +89,461 @@ func (a *API) getConversations(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		cj := a.conversationJSON(r.Context(), c)
+		cj := a.conversationJSON(r.Context(), v, c)
 		out[i] = &cj
 	}
 	wire.WriteJSON(w, http.StatusOK, out)
+}
+
+// conversationFilter reads the search and count filters.
+func conversationFilter(q *wire.Query) acs.ConversationFilter {
+	f := acs.ConversationFilter{CreatedGTE: q.Time("created_at__gte"), CreatedLT: q.Time("created_at__lt"),
+		UpdatedGTE: q.Time("updated_at__gte"), UpdatedLT: q.Time("updated_at__lt"),
+		IncludeSubConversations: q.Bool("include_sub_conversations", false)}
+	if s := q.String("title__contains"); s != nil {
+		f.TitleContains = *s
+	}
+	if s := q.String("sandbox_id__eq"); s != nil {
+		f.SandboxID = *s
+	}
+	return f
+}
+
+// searchConversations: GET /api/v1/app-conversations/search, newest first.
+func (a *API) searchConversations(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	f := conversationFilter(q)
+	opts := listOptions(q)
+	if !q.OK(w) {
+		return
+	}
+	page, err := a.d.Store.SearchConversations(r.Context(), userOf(r).ID, f, opts)
+	if errors.Is(err, acs.ErrInvalid) {
+		writeBadPageID(w)
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	v := a.view()
+	items := make([]ConversationJSON, 0, len(page.Items))
+	for _, c := range page.Items {
+		items = append(items, a.conversationJSON(r.Context(), v, c))
+	}
+	wire.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
+}
+
+// countConversations: GET /api/v1/app-conversations/count (the search's
+// filters; sub-conversations counted only with include_sub_conversations,
+// like the search).
+func (a *API) countConversations(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	f := conversationFilter(q)
+	if !q.OK(w) {
+		return
+	}
+	n, err := a.d.Store.CountConversations(r.Context(), userOf(r).ID, f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, n)
+}
+
+func listOptions(q *wire.Query) acs.ListOptions {
+	opts := acs.ListOptions{Limit: q.Int("limit", 100, 1, 100)}
+	if p := q.String("page_id"); p != nil {
+		opts.PageToken = *p
+	}
+	return opts
+}
+
+// UpdateRequest is the body of PATCH /api/v1/app-conversations/{id}: only
+// fields present are applied; an explicit null clears a field. title is
+// accepted (the reference ignores it although its frontend sends it).
+type UpdateRequest struct {
+	Title              json.RawMessage `json:"title" acs:"nullable"`
+	Public             json.RawMessage `json:"public" acs:"nullable"`
+	SelectedRepository json.RawMessage `json:"selected_repository" acs:"nullable"`
+	SelectedBranch     json.RawMessage `json:"selected_branch" acs:"nullable"`
+	GitProvider        json.RawMessage `json:"git_provider" acs:"nullable"`
+}
+
+// optString decodes a present field: set reports presence, v is nil for an
+// explicit null.
+func optString(raw json.RawMessage, loc string, errs *strictjson.Errors) (v *string, set bool) {
+	if raw == nil {
+		return nil, false
+	}
+	if string(raw) == "null" {
+		return nil, true
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		*errs = append(*errs, strictjson.Error{Loc: []any{"body", loc}, Msg: "Input should be a valid string", Type: "string_type"})
+		return nil, false
+	}
+	return &s, true
+}
+
+// updateConversation: PATCH /api/v1/app-conversations/{id}.
+func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
+	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req UpdateRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	var errs strictjson.Errors
+	title, titleSet := optString(req.Title, "title", &errs)
+	repo, repoSet := optString(req.SelectedRepository, "selected_repository", &errs)
+	branch, branchSet := optString(req.SelectedBranch, "selected_branch", &errs)
+	provider, providerSet := optString(req.GitProvider, "git_provider", &errs)
+	var public *bool
+	publicSet := req.Public != nil
+	if publicSet && string(req.Public) != "null" {
+		var b bool
+		if err := json.Unmarshal(req.Public, &b); err != nil {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "public"}, Msg: "Input should be a valid boolean", Type: "bool_type"})
+		}
+		public = &b
+	}
+	if titleSet && (title == nil || strings.TrimSpace(*title) == "" || len(*title) > 200) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Msg: "title must be 1 to 200 characters", Type: "value_error"})
+	}
+	if repoSet && repo != nil {
+		if msg := startflow.RepositoryProblem(*repo); msg != "" {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_repository"}, Msg: msg, Type: "value_error"})
+		}
+	}
+	if branchSet && branch != nil {
+		if msg := startflow.BranchProblem(*branch); msg != "" {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_branch"}, Msg: msg, Type: "value_error"})
+		}
+	}
+	if providerSet && provider != nil && !startflow.ValidProvider(*provider) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "git_provider"}, Msg: strictjson.EnumMessage(startflow.GitProvider("").EnumValues()), Type: "enum"})
+	}
+	if repoSet && repo == nil && ((branchSet && branch != nil) || (!branchSet && c.SelectedBranch != nil) ||
+		(providerSet && provider != nil) || (!providerSet && c.GitProvider != nil)) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_repository"}, Type: "value_error",
+			Msg: "clearing selected_repository needs selected_branch and git_provider cleared too"})
+	}
+	if len(errs) > 0 {
+		wire.WriteValidation(w, errs)
+		return
+	}
+	c, err = a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
+		if titleSet {
+			conv.Title = title
+		}
+		if repoSet {
+			conv.SelectedRepository = repo
+		}
+		if branchSet {
+			conv.SelectedBranch = branch
+		}
+		if providerSet {
+			conv.GitProvider = provider
+		}
+		if publicSet {
+			conv.Public = public
+		}
+		conv.UpdatedAt = a.now()
+		return nil
+	})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if titleSet {
+		// Best effort: the agent server's title follows (if it is running).
+		if sb, err := a.d.Store.GetSandbox(r.Context(), c.SandboxID); err == nil && sb.Status == acs.SandboxRunning {
+			if _, st := a.life.Refresh(r.Context(), sb); st.Status == acs.SandboxRunning {
+				if err := agentclient.New(st.AgentURL, st.SessionKey).SetTitle(r.Context(), acs.Dashed(c.ID), *title); err != nil {
+					slog.Warn("api: rename on the agent server", "conversation", c.ID, "error", err)
+				}
+			}
+		}
+	}
+	wire.WriteJSON(w, http.StatusOK, a.conversationJSON(r.Context(), a.view(), c))
+}
+
+// deleteConversation: DELETE /api/v1/app-conversations/{id}. Its
+// sub-conversations go first; each is deleted on the agent server (or
+// marked for deletion there when its sandbox is paused), with its record,
+// events, start tasks and queued messages; its slot is released, and a
+// sandbox left without conversations is deleted too.
+func (a *API) deleteConversation(w http.ResponseWriter, r *http.Request) {
+	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	ctx := r.Context()
+	var subs []acs.Conversation
+	opts := acs.ListOptions{Limit: 100}
+	for {
+		page, err := a.d.Store.SearchConversations(ctx, c.OwnerID, acs.ConversationFilter{IncludeSubConversations: true}, opts)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		for _, x := range page.Items {
+			if x.ParentConversationID != nil && *x.ParentConversationID == c.ID {
+				subs = append(subs, x)
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		opts.PageToken = page.Next
+	}
+	for _, x := range append(subs, c) {
+		if err := a.removeConversation(ctx, x); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+func (a *API) removeConversation(ctx context.Context, c acs.Conversation) error {
+	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
+	hasSandbox := err == nil
+	if err != nil && !errors.Is(err, acs.ErrNotFound) {
+		return err
+	}
+	if hasSandbox && !sb.Status.ReadOnly() {
+		told := false
+		if live, st := a.life.Refresh(ctx, sb); st.Status == acs.SandboxRunning {
+			sb = live
+			if err := agentclient.New(st.AgentURL, st.SessionKey).DeleteConversation(ctx, acs.Dashed(c.ID)); err != nil {
+				slog.Warn("api: delete on the agent server", "conversation", c.ID, "error", err)
+			} else {
+				told = true
+			}
+		}
+		if !told {
+			if _, err := a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+				if !s.IsTombstone(c.ID) {
+					s.Tombstones = append(s.Tombstones, c.ID)
+				}
+				return nil
+			}); err != nil && !errors.Is(err, acs.ErrNotFound) {
+				return err
+			}
+		}
+	}
+	if err := a.d.Store.DeleteConversation(ctx, c.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+		return err
+	}
+	if err := a.d.Store.DeleteEvents(ctx, c.ID); err != nil {
+		return err
+	}
+	tasks, err := a.d.Store.SearchStartTasks(ctx, c.OwnerID, acs.StartTaskFilter{ConversationID: c.ID}, "", acs.ListOptions{Limit: 100})
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks.Items {
+		if err := a.d.Store.DeleteStartTask(ctx, t.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+			return err
+		}
+		a.dropPending(ctx, "task-"+t.ID)
+	}
+	a.dropPending(ctx, c.ID)
+	if !hasSandbox {
+		return nil
+	}
+	sb, err = a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error { s.Release(c.ID); return nil })
+	if err != nil {
+		if errors.Is(err, acs.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if sb.ConversationCount() == 0 {
+		// The sandbox's last conversation: the sandbox goes too.
+		if err := a.life.Remove(ctx, sb.ID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *API) dropPending(ctx context.Context, key string) {
+	msgs, err := a.d.Store.ListPendingMessages(ctx, key)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		_ = a.d.Store.DeletePendingMessage(ctx, key, m.ID)
+	}
+}
+
+// SendMessageRequest is the body of send-message (run defaults to true).
+type SendMessageRequest struct {
+	Role    events.Role      `json:"role" acs:"default=user"`
+	Content []events.Content `json:"content"`
+	Run     bool             `json:"run" acs:"default=true"`
+}
+
+// ValidateStrict requires a user message with content.
+func (m *SendMessageRequest) ValidateStrict() []strictjson.Error {
+	w := wire.SendMessageRequest{Role: m.Role, Content: m.Content}
+	return w.ValidateStrict()
+}
+
+// SendMessageResponse is send-message's answer.
+type SendMessageResponse struct {
+	Success       bool    `json:"success"`
+	SandboxStatus string  `json:"sandbox_status"`
+	Message       *string `json:"message" acs:"emitnull"`
+}
+
+// liveConversation makes the conversation's sandbox ready (resuming a
+// paused one first) and returns a client for its agent server. Read-only
+// sandboxes are refused: MISSING 410, ERROR 503; not ready in time 409; the
+// running cap 429.
+func (a *API) liveConversation(ctx context.Context, c acs.Conversation) (acs.Sandbox, *agentclient.Client, error) {
+	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
+	if errors.Is(err, acs.ErrNotFound) {
+		return sb, nil, fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
+	}
+	if err != nil {
+		return sb, nil, err
+	}
+	sb, client, err := a.life.Ready(ctx, sb, a.d.Flow.ResumeWait)
+	if err == nil {
+		a.life.Touch(ctx, sb, false)
+	}
+	return sb, client, err
+}
+
+// sendMessage: POST /api/v1/app-conversations/{id}/send-message. A paused
+// sandbox is resumed first; the message goes to the agent server.
+func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
+	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	var req SendMessageRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if errs := a.secretsInMessage(r.Context(), c, req.Content); len(errs) > 0 {
+		wire.WriteValidation(w, errs)
+		return
+	}
+	sb, client, err := a.liveConversation(r.Context(), c)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := client.SendMessage(r.Context(), acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: req.Run}); err != nil {
+		writeAgentErr(w, err)
+		return
+	}
+	a.life.Touch(r.Context(), sb, true)
+	wire.WriteJSON(w, http.StatusOK, SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
+}
+
+// secretsInMessage refuses message content holding the value of one of the
+// conversation's secrets (the spec's rule 4).
+func (a *API) secretsInMessage(ctx context.Context, c acs.Conversation, content []events.Content) strictjson.Errors {
+	sealed := map[string]string{}
+	if c.StartTaskID != "" {
+		if t, err := a.d.Store.GetStartTask(ctx, c.StartTaskID); err == nil {
+			sealed = t.SealedSecrets
+		}
+	}
+	secrets, err := startflow.MergeSecrets(ctx, a.d.Store, a.d.Sealer, c.OwnerID, sealed)
+	if err != nil {
+		return nil
+	}
+	var errs strictjson.Errors
+	for i, item := range content {
+		t, ok := item.(*events.TextContent)
+		if !ok {
+			continue
+		}
+		for name, v := range secrets {
+			if len(v) >= 4 && strings.Contains(t.Text, v) {
+				errs = append(errs, strictjson.Error{Loc: []any{"body", "content", i, "text"}, Type: "value_error",
+					Msg: fmt.Sprintf("the message contains the value of secret %s; refer to it by name instead", name)})
+			}
+		}
+	}
+	return errs
+}
+
+// writeAgentErr answers a failed call to an agent server with 502.
+func writeAgentErr(w http.ResponseWriter, err error) {
+	var he *agentclient.HTTPError
+	if errors.As(err, &he) {
+		if he.Status == http.StatusUnprocessableEntity {
+			wire.WriteDetail(w, http.StatusUnprocessableEntity, "The agent server refused the request: "+he.Detail)
+			return
+		}
+		wire.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, he.Detail))
+		return
+	}
+	slog.Warn("api: agent server unreachable", "error", err)
+	wire.WriteDetail(w, http.StatusBadGateway, "Failed to reach agent server.")
+}
+
+// downloadConversation: GET /api/v1/app-conversations/{id}/download: a zip
+// of every stored event (event_{i:06d}_{id}.json, in order) and meta.json
+// (the conversation). It works for read-only conversations.
+func (a *API) downloadConversation(w http.ResponseWriter, r *http.Request) {
+	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	ctx := r.Context()
+	first, err := a.d.Store.SearchEvents(ctx, c.ID, acs.EventQuery{Limit: 100})
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="conversation_%s.zip"`, c.ID))
+	zw := zip.NewWriter(w)
+	page, i := first, 0
+	for {
+		for _, ev := range page.Items {
+			v, err := strictjson.Parse(ev)
+			id := ""
+			if err == nil {
+				if idv, ok := v.Get("id"); ok {
+					id = idv.Str
+				}
+			}
+			f, err := zw.Create(fmt.Sprintf("event_%06d_%s.json", i, id))
+			if err != nil {
+				return
+			}
+			f.Write(ev)
+			i++
+		}
+		if page.Next == "" {
+			break
+		}
+		page, err = a.d.Store.SearchEvents(ctx, c.ID, acs.EventQuery{Limit: 100, PageToken: page.Next})
+		if err != nil {
+			slog.Error("api: download events", "conversation", c.ID, "error", err)
+			return // the zip is left unterminated: the client sees a broken download
+		}
+	}
+	meta, _ := strictjson.Marshal(a.conversationJSON(ctx, a.view(), c))
+	if f, err := zw.Create("meta.json"); err == nil {
+		f.Write(meta)
+	}
+	zw.Close()
 }

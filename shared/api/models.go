@@ -3,14 +3,11 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"log/slog"
 	"net/url"
 	"strconv"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/startflow"
 )
 
 // StepJSON is one recorded start-task step (an ACS extension).
@@ -130,38 +127,48 @@ func pageOf[T any](items []T, next string) PageJSON[T] {
 	return p
 }
 
-// liveSandbox refreshes a sandbox from its runtime (statuses the runtime can
-// change) and returns it with the runtime's session key when running.
+// liveSandbox refreshes a sandbox from its runtime and returns it with the
+// runtime's session key when running.
 func (a *API) liveSandbox(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, string) {
-	if sb.Status.ReadOnly() {
-		return sb, ""
-	}
-	st, err := a.d.Runtime.Status(ctx, sb.ID)
-	if err != nil {
-		slog.Warn("api: runtime status", "sandbox", sb.ID, "error", err)
-		return sb, ""
-	}
-	if st.Status != sb.Status || st.AgentURL != sb.AgentURL || (st.SessionKey != "" && acs.HashKey(st.SessionKey) != sb.SessionKeyHash) {
-		updated, err := a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
-			startflow.ApplyRuntimeStatus(s, st, a.now())
-			return nil
-		})
-		if err == nil {
-			sb = updated
-		} else if !errors.Is(err, acs.ErrNotFound) {
-			slog.Warn("api: record sandbox status", "sandbox", sb.ID, "error", err)
-		}
-	}
+	sb, st := a.life.Refresh(ctx, sb)
 	if sb.Status != acs.SandboxRunning {
 		return sb, ""
 	}
 	return sb, st.SessionKey
 }
 
+// sandboxView caches live sandboxes for one request (a page of
+// conversations often shares a few sandboxes).
+type sandboxView struct {
+	a     *API
+	cache map[string]*liveSB
+}
+
+type liveSB struct {
+	sb  acs.Sandbox
+	key string
+	ok  bool
+}
+
+func (a *API) view() *sandboxView { return &sandboxView{a: a, cache: map[string]*liveSB{}} }
+
+func (v *sandboxView) get(ctx context.Context, id string) (acs.Sandbox, string, bool) {
+	if l, ok := v.cache[id]; ok {
+		return l.sb, l.key, l.ok
+	}
+	l := &liveSB{}
+	if sb, err := v.a.d.Store.GetSandbox(ctx, id); err == nil {
+		l.sb, l.key = v.a.liveSandbox(ctx, sb)
+		l.ok = true
+	}
+	v.cache[id] = l
+	return l.sb, l.key, l.ok
+}
+
 func sandboxJSON(sb acs.Sandbox, key string) SandboxJSON {
 	owner := sb.OwnerID
 	out := SandboxJSON{ID: sb.ID, CreatedByUserID: &owner, SandboxSpecID: sb.SpecID, Status: string(sb.Status),
-		CreatedAt: events.At(sb.CreatedAt), Conversations: sb.Conversations, LastUsedAt: events.At(sb.LastUsedAt)}
+		CreatedAt: events.At(sb.CreatedAt), Conversations: sb.ConversationCount(), LastUsedAt: events.At(sb.LastUsedAt)}
 	if sb.Detail != "" {
 		d := sb.Detail
 		out.Detail = &d
@@ -191,7 +198,10 @@ func portOf(raw string) int {
 }
 
 // conversationJSON composes the record with the sandbox's live status.
-func (a *API) conversationJSON(ctx context.Context, c acs.Conversation) ConversationJSON {
+// sandbox_status reads PAUSED when the sandbox is paused, and also while its
+// agent waits for the user's confirmation or backs off an LLM rate limit
+// with the sandbox running (the spec's transition table).
+func (a *API) conversationJSON(ctx context.Context, v *sandboxView, c acs.Conversation) ConversationJSON {
 	owner := c.OwnerID
 	out := ConversationJSON{ID: c.ID, CreatedByUserID: &owner, SandboxID: c.SandboxID,
 		SelectedRepository: c.SelectedRepository, SelectedBranch: c.SelectedBranch, GitProvider: c.GitProvider,
@@ -205,21 +215,25 @@ func (a *API) conversationJSON(ctx context.Context, c acs.Conversation) Conversa
 	if out.Tags == nil {
 		out.Tags = map[string]string{}
 	}
-	if c.ExecutionStatus != "" {
-		s := c.ExecutionStatus
-		out.ExecutionStatus = &s
-	}
-	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
-	if err != nil {
+	sb, key, ok := v.get(ctx, c.SandboxID)
+	if !ok {
 		return out
 	}
-	sb, key := a.liveSandbox(ctx, sb)
 	out.SandboxStatus = string(sb.Status)
-	if sb.Status == acs.SandboxRunning && sb.AgentURL != "" {
-		u := sb.AgentURL + "/api/conversations/" + c.ID
-		out.ConversationURL = &u
-		if key != "" {
-			out.SessionAPIKey = &key
+	if sb.Status == acs.SandboxRunning {
+		if c.ExecutionStatus != "" {
+			s := c.ExecutionStatus
+			out.ExecutionStatus = &s
+		}
+		if c.ExecutionStatus == "waiting_for_confirmation" || (c.RateLimitedUntil != nil && a.now().Before(*c.RateLimitedUntil)) {
+			out.SandboxStatus = string(acs.SandboxPaused)
+		}
+		if sb.AgentURL != "" {
+			u := sb.AgentURL + "/api/conversations/" + c.ID
+			out.ConversationURL = &u
+			if key != "" {
+				out.SessionAPIKey = &key
+			}
 		}
 	}
 	return out

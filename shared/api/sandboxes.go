@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
@@ -26,36 +25,12 @@ func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	user := userOf(r)
-	now := a.now()
-	sb := acs.Sandbox{ID: acs.NewID(), OwnerID: user.ID, SpecID: spec.ID, Status: acs.SandboxStarting,
-		CreatedAt: now, UpdatedAt: now, LastUsedAt: now}
-	if err := a.d.Store.CreateSandbox(r.Context(), sb); err != nil {
-		writeErr(w, err)
-		return
-	}
-	st, err := a.d.Runtime.Start(r.Context(), acs.StartRequest{SandboxID: sb.ID, OwnerID: user.ID, Spec: spec,
-		SessionKey: acs.NewSecret(40), Env: a.d.Flow.SandboxEnv()})
-	if err != nil {
-		_, _ = a.d.Store.UpdateSandbox(r.Context(), sb.ID, func(s *acs.Sandbox) error {
-			s.Status, s.Detail = acs.SandboxError, "the runtime could not start the sandbox: "+err.Error()
-			return nil
-		})
-		writeErr(w, err)
-		return
-	}
-	sb, err = a.d.Store.UpdateSandbox(r.Context(), sb.ID, func(s *acs.Sandbox) error {
-		applyStatus(s, st, a.now())
-		return nil
-	})
+	sb, err := a.life.Create(r.Context(), acs.Sandbox{ID: acs.NewID(), OwnerID: userOf(r).ID, SpecID: spec.ID})
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	key := ""
-	if sb.Status == acs.SandboxRunning {
-		key = st.SessionKey
-	}
+	sb, key := a.liveSandbox(r.Context(), sb)
 	wire.WriteJSON(w, http.StatusOK, sandboxJSON(sb, key))
 }
 
@@ -134,12 +109,7 @@ func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	items := []SpecJSON{}
 	next := ""
 	for i := offset; i < len(specs) && i < offset+limit; i++ {
-		s := specs[i]
-		env := s.InitialEnv
-		if env == nil {
-			env = map[string]string{}
-		}
-		items = append(items, SpecJSON{ID: s.ID, Command: s.Command, CreatedAt: events.At(s.CreatedAt), InitialEnv: env, WorkingDir: s.WorkingDir})
+		items = append(items, specJSON(specs[i]))
 	}
 	if offset+limit < len(specs) {
 		next = strconv.Itoa(offset + limit)

@@ -11,20 +11,23 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/startflow"
 )
 
-func applyStatus(s *acs.Sandbox, st acs.RuntimeStatus, now time.Time) {
-	startflow.ApplyRuntimeStatus(s, st, now)
-}
+// errTombstone marks a report on a deleted conversation (acknowledged and
+// dropped).
+var errTombstone = errors.New("conversation deleted")
 
 // sandboxConversation loads (or, for a conversation created directly on the
 // agent server, creates) the record of a conversation a sandbox reports on.
-// A conversation of another sandbox is ErrForbidden.
+// A conversation of another sandbox is ErrForbidden; one deleted by the user
+// is errTombstone.
 func (a *API) sandboxConversation(r *http.Request, sb acs.Sandbox, rawID string) (acs.Conversation, error) {
 	id, err := acs.NormalizeID(rawID)
 	if err != nil {
 		return acs.Conversation{}, fmt.Errorf("conversation id %q: %w", rawID, acs.ErrNotFound)
+	}
+	if sb.IsTombstone(id) {
+		return acs.Conversation{}, errTombstone
 	}
 	c, err := a.d.Store.GetConversation(r.Context(), id)
 	if err == nil {
@@ -43,7 +46,12 @@ func (a *API) sandboxConversation(r *http.Request, sb acs.Sandbox, rawID string)
 	if err := a.d.Store.CreateConversation(r.Context(), c); err != nil && !errors.Is(err, acs.ErrConflict) {
 		return acs.Conversation{}, err
 	}
-	if _, err := a.d.Store.UpdateSandbox(r.Context(), sb.ID, func(s *acs.Sandbox) error { s.Conversations++; return nil }); err != nil {
+	if _, err := a.d.Store.UpdateSandbox(r.Context(), sb.ID, func(s *acs.Sandbox) error {
+		if !s.HasSlot(id) {
+			s.Slots = append(s.Slots, id) // already running there: no cap
+		}
+		return nil
+	}); err != nil {
 		return acs.Conversation{}, err
 	}
 	return a.d.Store.GetConversation(r.Context(), id)
@@ -84,10 +92,15 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	c, err := a.sandboxConversation(r, sb, r.PathValue("conversation_id"))
+	if errors.Is(err, errTombstone) {
+		wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+		return
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
+	a.life.Touch(r.Context(), sb, false)
 	if _, err := a.d.Store.PutEvents(r.Context(), c.ID, stored); err != nil {
 		writeErr(w, err)
 		return
@@ -119,10 +132,21 @@ func applyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 			m := st.Combined()
 			c.Metrics = strictjson.MustMarshal(&m)
 		}
+	case "agent_state":
+		var as map[string]string
+		if json.Unmarshal(value, &as) == nil {
+			c.RateLimitedUntil = nil
+			if v, ok := as["llm_rate_limited_until"]; ok {
+				if t, err := time.Parse(time.RFC3339, v); err == nil {
+					c.RateLimitedUntil = &t
+				}
+			}
+		}
 	case "full_state":
 		var info struct {
-			ExecutionStatus string     `json:"execution_status"`
-			Stats           wire.Stats `json:"stats"`
+			ExecutionStatus string          `json:"execution_status"`
+			Stats           wire.Stats      `json:"stats"`
+			AgentState      json.RawMessage `json:"agent_state"`
 		}
 		if json.Unmarshal(value, &info) == nil {
 			raw, _ := json.Marshal(info.ExecutionStatus)
@@ -130,6 +154,9 @@ func applyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 			if info.Stats.UsageToMetrics != nil {
 				raw, _ := json.Marshal(info.Stats)
 				applyState(c, "stats", raw, ts)
+			}
+			if len(info.AgentState) > 0 {
+				applyState(c, "agent_state", info.AgentState, ts)
 			}
 		}
 	}
@@ -150,6 +177,7 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 		Title           *string           `json:"title"`
 		Tags            map[string]string `json:"tags"`
 		UpdatedAt       string            `json:"updated_at"`
+		AgentState      json.RawMessage   `json:"agent_state"`
 	}
 	if err := json.Unmarshal(body, &info); err != nil || info.ID == "" {
 		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "id"}, Msg: "The body must be a ConversationInfo object with an id", Type: "missing"}})
@@ -160,6 +188,10 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c, err := a.sandboxConversation(r, sb, info.ID)
+	if errors.Is(err, errTombstone) {
+		wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+		return
+	}
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -177,6 +209,9 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 		}
 		if info.Title != nil && *info.Title != "" {
 			conv.Title = info.Title
+		}
+		if len(info.AgentState) > 0 {
+			applyState(conv, "agent_state", info.AgentState, updated)
 		}
 		if len(info.Tags) > 0 {
 			if conv.Tags == nil {

@@ -1,7 +1,9 @@
 // Package boltstore is the embedded acs.Store: one bbolt file under the data
-// directory. Records are JSON; secondary indexes (owner and creation time,
-// key hashes, conversations by sandbox, event ids) live in their own buckets
-// and change in the same transaction as the record, so they never disagree.
+// directory. Records are JSON; secondary indexes (owner and creation or update
+// time, key hashes, conversations by sandbox, event ids) live in their own
+// buckets and change in the same transaction as the record, so they never
+// disagree. Owner-index entries carry the few fields searches filter on, so
+// searches and counts decode only the records they return.
 package boltstore
 
 import (
@@ -10,7 +12,6 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -26,14 +27,23 @@ var (
 	bKeyHash      = []byte("apikey_hash")
 	bTasks        = []byte("tasks")
 	bTasksOwner   = []byte("tasks_owner")
+	bTasksUpdated = []byte("tasks_owner_updated")
 	bSandboxes    = []byte("sandboxes")
 	bSandboxHash  = []byte("sandbox_keyhash")
 	bSandboxOwner = []byte("sandboxes_owner")
 	bConvs        = []byte("conversations")
 	bConvOwner    = []byte("conversations_owner")
 	bConvSandbox  = []byte("conversations_sandbox")
+	bConvCount    = []byte("conversations_count")
 	bEvents       = []byte("events")
 	bEventIDs     = []byte("event_ids")
+	bSettings     = []byte("settings")
+	bSecrets      = []byte("secrets")
+	bPending      = []byte("pending_messages")
+	bMeta         = []byte("meta")
+
+	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bSandboxes, bSandboxHash,
+		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bSettings, bSecrets, bPending, bMeta}
 )
 
 // Store is an acs.Store on a bbolt file.
@@ -43,24 +53,24 @@ type Store struct {
 
 var _ acs.Store = (*Store)(nil)
 
-// Open opens (creating) the store file at path.
+// Open opens (creating) the store file at path. A file written by an older
+// version gains the buckets and index entries it lacks.
 func Open(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bSandboxes, bSandboxHash,
-			bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bEvents, bEventIDs} {
+		for _, b := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
-				return err
+				return fmt.Errorf("bucket %s: %w", b, err)
 			}
 		}
-		return nil
+		return migrate(tx)
 	})
 	if err != nil {
 		db.Close()
-		return nil, fmt.Errorf("init store: %w", err)
+		return nil, fmt.Errorf("init store %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
 }
@@ -82,30 +92,80 @@ func get(tx *bolt.Tx, bucket []byte, id string, v any, what string) error {
 }
 
 func put(tx *bolt.Tx, bucket []byte, id string, v any) error {
-	raw, err := json.Marshal(v)
+	raw, err := marshalNoEscape(v)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode %s %s: %w", bucket, id, err)
 	}
 	return tx.Bucket(bucket).Put([]byte(id), raw)
 }
 
-// ownerKey orders an owner's records by creation time, then id.
-func ownerKey(owner string, created time.Time, id string) []byte {
+// marshalNoEscape encodes without HTML escaping, so stored JSON (event
+// bodies, message contents, metrics) comes back as it was given.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// timeBits orders instants as big-endian unsigned integers.
+func timeBits(t time.Time) uint64 { return uint64(t.UnixNano()) + 1<<63 }
+
+func appendTime(b []byte, t time.Time) []byte { return binary.BigEndian.AppendUint64(b, timeBits(t)) }
+
+func ownerPrefix(owner string) []byte { return append([]byte(owner), 0) }
+
+// ownerKey orders an owner's records by a time (creation or update), then id.
+func ownerKey(owner string, t time.Time, id string) []byte {
 	k := make([]byte, 0, len(owner)+1+8+len(id))
 	k = append(k, owner...)
 	k = append(k, 0)
-	k = binary.BigEndian.AppendUint64(k, uint64(created.UnixNano())+1<<63)
+	k = appendTime(k, t)
 	return append(k, id...)
 }
 
-func encodeToken(k []byte) string { return base64.RawURLEncoding.EncodeToString(k) }
+// validKeyPart rejects the separator byte in ids that become key prefixes.
+func validKeyPart(what, s string) error {
+	if s == "" || strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%s %q: %w", what, s, acs.ErrInvalid)
+	}
+	return nil
+}
 
-func decodeToken(tok string, prefix []byte) ([]byte, error) {
-	k, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || !bytes.HasPrefix(k, prefix) {
+// ---- paging
+
+// Page tokens are base64 of a tag naming the listing (and its order) and the
+// index key of the next page's first entry, so a token only works for the
+// listing that issued it.
+const (
+	tagConversations = 'c'
+	tagSandboxes     = 's'
+	tagAllSandboxes  = 'S'
+	tagEvents        = 'e'
+	tagTasksCreated  = 'a'
+	tagTasksCreatedD = 'A'
+	tagTasksUpdated  = 'u'
+	tagTasksUpdatedD = 'U'
+)
+
+func encodeToken(tag byte, k []byte) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{tag}, k...))
+}
+
+// decodeToken returns the key a token resumes at (nil for ""); ErrInvalid
+// unless it was issued for the listing tag within prefix.
+func decodeToken(tok string, tag byte, prefix []byte) ([]byte, error) {
+	if tok == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(raw) < 2+len(prefix) || raw[0] != tag || !bytes.HasPrefix(raw[1:], prefix) {
 		return nil, fmt.Errorf("page token: %w", acs.ErrInvalid)
 	}
-	return k, nil
+	return raw[1:], nil
 }
 
 func clamp(limit int) int {
@@ -115,54 +175,101 @@ func clamp(limit int) int {
 	return limit
 }
 
-// listNewest walks an owner index newest first. load(id, keep) reports
-// whether the record matches and, when keep is set, adds it to the page. After
-// limit matches, the next matching key becomes the next page's token.
-func listNewest(tx *bolt.Tx, index []byte, owner string, opts acs.ListOptions, load func(id string, keep bool) (bool, error)) (string, error) {
-	prefix := append([]byte(owner), 0)
-	c := tx.Bucket(index).Cursor()
-	var k []byte
-	if opts.PageToken != "" {
-		start, err := decodeToken(opts.PageToken, prefix)
-		if err != nil {
-			return "", err
+// keyRange bounds a walk: lo inclusive, hi exclusive; nil is unbounded.
+type keyRange struct{ lo, hi []byte }
+
+// prefixRange is the range of keys starting with prefix.
+func prefixRange(prefix []byte) keyRange {
+	hi := bytes.Clone(prefix)
+	for i := len(hi) - 1; i >= 0; i-- {
+		if hi[i] < 0xff {
+			hi[i]++
+			return keyRange{lo: prefix, hi: hi[:i+1]}
 		}
-		k, _ = c.Seek(start)
+	}
+	return keyRange{lo: prefix}
+}
+
+// narrow intersects r with [lo, hi) (nil bounds leave r's).
+func (r keyRange) narrow(lo, hi []byte) keyRange {
+	if lo != nil && (r.lo == nil || bytes.Compare(lo, r.lo) > 0) {
+		r.lo = lo
+	}
+	if hi != nil && (r.hi == nil || bytes.Compare(hi, r.hi) < 0) {
+		r.hi = hi
+	}
+	return r
+}
+
+// walkPage walks the keys of r from start (inclusive; nil: the range's first
+// key in the walk's direction), ascending or descending. match reports
+// whether an entry belongs to the listing (nil: all do); the first limit
+// matches (all when limit < 0) go to keep, and the key of the next match is returned as the next
+// page's start (nil: no more). Only keep needs to decode records.
+func walkPage(c *bolt.Cursor, r keyRange, start []byte, desc bool, limit int,
+	match func(k, v []byte) (bool, error), keep func(k, v []byte) error) ([]byte, error) {
+	var k, v []byte
+	switch {
+	case desc && start != nil && (r.hi == nil || bytes.Compare(start, r.hi) < 0):
+		k, v = c.Seek(start)
 		if k == nil {
-			k, _ = c.Last()
+			k, v = c.Last()
 		} else if !bytes.Equal(k, start) {
-			k, _ = c.Prev()
+			k, v = c.Prev()
 		}
-	} else {
-		// Seek past the owner's keys, then step back.
-		k, _ = c.Seek(append([]byte(owner), 1))
+	case desc && r.hi != nil:
+		k, v = c.Seek(r.hi)
 		if k == nil {
-			k, _ = c.Last()
+			k, v = c.Last()
 		} else {
-			k, _ = c.Prev()
+			k, v = c.Prev()
+		}
+	case desc:
+		k, v = c.Last()
+	default:
+		from := r.lo
+		if start != nil && (from == nil || bytes.Compare(start, from) > 0) {
+			from = start
+		}
+		if from != nil {
+			k, v = c.Seek(from)
+		} else {
+			k, v = c.First()
 		}
 	}
-	limit := clamp(opts.Limit)
 	n := 0
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
-		id := string(k[len(prefix)+8:])
-		ok, err := load(id, n < limit)
-		if err != nil {
-			return "", err
+	for k != nil {
+		if desc && r.lo != nil && bytes.Compare(k, r.lo) < 0 || !desc && r.hi != nil && bytes.Compare(k, r.hi) >= 0 {
+			break
 		}
-		if !ok {
-			continue
+		ok := true
+		if match != nil {
+			var err error
+			if ok, err = match(k, v); err != nil {
+				return nil, err
+			}
 		}
-		if n == limit {
-			return encodeToken(append([]byte(nil), k...)), nil
+		if ok {
+			if n == limit {
+				return bytes.Clone(k), nil
+			}
+			if err := keep(k, v); err != nil {
+				return nil, err
+			}
+			n++
 		}
-		n++
+		if desc {
+			k, v = c.Prev()
+		} else {
+			k, v = c.Next()
+		}
 	}
-	return "", nil
+	return nil, nil
 }
 
 // ---- users and keys
 
+// CreateUser implements acs.Store.
 func (s *Store) CreateUser(_ context.Context, u acs.User) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bUsers).Get([]byte(u.ID)) != nil {
@@ -172,12 +279,14 @@ func (s *Store) CreateUser(_ context.Context, u acs.User) error {
 	})
 }
 
+// GetUser implements acs.Store.
 func (s *Store) GetUser(_ context.Context, id string) (acs.User, error) {
 	var u acs.User
 	err := s.db.View(func(tx *bolt.Tx) error { return get(tx, bUsers, id, &u, "user") })
 	return u, err
 }
 
+// CreateAPIKey implements acs.Store.
 func (s *Store) CreateAPIKey(_ context.Context, k acs.APIKey) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		if tx.Bucket(bKeys).Get([]byte(k.ID)) != nil || tx.Bucket(bKeyHash).Get([]byte(k.Hash)) != nil {
@@ -190,6 +299,7 @@ func (s *Store) CreateAPIKey(_ context.Context, k acs.APIKey) error {
 	})
 }
 
+// GetAPIKeyByHash implements acs.Store.
 func (s *Store) GetAPIKeyByHash(_ context.Context, hash string) (acs.APIKey, error) {
 	var k acs.APIKey
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -202,13 +312,14 @@ func (s *Store) GetAPIKeyByHash(_ context.Context, hash string) (acs.APIKey, err
 	return k, err
 }
 
+// ListAPIKeys implements acs.Store.
 func (s *Store) ListAPIKeys(_ context.Context, userID string) ([]acs.APIKey, error) {
 	var out []acs.APIKey
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bKeys).ForEach(func(_, v []byte) error {
+		return tx.Bucket(bKeys).ForEach(func(id, v []byte) error {
 			var k acs.APIKey
 			if err := json.Unmarshal(v, &k); err != nil {
-				return err
+				return fmt.Errorf("decode api key %s: %w", id, err)
 			}
 			if k.UserID == userID {
 				out = append(out, k)
@@ -219,6 +330,7 @@ func (s *Store) ListAPIKeys(_ context.Context, userID string) ([]acs.APIKey, err
 	return out, err
 }
 
+// DeleteAPIKey implements acs.Store.
 func (s *Store) DeleteAPIKey(_ context.Context, userID, id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		var k acs.APIKey
@@ -232,500 +344,5 @@ func (s *Store) DeleteAPIKey(_ context.Context, userID, id string) error {
 			return err
 		}
 		return tx.Bucket(bKeys).Delete([]byte(id))
-	})
-}
-
-// ---- start tasks
-
-func (s *Store) CreateStartTask(_ context.Context, t acs.StartTask) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bTasks).Get([]byte(t.ID)) != nil {
-			return fmt.Errorf("start task %s: %w", t.ID, acs.ErrConflict)
-		}
-		if err := put(tx, bTasks, t.ID, t); err != nil {
-			return err
-		}
-		return tx.Bucket(bTasksOwner).Put(ownerKey(t.OwnerID, t.CreatedAt, t.ID), nil)
-	})
-}
-
-func (s *Store) GetStartTask(_ context.Context, id string) (acs.StartTask, error) {
-	var t acs.StartTask
-	err := s.db.View(func(tx *bolt.Tx) error { return get(tx, bTasks, id, &t, "start task") })
-	return t, err
-}
-
-func (s *Store) UpdateStartTask(_ context.Context, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
-	var t acs.StartTask
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := get(tx, bTasks, id, &t, "start task"); err != nil {
-			return err
-		}
-		owner, created := t.OwnerID, t.CreatedAt
-		if err := fn(&t); err != nil {
-			return err
-		}
-		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
-		return put(tx, bTasks, id, t)
-	})
-	return t, err
-}
-
-func (s *Store) ListStartTasks(_ context.Context, ownerID string, opts acs.ListOptions) (acs.Page[acs.StartTask], error) {
-	var page acs.Page[acs.StartTask]
-	err := s.db.View(func(tx *bolt.Tx) error {
-		next, err := listNewest(tx, bTasksOwner, ownerID, opts, func(id string, keep bool) (bool, error) {
-			var t acs.StartTask
-			if err := get(tx, bTasks, id, &t, "start task"); err != nil {
-				return false, err
-			}
-			if keep {
-				page.Items = append(page.Items, t)
-			}
-			return true, nil
-		})
-		page.Next = next
-		return err
-	})
-	return page, err
-}
-
-// ---- sandboxes
-
-func (s *Store) CreateSandbox(_ context.Context, sb acs.Sandbox) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bSandboxes).Get([]byte(sb.ID)) != nil {
-			return fmt.Errorf("sandbox %s: %w", sb.ID, acs.ErrConflict)
-		}
-		if err := put(tx, bSandboxes, sb.ID, sb); err != nil {
-			return err
-		}
-		if sb.SessionKeyHash != "" {
-			if err := tx.Bucket(bSandboxHash).Put([]byte(sb.SessionKeyHash), []byte(sb.ID)); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bSandboxOwner).Put(ownerKey(sb.OwnerID, sb.CreatedAt, sb.ID), nil)
-	})
-}
-
-func (s *Store) GetSandbox(_ context.Context, id string) (acs.Sandbox, error) {
-	var sb acs.Sandbox
-	err := s.db.View(func(tx *bolt.Tx) error { return get(tx, bSandboxes, id, &sb, "sandbox") })
-	return sb, err
-}
-
-func (s *Store) GetSandboxBySessionKeyHash(_ context.Context, hash string) (acs.Sandbox, error) {
-	var sb acs.Sandbox
-	err := s.db.View(func(tx *bolt.Tx) error {
-		id := tx.Bucket(bSandboxHash).Get([]byte(hash))
-		if id == nil || hash == "" {
-			return notFound("sandbox", "by session key")
-		}
-		return get(tx, bSandboxes, string(id), &sb, "sandbox")
-	})
-	return sb, err
-}
-
-func (s *Store) UpdateSandbox(_ context.Context, id string, fn func(*acs.Sandbox) error) (acs.Sandbox, error) {
-	var sb acs.Sandbox
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := get(tx, bSandboxes, id, &sb, "sandbox"); err != nil {
-			return err
-		}
-		oldHash, owner, created := sb.SessionKeyHash, sb.OwnerID, sb.CreatedAt
-		if err := fn(&sb); err != nil {
-			return err
-		}
-		sb.ID, sb.OwnerID, sb.CreatedAt = id, owner, created
-		if sb.SessionKeyHash != oldHash {
-			if oldHash != "" {
-				if err := tx.Bucket(bSandboxHash).Delete([]byte(oldHash)); err != nil {
-					return err
-				}
-			}
-			if sb.SessionKeyHash != "" {
-				if err := tx.Bucket(bSandboxHash).Put([]byte(sb.SessionKeyHash), []byte(id)); err != nil {
-					return err
-				}
-			}
-		}
-		return put(tx, bSandboxes, id, sb)
-	})
-	return sb, err
-}
-
-func (s *Store) ListSandboxes(_ context.Context, ownerID string, opts acs.ListOptions) (acs.Page[acs.Sandbox], error) {
-	var page acs.Page[acs.Sandbox]
-	err := s.db.View(func(tx *bolt.Tx) error {
-		next, err := listNewest(tx, bSandboxOwner, ownerID, opts, func(id string, keep bool) (bool, error) {
-			var sb acs.Sandbox
-			if err := get(tx, bSandboxes, id, &sb, "sandbox"); err != nil {
-				return false, err
-			}
-			if keep {
-				page.Items = append(page.Items, sb)
-			}
-			return true, nil
-		})
-		page.Next = next
-		return err
-	})
-	return page, err
-}
-
-func (s *Store) DeleteSandbox(_ context.Context, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		var sb acs.Sandbox
-		if err := get(tx, bSandboxes, id, &sb, "sandbox"); err != nil {
-			return err
-		}
-		if sb.SessionKeyHash != "" {
-			if err := tx.Bucket(bSandboxHash).Delete([]byte(sb.SessionKeyHash)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bSandboxOwner).Delete(ownerKey(sb.OwnerID, sb.CreatedAt, sb.ID)); err != nil {
-			return err
-		}
-		return tx.Bucket(bSandboxes).Delete([]byte(id))
-	})
-}
-
-// ---- conversations
-
-func sandboxKey(sandboxID, convID string) []byte { return []byte(sandboxID + "\x00" + convID) }
-
-func (s *Store) CreateConversation(_ context.Context, c acs.Conversation) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bConvs).Get([]byte(c.ID)) != nil {
-			return fmt.Errorf("conversation %s: %w", c.ID, acs.ErrConflict)
-		}
-		if err := put(tx, bConvs, c.ID, c); err != nil {
-			return err
-		}
-		if c.SandboxID != "" {
-			if err := tx.Bucket(bConvSandbox).Put(sandboxKey(c.SandboxID, c.ID), nil); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bConvOwner).Put(ownerKey(c.OwnerID, c.CreatedAt, c.ID), nil)
-	})
-}
-
-func (s *Store) GetConversation(_ context.Context, id string) (acs.Conversation, error) {
-	var c acs.Conversation
-	err := s.db.View(func(tx *bolt.Tx) error { return get(tx, bConvs, id, &c, "conversation") })
-	return c, err
-}
-
-func (s *Store) UpdateConversation(_ context.Context, id string, fn func(*acs.Conversation) error) (acs.Conversation, error) {
-	var c acs.Conversation
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := get(tx, bConvs, id, &c, "conversation"); err != nil {
-			return err
-		}
-		oldSandbox, owner, created := c.SandboxID, c.OwnerID, c.CreatedAt
-		if err := fn(&c); err != nil {
-			return err
-		}
-		c.ID, c.OwnerID, c.CreatedAt = id, owner, created
-		if c.SandboxID != oldSandbox {
-			if oldSandbox != "" {
-				if err := tx.Bucket(bConvSandbox).Delete(sandboxKey(oldSandbox, id)); err != nil {
-					return err
-				}
-			}
-			if c.SandboxID != "" {
-				if err := tx.Bucket(bConvSandbox).Put(sandboxKey(c.SandboxID, id), nil); err != nil {
-					return err
-				}
-			}
-		}
-		return put(tx, bConvs, id, c)
-	})
-	return c, err
-}
-
-func inRange(t time.Time, gte, lt *time.Time) bool {
-	return (gte == nil || !t.Before(*gte)) && (lt == nil || t.Before(*lt))
-}
-
-func (s *Store) SearchConversations(_ context.Context, ownerID string, f acs.ConversationFilter, opts acs.ListOptions) (acs.Page[acs.Conversation], error) {
-	var page acs.Page[acs.Conversation]
-	title := strings.ToLower(f.TitleContains)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		next, err := listNewest(tx, bConvOwner, ownerID, opts, func(id string, keep bool) (bool, error) {
-			var c acs.Conversation
-			if err := get(tx, bConvs, id, &c, "conversation"); err != nil {
-				return false, err
-			}
-			switch {
-			case title != "" && (c.Title == nil || !strings.Contains(strings.ToLower(*c.Title), title)):
-				return false, nil
-			case !inRange(c.CreatedAt, f.CreatedGTE, f.CreatedLT), !inRange(c.UpdatedAt, f.UpdatedGTE, f.UpdatedLT):
-				return false, nil
-			case f.SandboxID != "" && c.SandboxID != f.SandboxID:
-				return false, nil
-			case !f.IncludeSubConversations && c.ParentConversationID != nil:
-				return false, nil
-			}
-			if keep {
-				page.Items = append(page.Items, c)
-			}
-			return true, nil
-		})
-		page.Next = next
-		return err
-	})
-	return page, err
-}
-
-func (s *Store) ListConversationsBySandbox(_ context.Context, sandboxID string) ([]acs.Conversation, error) {
-	var out []acs.Conversation
-	prefix := []byte(sandboxID + "\x00")
-	err := s.db.View(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bConvSandbox).Cursor()
-		for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-			var conv acs.Conversation
-			if err := get(tx, bConvs, string(k[len(prefix):]), &conv, "conversation"); err != nil {
-				return err
-			}
-			out = append(out, conv)
-		}
-		return nil
-	})
-	return out, err
-}
-
-func (s *Store) DeleteConversation(_ context.Context, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		var c acs.Conversation
-		if err := get(tx, bConvs, id, &c, "conversation"); err != nil {
-			return err
-		}
-		if c.SandboxID != "" {
-			if err := tx.Bucket(bConvSandbox).Delete(sandboxKey(c.SandboxID, id)); err != nil {
-				return err
-			}
-		}
-		if err := tx.Bucket(bConvOwner).Delete(ownerKey(c.OwnerID, c.CreatedAt, id)); err != nil {
-			return err
-		}
-		return tx.Bucket(bConvs).Delete([]byte(id))
-	})
-}
-
-// ---- events
-
-type storedEvent struct {
-	Kind   string          `json:"k"`
-	Source string          `json:"s"`
-	Text   string          `json:"t,omitempty"`
-	JSON   json.RawMessage `json:"j"`
-}
-
-// marshalNoEscape encodes without HTML escaping, so stored event JSON comes
-// back byte for byte.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-func eventKey(ts time.Time, id string) []byte {
-	k := binary.BigEndian.AppendUint64(nil, uint64(ts.UnixMicro())+1<<63)
-	return append(k, id...)
-}
-
-func (s *Store) PutEvents(_ context.Context, convID string, evs []acs.StoredEvent) (int, error) {
-	added := 0
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		added = 0
-		eb, err := tx.Bucket(bEvents).CreateBucketIfNotExists([]byte(convID))
-		if err != nil {
-			return err
-		}
-		ib, err := tx.Bucket(bEventIDs).CreateBucketIfNotExists([]byte(convID))
-		if err != nil {
-			return err
-		}
-		for _, ev := range evs {
-			if ev.ID == "" {
-				return fmt.Errorf("event without id: %w", acs.ErrInvalid)
-			}
-			if ib.Get([]byte(ev.ID)) != nil {
-				continue
-			}
-			raw, err := marshalNoEscape(storedEvent{Kind: ev.Kind, Source: ev.Source, Text: ev.Text, JSON: ev.JSON})
-			if err != nil {
-				return err
-			}
-			k := eventKey(ev.Timestamp, ev.ID)
-			if err := eb.Put(k, raw); err != nil {
-				return err
-			}
-			if err := ib.Put([]byte(ev.ID), k); err != nil {
-				return err
-			}
-			added++
-		}
-		return nil
-	})
-	return added, err
-}
-
-func matchEvent(f *acs.EventFilter, body string, e *storedEvent) bool {
-	return (f.Kind == "" || e.Kind == f.Kind) && (f.Source == "" || e.Source == f.Source) &&
-		(body == "" || strings.Contains(e.Text, body))
-}
-
-func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery) (acs.Page[[]byte], error) {
-	var page acs.Page[[]byte]
-	body := strings.ToLower(q.Body)
-	limit := clamp(q.Limit)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		eb := tx.Bucket(bEvents).Bucket([]byte(convID))
-		if eb == nil {
-			if q.PageToken != "" {
-				return fmt.Errorf("page token: %w", acs.ErrInvalid)
-			}
-			return nil
-		}
-		c := eb.Cursor()
-		var lo, hi []byte
-		if q.TimestampGTE != nil {
-			lo = eventKey(*q.TimestampGTE, "")
-		}
-		if q.TimestampLT != nil {
-			hi = eventKey(*q.TimestampLT, "")
-		}
-		var k, v []byte
-		if q.PageToken != "" {
-			start, err := decodeToken(q.PageToken, nil)
-			if err != nil || len(start) < 8 {
-				return fmt.Errorf("page token: %w", acs.ErrInvalid)
-			}
-			k, v = c.Seek(start)
-			if q.Desc && (k == nil || !bytes.Equal(k, start)) {
-				if k == nil {
-					k, v = c.Last()
-				} else {
-					k, v = c.Prev()
-				}
-			}
-		} else if q.Desc {
-			if hi != nil {
-				k, v = c.Seek(hi)
-				if k == nil {
-					k, v = c.Last()
-				} else {
-					k, v = c.Prev()
-				}
-			} else {
-				k, v = c.Last()
-			}
-		} else if lo != nil {
-			k, v = c.Seek(lo)
-		} else {
-			k, v = c.First()
-		}
-		step := c.Next
-		if q.Desc {
-			step = c.Prev
-		}
-		for ; k != nil; k, v = step() {
-			if lo != nil && bytes.Compare(k, lo) < 0 {
-				if q.Desc {
-					break
-				}
-				continue
-			}
-			if hi != nil && bytes.Compare(k, hi) >= 0 {
-				if !q.Desc {
-					break
-				}
-				continue
-			}
-			var e storedEvent
-			if err := json.Unmarshal(v, &e); err != nil {
-				return err
-			}
-			if !matchEvent(&q.EventFilter, body, &e) {
-				continue
-			}
-			if len(page.Items) == limit {
-				page.Next = encodeToken(append([]byte(nil), k...))
-				break
-			}
-			page.Items = append(page.Items, append([]byte(nil), e.JSON...))
-		}
-		return nil
-	})
-	return page, err
-}
-
-func (s *Store) CountEvents(_ context.Context, convID string, f acs.EventFilter) (int, error) {
-	n := 0
-	body := strings.ToLower(f.Body)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		eb := tx.Bucket(bEvents).Bucket([]byte(convID))
-		if eb == nil {
-			return nil
-		}
-		return eb.ForEach(func(k, v []byte) error {
-			ts := time.UnixMicro(int64(binary.BigEndian.Uint64(k[:8]) - 1<<63))
-			if !inRange(ts, f.TimestampGTE, f.TimestampLT) {
-				return nil
-			}
-			var e storedEvent
-			if err := json.Unmarshal(v, &e); err != nil {
-				return err
-			}
-			if matchEvent(&f, body, &e) {
-				n++
-			}
-			return nil
-		})
-	})
-	return n, err
-}
-
-func (s *Store) GetEvents(_ context.Context, convID string, ids []string) ([][]byte, error) {
-	out := make([][]byte, len(ids))
-	err := s.db.View(func(tx *bolt.Tx) error {
-		eb := tx.Bucket(bEvents).Bucket([]byte(convID))
-		ib := tx.Bucket(bEventIDs).Bucket([]byte(convID))
-		if eb == nil || ib == nil {
-			return nil
-		}
-		for i, id := range ids {
-			k := ib.Get([]byte(id))
-			if k == nil {
-				continue
-			}
-			var e storedEvent
-			if err := json.Unmarshal(eb.Get(k), &e); err != nil {
-				return err
-			}
-			out[i] = append([]byte(nil), e.JSON...)
-		}
-		return nil
-	})
-	return out, err
-}
-
-func (s *Store) DeleteEvents(_ context.Context, convID string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bEvents, bEventIDs} {
-			if err := tx.Bucket(b).DeleteBucket([]byte(convID)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
-				return err
-			}
-		}
-		return nil
 	})
 }

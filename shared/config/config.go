@@ -34,6 +34,25 @@ type Local struct {
 	// SandboxStartupTimeout bounds waiting for a sandbox
 	// (ACS_SANDBOX_STARTUP_TIMEOUT, default 120s).
 	SandboxStartupTimeout time.Duration
+	// GitHost is where selected_repository is cloned from (ACS_GIT_HOST,
+	// default https://github.com).
+	GitHost string
+	// MaxRunningSandboxes caps each user's running sandboxes
+	// (ACS_MAX_RUNNING_SANDBOXES, default 10; 0 means no cap).
+	MaxRunningSandboxes int
+	// IdlePause pauses a sandbox idle this long (ACS_IDLE_PAUSE_AFTER,
+	// default 30m); IdleCleanup archives and cleans up one paused this long
+	// (ACS_IDLE_CLEANUP_AFTER, default 168h). 0 disables.
+	IdlePause, IdleCleanup time.Duration
+	// ReconcileInterval spaces the idle reconciler's passes
+	// (ACS_RECONCILE_INTERVAL, default 30s).
+	ReconcileInterval time.Duration
+	// SecretKey seals stored secrets (ACS_SECRET_KEY); when empty a random
+	// key is generated and kept in the data dir.
+	SecretKey string
+	// SpecsFile is a JSON array of sandbox specs (ACS_SANDBOX_SPECS); empty
+	// means the built-in default spec.
+	SpecsFile string
 }
 
 // LoadLocal reads the local configuration through getenv.
@@ -90,6 +109,42 @@ func LoadLocal(getenv func(string) string) (Local, error) {
 			c.SandboxStartupTimeout = d
 		}
 	}
+	c.GitHost = strings.TrimRight(or(getenv("ACS_GIT_HOST"), "https://github.com"), "/")
+	if u, err := url.Parse(c.GitHost); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		problems = append(problems, fmt.Sprintf("ACS_GIT_HOST %q must be an http(s) URL", c.GitHost))
+	}
+	c.MaxRunningSandboxes = 10
+	if v := getenv("ACS_MAX_RUNNING_SANDBOXES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			problems = append(problems, "ACS_MAX_RUNNING_SANDBOXES must be a non-negative integer (0: no cap)")
+		} else {
+			c.MaxRunningSandboxes = n
+		}
+	}
+	dur := func(name string, def time.Duration, allowZero bool) time.Duration {
+		v := getenv(name)
+		if v == "" {
+			return def
+		}
+		if v == "0" && allowZero {
+			return 0
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || (d == 0 && !allowZero) {
+			problems = append(problems, name+" must be a duration such as 30m"+map[bool]string{true: " (0 disables)", false: ""}[allowZero])
+			return def
+		}
+		return d
+	}
+	c.IdlePause = dur("ACS_IDLE_PAUSE_AFTER", 30*time.Minute, true)
+	c.IdleCleanup = dur("ACS_IDLE_CLEANUP_AFTER", 7*24*time.Hour, true)
+	c.ReconcileInterval = dur("ACS_RECONCILE_INTERVAL", 30*time.Second, false)
+	c.SecretKey = getenv("ACS_SECRET_KEY")
+	if c.SecretKey != "" && len(c.SecretKey) < 16 {
+		problems = append(problems, "ACS_SECRET_KEY must be at least 16 characters")
+	}
+	c.SpecsFile = getenv("ACS_SANDBOX_SPECS")
 	if len(problems) > 0 {
 		return c, errors.New("configuration: " + strings.Join(problems, "; "))
 	}

@@ -3,10 +3,16 @@
 package sandboxtest
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"path"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +29,8 @@ type Options struct {
 	// Timeout bounds waiting for RUNNING.
 	Timeout time.Duration
 	// WriteFile, when set, puts a file into a sandbox's workspace and
-	// ReadFile reads it back, to check that pause keeps the workspace.
+	// ReadFile reads it back, to check that pause keeps the workspace and
+	// that Archive holds the file.
 	WriteFile func(t *testing.T, st acs.RuntimeStatus, name, content string)
 	ReadFile  func(t *testing.T, st acs.RuntimeStatus, name string) (string, error)
 }
@@ -160,6 +167,64 @@ func Run(t *testing.T, rt acs.Runtime, opts Options) {
 		}
 	})
 
+	t.Run("Archive", func(t *testing.T) {
+		if err := rt.Archive(ctx, "never-created", io.Discard); !errors.Is(err, acs.ErrNotFound) {
+			t.Fatalf("archive unknown: %v, want ErrNotFound", err)
+		}
+		sid := id(t)
+		t.Cleanup(func() { rt.Delete(ctx, sid) })
+		if _, err := rt.Start(ctx, acs.StartRequest{SandboxID: sid, OwnerID: "u1", Spec: opts.Spec, SessionKey: acs.NewSecret(32)}); err != nil {
+			t.Fatal(err)
+		}
+		running := waitFor(t, sid, acs.SandboxRunning)
+		const name, content = "archived.txt", "in the archive\n"
+		if opts.WriteFile != nil {
+			opts.WriteFile(t, running, name, content)
+		}
+		check := func(t *testing.T, when string) {
+			t.Helper()
+			var buf bytes.Buffer
+			if err := rt.Archive(ctx, sid, &buf); err != nil {
+				t.Fatalf("archive %s: %v", when, err)
+			}
+			files, err := untar(&buf)
+			if err != nil {
+				t.Fatalf("archive %s: %v", when, err)
+			}
+			if opts.WriteFile == nil {
+				return
+			}
+			got, ok := files[name]
+			if !ok {
+				t.Fatalf("archive %s lacks %s (has %d files)", when, name, len(files))
+			}
+			if got != content {
+				t.Fatalf("archive %s: %s holds %q, want %q", when, name, got, content)
+			}
+		}
+		check(t, "while running")
+
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := rt.Archive(canceled, sid, io.Discard); err == nil {
+			t.Fatal("archive with a canceled context succeeded")
+		}
+
+		if err := rt.Pause(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, sid, acs.SandboxPaused)
+		check(t, "while paused")
+
+		if err := rt.Delete(ctx, sid); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, sid, acs.SandboxMissing)
+		if err := rt.Archive(ctx, sid, io.Discard); !errors.Is(err, acs.ErrNotFound) {
+			t.Fatalf("archive deleted: %v, want ErrNotFound", err)
+		}
+	})
+
 	t.Run("ConcurrentStartsMakeOneSandbox", func(t *testing.T) {
 		sid := id(t)
 		t.Cleanup(func() { rt.Delete(ctx, sid) })
@@ -182,4 +247,41 @@ func Run(t *testing.T, rt acs.Runtime, opts Options) {
 			t.Fatal("the one sandbox does not answer with its key")
 		}
 	})
+}
+
+// untar reads a gzip-compressed tar and returns its regular files by name
+// (relative to the workspace, a leading "./" dropped). Names that are
+// absolute or climb out with ".." are errors.
+func untar(r io.Reader) (map[string]string, error) {
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		return nil, fmt.Errorf("not gzip: %w", err)
+	}
+	tr := tar.NewReader(gz)
+	files := map[string]string{}
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("not a tar: %w", err)
+		}
+		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
+			return nil, fmt.Errorf("entry %q is outside the workspace", hdr.Name)
+		}
+		if hdr.Typeflag != tar.TypeReg {
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", hdr.Name, err)
+		}
+		files[name] = string(b)
+	}
+	if err := gz.Close(); err != nil {
+		return nil, err
+	}
+	return files, nil
 }

@@ -89,6 +89,45 @@ const (
 	MaxSecretValueSize = 65536
 )
 
+// RepositoryProblem says what is wrong with a selected_repository value, or
+// "" when it is a valid <org>/<repository>.
+func RepositoryProblem(repo string) string {
+	if !repoPattern.MatchString(repo) || strings.Contains(repo, "..") || strings.HasSuffix(repo, ".git") {
+		return "selected_repository must be <org>/<repository>: letters, digits, '.', '_' and '-' only"
+	}
+	return ""
+}
+
+// BranchProblem says what is wrong with a branch name, or "".
+func BranchProblem(b string) string {
+	if !branchPattern.MatchString(b) || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") ||
+		strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock") || strings.Contains(b, "..") || strings.Contains(b, "//") || len(b) > 255 {
+		return "selected_branch is not a valid git branch name"
+	}
+	return ""
+}
+
+// ValidProvider reports whether p is a git provider value.
+func ValidProvider(p string) bool {
+	for _, v := range GitProvider("").EnumValues() {
+		if v == p {
+			return true
+		}
+	}
+	return false
+}
+
+// SecretNameProblem says what is wrong with a secret name, or "".
+func SecretNameProblem(name string) string {
+	switch {
+	case len(name) > MaxSecretNameLen || !secretName.MatchString(name):
+		return "secret names must be environment variable names (letters, digits and '_', not starting with a digit)"
+	case blockedSecretNames[strings.ToUpper(name)] || strings.HasPrefix(strings.ToUpper(name), "LLM_"):
+		return "this name configures the sandbox and cannot be a secret"
+	}
+	return ""
+}
+
 func verr(loc []any, typ, msg string) strictjson.Error {
 	return strictjson.Error{Loc: loc, Msg: msg, Type: typ}
 }
@@ -97,17 +136,13 @@ func verr(loc []any, typ, msg string) strictjson.Error {
 func (r *StartRequest) ValidateStrict() []strictjson.Error {
 	var errs []strictjson.Error
 	if r.SelectedRepository != nil {
-		repo := *r.SelectedRepository
-		if !repoPattern.MatchString(repo) || strings.Contains(repo, "..") {
-			errs = append(errs, verr([]any{"selected_repository"}, "value_error",
-				"selected_repository must be <org>/<repository>: letters, digits, '.', '_' and '-' only"))
+		if msg := RepositoryProblem(*r.SelectedRepository); msg != "" {
+			errs = append(errs, verr([]any{"selected_repository"}, "value_error", msg))
 		}
 	}
 	if r.SelectedBranch != nil {
-		b := *r.SelectedBranch
-		if !branchPattern.MatchString(b) || strings.HasPrefix(b, "-") || strings.HasPrefix(b, "/") ||
-			strings.HasSuffix(b, "/") || strings.HasSuffix(b, ".lock") || strings.Contains(b, "..") || strings.Contains(b, "//") || len(b) > 255 {
-			errs = append(errs, verr([]any{"selected_branch"}, "value_error", "selected_branch is not a valid git branch name"))
+		if msg := BranchProblem(*r.SelectedBranch); msg != "" {
+			errs = append(errs, verr([]any{"selected_branch"}, "value_error", msg))
 		}
 		if r.SelectedRepository == nil {
 			errs = append(errs, verr([]any{"selected_branch"}, "value_error", "selected_branch needs selected_repository"))

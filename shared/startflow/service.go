@@ -13,9 +13,12 @@ import (
 
 // Service accepts start requests.
 type Service struct {
-	Store acs.Store
-	Queue acs.Queue
-	Now   func() time.Time
+	Store  acs.Store
+	Queue  acs.Queue
+	Sealer acs.Sealer
+	// Lifecycle checks the per-user cap on running sandboxes.
+	Lifecycle *Lifecycle
+	Now       func() time.Time
 }
 
 func (s *Service) now() time.Time {
@@ -39,9 +42,17 @@ func MaskedRequest(req StartRequest) []byte {
 }
 
 // Submit stores a start task for user and queues its first step. The task is
-// returned in status WORKING. A conversation_id that is already in use is
-// ErrConflict; a queue failure marks the task ERROR and returns
-// ErrUnavailable (the caller may retry).
+// returned in status WORKING. Before that it:
+//   - applies the parent conversation's sandbox, repository, branch,
+//     provider and model to a sub-conversation (an unknown parent is
+//     ErrInvalid);
+//   - refuses with ErrCapacity a start that needs a new sandbox when the
+//     user's cap on running sandboxes is reached (nothing is paused to make
+//     room);
+//   - seals the per-conversation secrets.
+//
+// A conversation_id already in use is ErrConflict; a queue failure marks the
+// task ERROR and returns ErrUnavailable (the caller may retry).
 func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (acs.StartTask, error) {
 	if req.AgentType == "" {
 		req.AgentType = "default"
@@ -50,6 +61,29 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	// worker decodes the stored request strictly.
 	if err := strictjson.Unmarshal(strictjson.MustMarshal(&req), &StartRequest{}); err != nil {
 		return acs.StartTask{}, fmt.Errorf("start request: %v: %w", err, acs.ErrInvalid)
+	}
+	if req.ParentConversationID != nil {
+		pid, _ := acs.NormalizeID(*req.ParentConversationID)
+		parent, err := s.Store.GetConversation(ctx, pid)
+		if errors.Is(err, acs.ErrNotFound) || (err == nil && parent.OwnerID != user.ID) {
+			return acs.StartTask{}, &FieldError{Field: "parent_conversation_id", Msg: "Parent conversation not found: " + *req.ParentConversationID}
+		}
+		if err != nil {
+			return acs.StartTask{}, err
+		}
+		if req.SandboxID == nil {
+			req.SandboxID = &parent.SandboxID
+		}
+		if req.SelectedRepository == nil {
+			req.SelectedRepository, req.SelectedBranch = parent.SelectedRepository, parent.SelectedBranch
+			if parent.GitProvider != nil && req.GitProvider == nil {
+				g := GitProvider(*parent.GitProvider)
+				req.GitProvider = &g
+			}
+		}
+		if req.LLMModel == nil {
+			req.LLMModel = parent.LLMModel
+		}
 	}
 	convID := acs.NewID()
 	if req.ConversationID != nil {
@@ -64,9 +98,20 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 		}
 		convID = id
 	}
+	if err := s.checkCapacity(ctx, user.ID, req); err != nil {
+		return acs.StartTask{}, err
+	}
+	sealed := map[string]string{}
+	for k, v := range req.Secrets {
+		sv, err := s.Sealer.Seal(v)
+		if err != nil {
+			return acs.StartTask{}, fmt.Errorf("seal secret %s: %w", k, err)
+		}
+		sealed[k] = sv
+	}
 	now := s.now()
 	t := acs.StartTask{ID: acs.NewID(), OwnerID: user.ID, Status: acs.TaskWorking, ConversationID: convID,
-		Request: MaskedRequest(req), Secrets: req.Secrets, CreatedAt: now, UpdatedAt: now,
+		Request: MaskedRequest(req), SealedSecrets: sealed, CreatedAt: now, UpdatedAt: now,
 		Steps: []acs.StepTiming{{Status: acs.TaskWorking, StartedAt: now}}}
 	if err := s.Store.CreateStartTask(ctx, t); err != nil {
 		return acs.StartTask{}, fmt.Errorf("store start task: %w", err)
@@ -80,4 +125,52 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 		return acs.StartTask{}, fmt.Errorf("queue start task: %w", acs.ErrUnavailable)
 	}
 	return t, nil
+}
+
+// FieldError is a request field that refers to something that does not
+// exist (answered with 422 at that field).
+type FieldError struct {
+	Field, Msg string
+}
+
+func (e *FieldError) Error() string { return e.Msg }
+
+// checkCapacity refuses a start that would need a new (or resumed) sandbox
+// while the user is at their cap on running sandboxes.
+func (s *Service) checkCapacity(ctx context.Context, owner string, req StartRequest) error {
+	if s.Lifecycle == nil || s.Lifecycle.Config.MaxRunningSandboxes <= 0 {
+		return nil
+	}
+	if req.SandboxID != nil {
+		sb, err := s.Store.GetSandbox(ctx, *req.SandboxID)
+		if err != nil || sb.OwnerID != owner || sb.Status != acs.SandboxPaused {
+			return nil // placement reports missing sandboxes; running ones need no room
+		}
+		return s.Lifecycle.CheckCapacity(ctx, owner, sb.ID)
+	}
+	settings, err := s.Store.GetSettings(ctx, owner)
+	if errors.Is(err, acs.ErrNotFound) {
+		settings = acs.DefaultSettings(owner)
+	} else if err != nil {
+		return err
+	}
+	if settings.SandboxGroupingStrategy != acs.NoGrouping && settings.SandboxGroupingStrategy != "" {
+		var cands []acs.Sandbox
+		if err := eachSandbox(ctx, s.Store, owner, func(sb acs.Sandbox) {
+			if sb.Status == acs.SandboxStarting {
+				sb.Status = acs.SandboxRunning
+			}
+			cands = append(cands, sb)
+		}); err != nil {
+			return err
+		}
+		max := settings.MaxConversationsPerSandbox
+		if max == 0 {
+			max = acs.DefaultMaxConversationsPerSandbox
+		}
+		if acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max).Sandbox != nil {
+			return nil
+		}
+	}
+	return s.Lifecycle.CheckCapacity(ctx, owner, "")
 }

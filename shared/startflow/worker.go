@@ -5,31 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 )
 
-// Config configures the worker.
+// Config configures the start flow and the sandbox lifecycle.
 type Config struct {
 	// WebhookBaseURL is where sandboxes push events (…/api/v1/webhooks).
 	WebhookBaseURL string
 	// CORSOrigin may call agent servers from a browser ("" for none).
 	CORSOrigin string
-	// LLM is the agent's LLM configuration (model, base URL, key).
+	// LLM is the installation's LLM configuration (model, base URL, key);
+	// a user's settings override the model, base URL and key.
 	LLM llm.Config
 	// Specs are the sandbox specs; the first is the default.
 	Specs []acs.SandboxSpec
 	// Tools are the tools every agent gets.
 	Tools []string
+	// GitHost is where selected_repository is cloned from (default
+	// https://github.com).
+	GitHost string
+	// MaxRunningSandboxes caps each user's running (and starting)
+	// sandboxes; 0 means no cap.
+	MaxRunningSandboxes int
+	// IdlePause pauses a RUNNING sandbox without activity for this long;
+	// IdleCleanup archives and cleans up a sandbox PAUSED for this long.
+	// Zero disables a rule.
+	IdlePause, IdleCleanup time.Duration
 	// StartupTimeout bounds waiting for a sandbox (default 120s).
 	StartupTimeout time.Duration
-	// PollInterval spaces status checks while a sandbox boots (default 2s).
+	// ResumeWait bounds a transparent resume before a message or a file
+	// read (default 60s).
+	ResumeWait time.Duration
+	// CloneTimeout and SetupTimeout bound cloning the repository (default
+	// 120s) and its .openhands/setup.sh (default 600s).
+	CloneTimeout, SetupTimeout time.Duration
+	// PollInterval spaces status checks while a sandbox boots or a setup
+	// command runs (default 2s).
 	PollInterval time.Duration
 	// Visibility is the queue visibility timeout of a delivery (default 60s).
 	Visibility time.Duration
@@ -43,8 +61,10 @@ type Worker struct {
 	Store   acs.Store
 	Queue   acs.Queue
 	Runtime acs.Runtime
-	Config  Config
-	Now     func() time.Time
+	// Sealer opens the sealed secrets of tasks, users and settings.
+	Sealer acs.Sealer
+	Config Config
+	Now    func() time.Time
 }
 
 func (w *Worker) now() time.Time {
@@ -54,10 +74,19 @@ func (w *Worker) now() time.Time {
 	return time.Now().UTC()
 }
 
-func (w *Worker) cfg() Config {
-	c := w.Config
+// Defaults returns c with every zero field set to its default.
+func (c Config) Defaults() Config {
 	if c.StartupTimeout == 0 {
 		c.StartupTimeout = 120 * time.Second
+	}
+	if c.ResumeWait == 0 {
+		c.ResumeWait = 60 * time.Second
+	}
+	if c.CloneTimeout == 0 {
+		c.CloneTimeout = 120 * time.Second
+	}
+	if c.SetupTimeout == 0 {
+		c.SetupTimeout = 600 * time.Second
 	}
 	if c.PollInterval == 0 {
 		c.PollInterval = 2 * time.Second
@@ -69,9 +98,18 @@ func (w *Worker) cfg() Config {
 		c.MaxAttempts = 5
 	}
 	if len(c.Tools) == 0 {
-		c.Tools = []string{"terminal", "file_editor"}
+		c.Tools = []string{"terminal", "file_editor", "task_tracker"}
+	}
+	if c.GitHost == "" {
+		c.GitHost = "https://github.com"
 	}
 	return c
+}
+
+func (w *Worker) cfg() Config { return w.Config.Defaults() }
+
+func (w *Worker) lifecycle() *Lifecycle {
+	return &Lifecycle{Store: w.Store, Runtime: w.Runtime, Config: w.cfg(), Now: w.Now}
 }
 
 // Spec returns the sandbox spec with the given id ("" for the default).
@@ -140,7 +178,8 @@ func (w *Worker) Run(ctx context.Context, n int) {
 // Handle runs one step of the delivered task, then acknowledges the delivery
 // (task done) or makes it visible again when the next step is due. An
 // infrastructure error leaves the message for redelivery with backoff, and
-// ends the task with ERROR after MaxAttempts.
+// ends the task with ERROR after MaxAttempts. While a step runs, the
+// delivery's visibility is extended so no other worker takes it.
 func (w *Worker) Handle(ctx context.Context, d acs.Delivery) error {
 	t, err := w.Store.GetStartTask(ctx, d.TaskID)
 	if errors.Is(err, acs.ErrNotFound) {
@@ -152,7 +191,9 @@ func (w *Worker) Handle(ctx context.Context, d acs.Delivery) error {
 	if t.Status.Done() {
 		return w.Queue.Delete(ctx, d.Receipt)
 	}
+	stop := w.heartbeat(ctx, d.Receipt)
 	delay, done, err := w.Step(ctx, t)
+	stop()
 	if err != nil {
 		var ue *userError
 		if errors.As(err, &ue) {
@@ -182,6 +223,29 @@ func (w *Worker) Handle(ctx context.Context, d acs.Delivery) error {
 	return w.Queue.Delay(ctx, d.Receipt, delay)
 }
 
+// heartbeat keeps a delivery invisible while its step runs.
+func (w *Worker) heartbeat(ctx context.Context, receipt string) func() {
+	vis := w.cfg().Visibility
+	hctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(vis / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-hctx.Done():
+				return
+			case <-t.C:
+				if err := w.Queue.Delay(hctx, receipt, vis); err != nil && hctx.Err() == nil {
+					slog.Warn("startflow: extend visibility", "error", err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 func (w *Worker) fail(ctx context.Context, taskID, detail string) error {
 	_, err := w.Store.UpdateStartTask(ctx, taskID, func(tk *acs.StartTask) error {
 		if tk.Status.Done() {
@@ -205,6 +269,14 @@ func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration
 		return 0, false, w.place(ctx, t, req)
 	case acs.TaskWaitingForSandbox:
 		return w.waitForSandbox(ctx, t)
+	case acs.TaskPreparingRepository:
+		return w.prepareRepository(ctx, t, req)
+	case acs.TaskRunningSetupScript:
+		return w.runSetupScript(ctx, t)
+	case acs.TaskSettingUpGitHooks:
+		return 0, false, w.setUpGitHooks(ctx, t)
+	case acs.TaskSettingUpSkills:
+		return 0, false, w.setUpSkills(ctx, t)
 	case acs.TaskStartingConversation:
 		return 0, true, w.startConversation(ctx, t, req)
 	default:
@@ -233,10 +305,35 @@ func (w *Worker) advance(ctx context.Context, id string, from, to acs.StartTaskS
 	return err
 }
 
-// place chooses the sandbox: the explicit sandbox_id, else a new sandbox
-// (NO_GROUPING). A new sandbox's id is the conversation id, so a redelivered
-// step finds the sandbox it created instead of making another.
+// settings returns the owner's settings (the defaults when never saved).
+func (w *Worker) settings(ctx context.Context, owner string) (acs.Settings, error) {
+	s, err := w.Store.GetSettings(ctx, owner)
+	if errors.Is(err, acs.ErrNotFound) {
+		return acs.DefaultSettings(owner), nil
+	}
+	if s.MaxConversationsPerSandbox == 0 {
+		s.MaxConversationsPerSandbox = acs.DefaultMaxConversationsPerSandbox
+	}
+	return s, err
+}
+
+// place chooses the sandbox and reserves the conversation's slot on it: the
+// explicit sandbox_id (no capacity check), else the owner's grouping
+// strategy among their RUNNING or STARTING sandboxes with room, else a new
+// sandbox whose id is the conversation id. A slot reservation is atomic and
+// idempotent, so concurrent starts never overfill a sandbox and a
+// redelivered step finds the slot it reserved.
 func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) error {
+	settings, err := w.settings(ctx, t.OwnerID)
+	if err != nil {
+		return err
+	}
+	grouping := settings.SandboxGroupingStrategy != "" && settings.SandboxGroupingStrategy != acs.NoGrouping
+	chosen := func(id, reason string) error {
+		return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
+			tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
+		})
+	}
 	if req.SandboxID != nil {
 		sb, err := w.Store.GetSandbox(ctx, *req.SandboxID)
 		if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != t.OwnerID) {
@@ -246,84 +343,84 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) e
 			return err
 		}
 		if sb.Status.ReadOnly() {
-			return failf("Sandbox %s is %s and cannot host a new conversation", sb.ID, sb.Status)
+			return failf("Sandbox %s is %s and not startable; choose another sandbox or start without sandbox_id", sb.ID, sb.Status)
 		}
 		if _, err := w.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
-			s.Conversations++
-			s.LastUsedAt = w.now()
-			return nil
+			return s.Reserve(t.ConversationID, 0)
 		}); err != nil {
+			if errors.Is(err, acs.ErrConflict) {
+				return failf("Sandbox %s is no longer startable: %v", sb.ID, err)
+			}
 			return err
 		}
-		id := sb.ID
-		return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
-			tk.SandboxID = &id
-			tk.Placement = "explicit sandbox_id (no capacity check)"
-		})
+		return chosen(sb.ID, "explicit sandbox_id (no capacity check)")
 	}
-	spec, ok := w.cfg().Spec("")
-	if !ok {
-		return failf("no sandbox spec is configured")
-	}
-	now := w.now()
-	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, SpecID: spec.ID, Status: acs.SandboxStarting,
-		Conversations: 1, CreatedByTask: t.ID, CreatedAt: now, UpdatedAt: now, LastUsedAt: now}
-	if err := w.Store.CreateSandbox(ctx, sb); err != nil {
-		if !errors.Is(err, acs.ErrConflict) {
-			return err
-		}
-		existing, gerr := w.Store.GetSandbox(ctx, sb.ID)
-		if gerr != nil {
-			return gerr
-		}
-		if existing.CreatedByTask != t.ID {
-			return failf("sandbox id %s is already in use", sb.ID)
-		}
-	}
-	if err := w.startRuntime(ctx, sb.ID, t.OwnerID, spec); err != nil {
+	var mine []acs.Sandbox
+	if err := eachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) { mine = append(mine, sb) }); err != nil {
 		return err
 	}
-	id := sb.ID
-	return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
-		tk.SandboxID = &id
-		tk.Placement = "NO_GROUPING: a new sandbox for this conversation"
-	})
+	for _, sb := range mine {
+		if sb.HasSlot(t.ConversationID) { // a redelivery: the slot is ours
+			return chosen(sb.ID, "the sandbox this start reserved earlier")
+		}
+	}
+	max := settings.MaxConversationsPerSandbox
+	cands := mine
+	for grouping {
+		// STARTING sandboxes count as available (ACS): concurrent starts
+		// share the sandbox the first of them created.
+		for i := range cands {
+			if cands[i].Status == acs.SandboxStarting {
+				cands[i].Status = acs.SandboxRunning
+			}
+		}
+		p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
+		if p.Sandbox == nil {
+			break
+		}
+		_, err := w.Store.UpdateSandbox(ctx, p.Sandbox.ID, func(s *acs.Sandbox) error {
+			if s.Status != acs.SandboxRunning && s.Status != acs.SandboxStarting {
+				return fmt.Errorf("sandbox %s is %s: %w", s.ID, s.Status, acs.ErrConflict)
+			}
+			if err := s.Reserve(t.ConversationID, max); err != nil {
+				return err
+			}
+			s.LastUsedAt = w.now()
+			return nil
+		})
+		if err == nil {
+			return chosen(p.Sandbox.ID, p.Reason)
+		}
+		if !errors.Is(err, acs.ErrCapacity) && !errors.Is(err, acs.ErrConflict) && !errors.Is(err, acs.ErrNotFound) {
+			return err
+		}
+		// Lost a race for the last slot: choose again without it.
+		rest := cands[:0:0]
+		for _, c := range cands {
+			if c.ID != p.Sandbox.ID {
+				rest = append(rest, c)
+			}
+		}
+		cands = rest
+	}
+	reason := acs.ChooseSandbox(settings.SandboxGroupingStrategy, nil, max).Reason
+	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, Slots: []string{t.ConversationID}, CreatedByTask: t.ID}
+	if _, err := w.lifecycle().Create(ctx, sb); err != nil {
+		switch {
+		case errors.Is(err, acs.ErrCapacity):
+			return failf("%s", strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
+		case errors.Is(err, acs.ErrConflict):
+			return failf("sandbox id %s is already in use", sb.ID)
+		case errors.Is(err, acs.ErrInvalid):
+			return failf("no usable sandbox spec is configured: %v", err)
+		}
+		return err
+	}
+	return chosen(sb.ID, reason)
 }
 
-// startRuntime starts (idempotently) a sandbox's compute and records the key
-// hash and status the runtime reports.
-func (w *Worker) startRuntime(ctx context.Context, id, owner string, spec acs.SandboxSpec) error {
-	st, err := w.Runtime.Start(ctx, acs.StartRequest{SandboxID: id, OwnerID: owner, Spec: spec,
-		SessionKey: acs.NewSecret(40), Env: w.cfg().SandboxEnv()})
-	if err != nil {
-		return fmt.Errorf("start sandbox %s: %w", id, err)
-	}
-	return w.recordStatus(ctx, id, st)
-}
-
-// recordStatus copies a runtime status onto the sandbox record.
-func (w *Worker) recordStatus(ctx context.Context, id string, st acs.RuntimeStatus) error {
-	_, err := w.Store.UpdateSandbox(ctx, id, func(s *acs.Sandbox) error {
-		ApplyRuntimeStatus(s, st, w.now())
-		return nil
-	})
-	return err
-}
-
-// ApplyRuntimeStatus updates a sandbox record from its runtime's report.
-func ApplyRuntimeStatus(s *acs.Sandbox, st acs.RuntimeStatus, now time.Time) {
-	if st.SessionKey != "" {
-		s.SessionKeyHash = acs.HashKey(st.SessionKey)
-	}
-	if s.Status != st.Status || s.AgentURL != st.AgentURL || s.Detail != st.Detail {
-		s.Status, s.AgentURL, s.Detail = st.Status, st.AgentURL, st.Detail
-		s.UpdatedAt = now
-	}
-	if st.WorkingDir != "" {
-		s.WorkingDir = st.WorkingDir
-	}
-}
-
+// waitForSandbox resumes a paused sandbox and waits until it is RUNNING and
+// its agent server answers /alive.
 func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Duration, bool, error) {
 	cfg := w.cfg()
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
@@ -333,47 +430,41 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	if err != nil {
 		return 0, false, err
 	}
-	st, err := w.Runtime.Status(ctx, sb.ID)
-	if err != nil {
+	sb, client, err := w.lifecycle().Ready(ctx, sb, 0)
+	switch {
+	case err == nil:
+		url := client.BaseURL
+		return 0, false, w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, acs.TaskPreparingRepository, func(tk *acs.StartTask) { tk.AgentServerURL = &url })
+	case errors.Is(err, acs.ErrGone):
+		return 0, false, failf("Sandbox %s no longer exists", sb.ID)
+	case errors.Is(err, acs.ErrSandboxFailed):
+		return 0, false, failf("Sandbox %s failed to start: %s", sb.ID, sb.Detail)
+	case errors.Is(err, acs.ErrCapacity):
+		return 0, false, failf("Sandbox %s cannot be resumed: %s", sb.ID, strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
+	case !errors.Is(err, acs.ErrConflict):
 		return 0, false, err
 	}
-	waited := w.now().Sub(t.Steps[len(t.Steps)-1].StartedAt)
-	switch st.Status {
-	case acs.SandboxRunning:
-		if err := w.recordStatus(ctx, sb.ID, st); err != nil {
-			return 0, false, err
-		}
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		aliveErr := agentclient.New(st.AgentURL, st.SessionKey).Alive(actx)
-		cancel()
-		if aliveErr == nil {
-			url := st.AgentURL
-			return 0, false, w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, acs.TaskStartingConversation, func(tk *acs.StartTask) { tk.AgentServerURL = &url })
-		}
-	case acs.SandboxPaused:
-		spec, _ := cfg.Spec(sb.SpecID)
-		st, err := w.Runtime.Resume(ctx, sb.ID, acs.NewSecret(40), mergeEnv(spec.InitialEnv, cfg.SandboxEnv()))
-		if err != nil {
-			return 0, false, fmt.Errorf("resume sandbox %s: %w", sb.ID, err)
-		}
-		if err := w.recordStatus(ctx, sb.ID, st); err != nil {
-			return 0, false, err
-		}
-	case acs.SandboxError:
-		_ = w.recordStatus(ctx, sb.ID, st)
-		return 0, false, failf("Sandbox %s failed to start: %s", sb.ID, st.Detail)
-	case acs.SandboxMissing:
-		_ = w.recordStatus(ctx, sb.ID, st)
-		return 0, false, failf("Sandbox %s no longer exists", sb.ID)
-	default:
-		if err := w.recordStatus(ctx, sb.ID, st); err != nil {
-			return 0, false, err
-		}
-	}
-	if waited > cfg.StartupTimeout {
-		return 0, false, failf("Sandbox %s did not become ready within %s (status %s)", sb.ID, cfg.StartupTimeout, st.Status)
+	if waited := w.now().Sub(t.Steps[len(t.Steps)-1].StartedAt); waited > cfg.StartupTimeout {
+		return 0, false, failf("Sandbox %s did not become ready within %s (status %s)", sb.ID, cfg.StartupTimeout, sb.Status)
 	}
 	return cfg.PollInterval, false, nil
+}
+
+// client returns a client for the task's sandbox, which must be ready (a
+// sandbox paused meanwhile is resumed; not ready yet is a retryable error).
+func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
+	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
+	if errors.Is(err, acs.ErrNotFound) {
+		return sb, nil, failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
+	}
+	if err != nil {
+		return sb, nil, err
+	}
+	sb, c, err := w.lifecycle().Ready(ctx, sb, w.cfg().ResumeWait)
+	if errors.Is(err, acs.ErrGone) || errors.Is(err, acs.ErrSandboxFailed) {
+		return sb, nil, failf("%s", err.Error())
+	}
+	return sb, c, err
 }
 
 func mergeEnv(a, b map[string]string) map[string]string {
@@ -387,126 +478,10 @@ func mergeEnv(a, b map[string]string) map[string]string {
 	return out
 }
 
-// AgentRequest builds the agent server's StartConversationRequest for a task.
-func (w *Worker) AgentRequest(t acs.StartTask, req StartRequest, workDir string) *wire.StartConversationRequest {
-	cfg := w.cfg()
-	llmCfg := cfg.LLM
-	llmCfg.UsageID = "agent"
-	if req.LLMModel != nil && *req.LLMModel != "" {
-		llmCfg.Model = *req.LLMModel
-	}
-	agent := &wire.Agent{Kind: "Agent", LLM: llmCfg}
-	for _, name := range cfg.Tools {
-		agent.Tools = append(agent.Tools, wire.ToolRef{Name: name, Params: []byte("{}")})
-	}
-	agent.AgentContext = &wire.AgentContext{SystemMessageSuffix: req.SystemMessageSuffix,
-		LoadUserSkills: true, LoadProjectSkills: true}
-	dashed := acs.Dashed(t.ConversationID)
-	out := &wire.StartConversationRequest{
-		Agent: agent, Workspace: wire.Workspace{WorkingDir: workDir}, ConversationID: &dashed,
-		MaxIterations: 500, StuckDetection: true, Autotitle: true,
-		ObservabilitySpanName: req.ObservabilitySpanName, ObservabilityTags: req.ObservabilityTags,
-		ObservabilityMetadata: req.ObservabilityMetadata, Plugins: req.Plugins,
-	}
-	if req.ParentConversationID != nil {
-		p := acs.Dashed(mustNorm(*req.ParentConversationID))
-		out.ParentConversationID = &p
-	}
-	if len(t.Secrets) > 0 {
-		out.Secrets = map[string]wire.SecretSource{}
-		for k, v := range t.Secrets {
-			out.Secrets[k] = wire.SecretSource{Kind: "StaticSecret", Value: v}
-		}
-	}
-	if req.InitialMessage != nil && req.InitialMessage.Run {
-		msg := *req.InitialMessage
-		out.InitialMessage = &msg
-	}
-	return out
-}
-
 func mustNorm(id string) string {
 	h, err := acs.NormalizeID(id)
 	if err != nil {
 		return id
 	}
 	return h
-}
-
-func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req StartRequest) error {
-	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
-	if err != nil {
-		return err
-	}
-	st, err := w.Runtime.Status(ctx, sb.ID)
-	if err != nil {
-		return err
-	}
-	if st.Status != acs.SandboxRunning {
-		return fmt.Errorf("sandbox %s is %s, not RUNNING", sb.ID, st.Status)
-	}
-	now := w.now()
-	title := req.Title
-	if title == nil {
-		s := "Conversation " + t.ConversationID[:5]
-		title = &s
-	}
-	conv := acs.Conversation{ID: t.ConversationID, OwnerID: t.OwnerID, SandboxID: sb.ID,
-		SelectedRepository: req.SelectedRepository, SelectedBranch: req.SelectedBranch,
-		Title: title, PRNumber: req.PRNumber, LLMModel: &w.Config.LLM.Model, Public: req.Public,
-		WorkingDir: st.WorkingDir, StartTaskID: t.ID, ExecutionStatus: string(wire.StatusIdle),
-		CreatedAt: now, UpdatedAt: now}
-	if req.LLMModel != nil {
-		conv.LLMModel = req.LLMModel
-	}
-	if req.GitProvider != nil {
-		g := string(*req.GitProvider)
-		conv.GitProvider = &g
-	}
-	if req.Trigger != nil {
-		tr := string(*req.Trigger)
-		conv.Trigger = &tr
-	}
-	if req.ParentConversationID != nil {
-		p := mustNorm(*req.ParentConversationID)
-		conv.ParentConversationID = &p
-	}
-	if err := w.Store.CreateConversation(ctx, conv); err != nil && !errors.Is(err, acs.ErrConflict) {
-		return err
-	}
-	client := agentclient.New(st.AgentURL, st.SessionKey)
-	areq := w.AgentRequest(t, req, st.WorkingDir)
-	if _, err := client.CreateConversation(ctx, areq); err != nil {
-		var he *agentclient.HTTPError
-		if errors.As(err, &he) && he.Status == 422 {
-			return failf("The agent server rejected the conversation: %s", he.Detail)
-		}
-		return err
-	}
-	if req.InitialMessage != nil && !req.InitialMessage.Run {
-		// run=false: deliver the message without starting the agent, once.
-		if err := w.sendOnce(ctx, client, t.ConversationID, req.InitialMessage); err != nil {
-			return err
-		}
-	}
-	if _, err := w.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error { s.LastUsedAt = w.now(); return nil }); err != nil {
-		return err
-	}
-	id := t.ConversationID
-	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
-}
-
-// sendOnce sends the initial message unless the conversation already has a
-// user message (a redelivered step after a successful send).
-func (w *Worker) sendOnce(ctx context.Context, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
-	var count int
-	err := client.Get(ctx, "/api/conversations/"+convID+"/events/count?kind=MessageEvent&source=user", &count)
-	if err != nil {
-		return err
-	}
-	if count > 0 {
-		return nil
-	}
-	m := *msg
-	return client.SendMessage(ctx, convID, &m)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -59,8 +60,9 @@ func newEnv(t *testing.T, binary string, timeout time.Duration) *env {
 		store.CreateUser(ctx, acs.User{ID: u})
 	}
 	flow := startflow.Config{LLM: cfg, Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond, StartupTimeout: timeout}
-	return &env{store: store, queue: queue, rt: rt, svc: &startflow.Service{Store: store, Queue: queue},
-		w: &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow}}
+	box := sealbox.FromPassphrase("worker test passphrase")
+	return &env{store: store, queue: queue, rt: rt, svc: &startflow.Service{Store: store, Queue: queue, Sealer: box},
+		w: &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}
 }
 
 // drive runs steps until the task is done, each from the current stored
@@ -111,11 +113,11 @@ func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 	for _, s := range done.Steps {
 		steps = append(steps, string(s.Status))
 	}
-	if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,STARTING_CONVERSATION,READY" {
+	if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,PREPARING_REPOSITORY,RUNNING_SETUP_SCRIPT,SETTING_UP_GIT_HOOKS,SETTING_UP_SKILLS,STARTING_CONVERSATION,READY" {
 		t.Fatalf("steps recorded %v", steps)
 	}
 	sbs, _ := e.store.ListSandboxes(ctx, "alice", acs.ListOptions{})
-	if len(sbs.Items) != 1 || sbs.Items[0].Conversations != 1 {
+	if len(sbs.Items) != 1 || sbs.Items[0].ConversationCount() != 1 {
 		t.Fatalf("sandboxes %+v", sbs.Items)
 	}
 	convs, _ := e.store.ListConversationsBySandbox(ctx, sbs.Items[0].ID)
@@ -148,8 +150,8 @@ func TestExplicitSandbox(t *testing.T) {
 		t.Fatalf("explicit placement: %+v", b)
 	}
 	sb, _ := e.store.GetSandbox(ctx, sandboxID)
-	if sb.Conversations != 2 {
-		t.Fatalf("sandbox holds %d conversations", sb.Conversations)
+	if sb.ConversationCount() != 2 {
+		t.Fatalf("sandbox holds %d conversations", sb.ConversationCount())
 	}
 	// Another user's sandbox is not found.
 	third, _ := e.svc.Submit(ctx, acs.User{ID: "bob"}, startflow.StartRequest{SandboxID: &sandboxID})

@@ -25,6 +25,15 @@ func Run(t *testing.T, newStore func(t *testing.T) acs.Store) {
 	t.Run("Conversations", func(t *testing.T) { testConversations(t, newStore(t)) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore(t)) })
 	t.Run("EventPaging", func(t *testing.T) { testEventPaging(t, newStore(t)) })
+	t.Run("StartTaskSearch", func(t *testing.T) { testStartTaskSearch(t, newStore(t)) })
+	t.Run("StartTaskDelete", func(t *testing.T) { testStartTaskDelete(t, newStore(t)) })
+	t.Run("StartTaskLimitClamp", func(t *testing.T) { testStartTaskLimit(t, newStore(t)) })
+	t.Run("ListAllSandboxes", func(t *testing.T) { testListAllSandboxes(t, newStore(t)) })
+	t.Run("ConversationIndexFollowsUpdates", func(t *testing.T) { testConversationUpdatesReindex(t, newStore(t)) })
+	t.Run("Settings", func(t *testing.T) { testSettings(t, newStore(t)) })
+	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newStore(t)) })
+	t.Run("PendingMessages", func(t *testing.T) { testPendingMessages(t, newStore(t)) })
+	t.Run("PendingMessagesNeverOverfill", func(t *testing.T) { testPendingCapacity(t, newStore(t)) })
 }
 
 var ctx = context.Background()
@@ -222,31 +231,72 @@ func testSandboxes(t *testing.T, s acs.Store) {
 func testSlots(t *testing.T, s acs.Store) {
 	must(t, s.CreateSandbox(ctx, sandbox("s", "u1", 0, "")))
 	const capacity, contenders = 20, 50
+	reserve := func(conv string) (acs.Sandbox, error) {
+		return s.UpdateSandbox(ctx, "s", func(sb *acs.Sandbox) error { return sb.Reserve(conv, capacity) })
+	}
 	var won atomic.Int32
 	var wg sync.WaitGroup
-	full := errors.New("full")
 	for i := 0; i < contenders; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.UpdateSandbox(ctx, "s", func(sb *acs.Sandbox) error {
-				if sb.Conversations >= capacity {
-					return full
-				}
-				sb.Conversations++
-				return nil
-			})
+			_, err := reserve(fmt.Sprintf("conv-%02d", i))
 			if err == nil {
 				won.Add(1)
-			} else if !errors.Is(err, full) {
+			} else if !errors.Is(err, acs.ErrCapacity) {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	got, _ := s.GetSandbox(ctx, "s")
-	if won.Load() != capacity || got.Conversations != capacity {
-		t.Fatalf("%d reservations succeeded, count %d, capacity %d", won.Load(), got.Conversations, capacity)
+	got, err := s.GetSandbox(ctx, "s")
+	must(t, err)
+	if won.Load() != capacity || got.ConversationCount() != capacity {
+		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won.Load(), got.ConversationCount(), capacity)
+	}
+	distinct := map[string]bool{}
+	for _, id := range got.Slots {
+		distinct[id] = true
+	}
+	if len(distinct) != capacity {
+		t.Fatalf("slots hold duplicates: %v", got.Slots)
+	}
+
+	// Reserving again for a holder is a no-op, even when full.
+	holder := got.Slots[0]
+	again, err := reserve(holder)
+	must(t, err)
+	if again.ConversationCount() != capacity || !again.HasSlot(holder) {
+		t.Fatalf("re-reserving changed the slots: %v", again.Slots)
+	}
+	// A newcomer is refused, and the refusal stores nothing.
+	_, err = reserve("newcomer")
+	wantErr(t, err, acs.ErrCapacity)
+	// Releasing frees a slot for the newcomer.
+	released, err := s.UpdateSandbox(ctx, "s", func(sb *acs.Sandbox) error { sb.Release(holder); return nil })
+	must(t, err)
+	if released.ConversationCount() != capacity-1 || released.HasSlot(holder) {
+		t.Fatalf("after release: %v", released.Slots)
+	}
+	got, err = reserve("newcomer")
+	must(t, err)
+	if got.ConversationCount() != capacity || !got.HasSlot("newcomer") {
+		t.Fatalf("after reserving the freed slot: %v", got.Slots)
+	}
+
+	// A MISSING sandbox takes no new conversation, whatever its room.
+	_, err = s.UpdateSandbox(ctx, "s", func(sb *acs.Sandbox) error {
+		sb.Status = acs.SandboxMissing
+		sb.Release("newcomer")
+		return nil
+	})
+	must(t, err)
+	_, err = reserve("late")
+	wantErr(t, err, acs.ErrConflict)
+	got, err = s.GetSandbox(ctx, "s")
+	must(t, err)
+	if got.HasSlot("late") || got.ConversationCount() != capacity-1 {
+		t.Fatalf("a refused reservation was stored: %v", got.Slots)
 	}
 }
 
@@ -302,12 +352,35 @@ func testConversations(t *testing.T, s acs.Store) {
 		{"created range", acs.ConversationFilter{CreatedGTE: &t2, CreatedLT: &t3}, "[c2]"},
 		{"sandbox", acs.ConversationFilter{SandboxID: "s1"}, "[c2 c1]"},
 		{"nothing", acs.ConversationFilter{TitleContains: "zzz"}, "[]"},
+		{"created from", acs.ConversationFilter{CreatedGTE: &t3, IncludeSubConversations: true}, "[c5 c3]"},
+		{"created before", acs.ConversationFilter{CreatedLT: &t3}, "[c2 c1]"},
+		{"updated range", acs.ConversationFilter{UpdatedGTE: &t2, UpdatedLT: &t3}, "[c2]"},
+		{"sandbox with sub-conversations", acs.ConversationFilter{SandboxID: "s1", IncludeSubConversations: true}, "[c5 c2 c1]"},
+		{"title with sub-conversations", acs.ConversationFilter{TitleContains: "TASK", IncludeSubConversations: true}, "[c5]"},
+		{"title without sub-conversations", acs.ConversationFilter{TitleContains: "task"}, "[]"},
+		{"unknown sandbox", acs.ConversationFilter{SandboxID: "s9", IncludeSubConversations: true}, "[]"},
 	}
 	for _, tc := range cases {
-		if got := fmt.Sprint(search(tc.f)); got != tc.want {
-			t.Errorf("%s: got %s want %s", tc.name, got, tc.want)
+		got := search(tc.f)
+		if fmt.Sprint(got) != tc.want {
+			t.Errorf("%s: got %v want %s", tc.name, got, tc.want)
+		}
+		n, err := s.CountConversations(ctx, "u1", tc.f)
+		must(t, err)
+		if n != len(got) {
+			t.Errorf("%s: count %d, search found %d", tc.name, n, len(got))
 		}
 	}
+	if n, err := s.CountConversations(ctx, "u2", acs.ConversationFilter{IncludeSubConversations: true}); err != nil || n != 1 {
+		t.Fatalf("u2 count %d, %v", n, err)
+	}
+	if n, err := s.CountConversations(ctx, "nobody", acs.ConversationFilter{}); err != nil || n != 0 {
+		t.Fatalf("count of a user without conversations %d, %v", n, err)
+	}
+	_, err := s.SearchConversations(ctx, "u1", acs.ConversationFilter{}, acs.ListOptions{PageToken: "@@@"})
+	wantErr(t, err, acs.ErrInvalid)
+	_, err = s.SearchConversations(ctx, "u1", acs.ConversationFilter{}, acs.ListOptions{PageToken: "bm90IGEgdG9rZW4"})
+	wantErr(t, err, acs.ErrInvalid)
 	bySandbox := func(id string) string {
 		cs, err := s.ListConversationsBySandbox(ctx, id)
 		must(t, err)
@@ -321,7 +394,7 @@ func testConversations(t *testing.T, s acs.Store) {
 	if got := bySandbox("s1"); got != "[c1 c2 c4 c5]" {
 		t.Fatalf("by sandbox s1: %s", got)
 	}
-	_, err := s.UpdateConversation(ctx, "c2", func(c *acs.Conversation) error {
+	_, err = s.UpdateConversation(ctx, "c2", func(c *acs.Conversation) error {
 		c.SandboxID, c.ExecutionStatus = "s2", "running"
 		return nil
 	})
@@ -330,6 +403,7 @@ func testConversations(t *testing.T, s acs.Store) {
 		t.Fatalf("after move, s2: %s", got)
 	}
 	must(t, s.DeleteConversation(ctx, "c2"))
+	wantErr(t, s.DeleteConversation(ctx, "c2"), acs.ErrNotFound)
 	if got := bySandbox("s2"); got != "[c3]" {
 		t.Fatalf("after delete, s2: %s", got)
 	}
@@ -337,6 +411,9 @@ func testConversations(t *testing.T, s acs.Store) {
 	wantErr(t, err, acs.ErrNotFound)
 	if got := fmt.Sprint(search(acs.ConversationFilter{})); got != "[c3 c1]" {
 		t.Fatalf("after delete: %s", got)
+	}
+	if n, _ := s.CountConversations(ctx, "u1", acs.ConversationFilter{}); n != 2 {
+		t.Fatalf("count after delete: %d", n)
 	}
 }
 

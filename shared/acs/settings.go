@@ -1,0 +1,154 @@
+package acs
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// DefaultMaxConversationsPerSandbox caps conversations placed on one sandbox
+// by grouping (explicit placement ignores it).
+const DefaultMaxConversationsPerSandbox = 20
+
+// Settings are a user's application settings.
+type Settings struct {
+	UserID                  string           `json:"user_id"`
+	SandboxGroupingStrategy GroupingStrategy `json:"sandbox_grouping_strategy"`
+	LLMModel                *string          `json:"llm_model,omitempty"`
+	LLMBaseURL              *string          `json:"llm_base_url,omitempty"`
+	// LLMAPIKeySealed is the user's LLM key, sealed (see Sealer); it is
+	// never returned.
+	LLMAPIKeySealed            string          `json:"llm_api_key_sealed,omitempty"`
+	ConfirmationPolicy         json.RawMessage `json:"confirmation_policy,omitempty"`
+	MaxConversationsPerSandbox int             `json:"max_conversations_per_sandbox"`
+	UpdatedAt                  time.Time       `json:"updated_at"`
+}
+
+// DefaultSettings are a user's settings before they save any.
+func DefaultSettings(userID string) Settings {
+	return Settings{UserID: userID, SandboxGroupingStrategy: NoGrouping,
+		MaxConversationsPerSandbox: DefaultMaxConversationsPerSandbox}
+}
+
+// Secret is a user's stored secret. The value is sealed and never returned.
+type Secret struct {
+	OwnerID     string    `json:"owner_id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description,omitempty"`
+	Sealed      string    `json:"sealed"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// PendingMessage is a message queued for a conversation that is still
+// starting (Key "task-<start task id>") or not reachable yet (Key the
+// conversation id). Messages are delivered in ID order.
+type PendingMessage struct {
+	ID        string          `json:"id"`
+	OwnerID   string          `json:"owner_id"`
+	Key       string          `json:"key"`
+	Content   json.RawMessage `json:"content"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// MaxPendingMessages caps the messages queued under one key.
+const MaxPendingMessages = 10
+
+// StartTaskFilter selects a user's start tasks.
+type StartTaskFilter struct {
+	// ConversationID matches app_conversation_id (or the conversation the
+	// task is starting).
+	ConversationID string
+	CreatedGTE     *time.Time
+}
+
+// StartTaskSort orders start tasks.
+type StartTaskSort string
+
+// The start-task sort orders.
+const (
+	SortCreatedAt     StartTaskSort = "CREATED_AT"
+	SortCreatedAtDesc StartTaskSort = "CREATED_AT_DESC"
+	SortUpdatedAt     StartTaskSort = "UPDATED_AT"
+	SortUpdatedAtDesc StartTaskSort = "UPDATED_AT_DESC"
+)
+
+// EnumValues lists the orders.
+func (StartTaskSort) EnumValues() []string {
+	return []string{"CREATED_AT", "CREATED_AT_DESC", "UPDATED_AT", "UPDATED_AT_DESC"}
+}
+
+// Placement is a placement decision: the sandbox chosen (nil: start a new
+// one) and why, for the start task's record.
+type Placement struct {
+	Sandbox *Sandbox
+	Reason  string
+}
+
+// ChooseSandbox applies a grouping strategy to a user's sandboxes. Only
+// RUNNING sandboxes with fewer than max conversations are candidates (max <=
+// 0: no cap); NO_GROUPING never reuses one. Ties keep the order of cands
+// (newest first, as the store lists them). It is pure: the caller reserves
+// the slot and retries with the next choice when the reservation loses a
+// race.
+func ChooseSandbox(strategy GroupingStrategy, cands []Sandbox, max int) Placement {
+	if strategy == NoGrouping || strategy == "" {
+		return Placement{Reason: "NO_GROUPING: a new sandbox for this conversation"}
+	}
+	var avail []Sandbox
+	for _, s := range cands {
+		if s.Status == SandboxRunning && (max <= 0 || s.ConversationCount() < max) {
+			avail = append(avail, s)
+		}
+	}
+	if len(avail) == 0 {
+		return Placement{Reason: fmt.Sprintf("%s: no RUNNING sandbox with fewer than %d conversations; a new sandbox", strategy, max)}
+	}
+	pick := 0
+	switch strategy {
+	case GroupByNewest:
+		for i, s := range avail {
+			if s.CreatedAt.After(avail[pick].CreatedAt) {
+				pick = i
+			}
+		}
+	case LeastRecentlyUsed:
+		for i, s := range avail {
+			if s.LastUsedAt.Before(avail[pick].LastUsedAt) {
+				pick = i
+			}
+		}
+	case FewestConversations:
+		for i, s := range avail {
+			if s.ConversationCount() < avail[pick].ConversationCount() {
+				pick = i
+			}
+		}
+	case AddToAny:
+	}
+	chosen := avail[pick]
+	reason := map[GroupingStrategy]string{
+		GroupByNewest:       "the newest available sandbox (created %s)",
+		LeastRecentlyUsed:   "the least recently used available sandbox (last used %s)",
+		FewestConversations: "the available sandbox with the fewest conversations (%s)",
+		AddToAny:            "the first available sandbox (%s)",
+	}[strategy]
+	detail := ""
+	switch strategy {
+	case GroupByNewest:
+		detail = chosen.CreatedAt.UTC().Format(time.RFC3339)
+	case LeastRecentlyUsed:
+		detail = chosen.LastUsedAt.UTC().Format(time.RFC3339)
+	case FewestConversations:
+		detail = fmt.Sprintf("%d", chosen.ConversationCount())
+	default:
+		detail = fmt.Sprintf("%d of %d", pick+1, len(avail))
+	}
+	return Placement{Sandbox: &chosen, Reason: fmt.Sprintf("%s: "+reason, strategy, detail)}
+}
+
+// SortSandboxes orders sandboxes newest first (the store's order).
+func SortSandboxes(s []Sandbox) {
+	sort.SliceStable(s, func(i, j int) bool { return s[i].CreatedAt.After(s[j].CreatedAt) })
+}

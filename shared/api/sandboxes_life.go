@@ -1,0 +1,114 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// ownSandbox loads a sandbox of the caller; another user's is ErrNotFound.
+func (a *API) ownSandbox(r *http.Request, id string) (acs.Sandbox, error) {
+	sb, err := a.d.Store.GetSandbox(r.Context(), id)
+	if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != userOf(r).ID) {
+		return acs.Sandbox{}, fmt.Errorf("Sandbox not found: %s: %w", id, acs.ErrNotFound)
+	}
+	return sb, err
+}
+
+// pauseSandbox: POST /api/v1/sandboxes/{sandbox_id}/pause — releases the
+// sandbox's compute for every conversation on it; the workspace is kept.
+func (a *API) pauseSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.ownSandbox(r, r.PathValue("sandbox_id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if _, err := a.life.Pause(r.Context(), sb); err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+// resumeSandbox: POST /api/v1/sandboxes/{sandbox_id}/resume — starts a
+// paused sandbox again with a new session key (429 at the running cap;
+// 410/503 for a MISSING/ERROR sandbox).
+func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
+	sb, err := a.ownSandbox(r, r.PathValue("sandbox_id"))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if _, err := a.life.Resume(r.Context(), sb); err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+// deleteSandbox: DELETE /api/v1/sandboxes/{sandbox_id} (or ?sandbox_id=, the
+// reference's form). The workspace is archived internally and deleted; the
+// sandbox reads MISSING and its conversations become read-only (their
+// transcripts stay).
+func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("sandbox_id")
+	q := wire.NewQuery(r)
+	if s := q.String("sandbox_id"); s != nil && *s != "" {
+		if id != "" && id != *s {
+			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "sandbox_id"}, Msg: "sandbox_id differs from the path", Type: "value_error"})
+		}
+		id = *s
+	}
+	if id == "" {
+		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "sandbox_id"}, Msg: "Field required", Type: "missing"})
+	}
+	if !q.OK(w) {
+		return
+	}
+	sb, err := a.ownSandbox(r, id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if sb.Status != acs.SandboxMissing {
+		if _, err := a.life.Delete(r.Context(), sb, true); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+// getSandboxSpecs: GET /api/v1/sandbox-specs?id=... in request order, null
+// for unknown ids.
+func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	ids := q.Strings("id")
+	if len(ids) > maxBatch {
+		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "id"}, Msg: "at most 100 ids per request", Type: "too_long"})
+	}
+	if !q.OK(w) {
+		return
+	}
+	out := make([]*SpecJSON, len(ids))
+	for i, id := range ids {
+		if s, ok := a.d.Flow.Spec(id); ok && id != "" {
+			sj := specJSON(s)
+			out[i] = &sj
+		}
+	}
+	wire.WriteJSON(w, http.StatusOK, out)
+}
+
+func specJSON(s acs.SandboxSpec) SpecJSON {
+	env := s.InitialEnv
+	if env == nil {
+		env = map[string]string{}
+	}
+	return SpecJSON{ID: s.ID, Command: s.Command, CreatedAt: events.At(s.CreatedAt), InitialEnv: env, WorkingDir: s.WorkingDir}
+}

@@ -1,0 +1,151 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// SettingsJSON is what GET /api/v1/settings answers. The LLM key is never
+// returned; llm_api_key_set says whether one is saved.
+type SettingsJSON struct {
+	SandboxGroupingStrategy    string          `json:"sandbox_grouping_strategy"`
+	LLMModel                   *string         `json:"llm_model" acs:"emitnull"`
+	LLMBaseURL                 *string         `json:"llm_base_url" acs:"emitnull"`
+	LLMAPIKeySet               bool            `json:"llm_api_key_set"`
+	ConfirmationPolicy         json.RawMessage `json:"confirmation_policy" acs:"nullable,emitnull"`
+	MaxConversationsPerSandbox int             `json:"max_conversations_per_sandbox"`
+	UpdatedAt                  *events.Time    `json:"updated_at" acs:"emitnull"`
+}
+
+// SettingsRequest is the body of POST /api/v1/settings: a partial update.
+// Fields absent are kept; null clears llm_model, llm_base_url, llm_api_key
+// and confirmation_policy.
+type SettingsRequest struct {
+	SandboxGroupingStrategy    *acs.GroupingStrategy `json:"sandbox_grouping_strategy"`
+	LLMModel                   json.RawMessage       `json:"llm_model" acs:"nullable"`
+	LLMBaseURL                 json.RawMessage       `json:"llm_base_url" acs:"nullable"`
+	LLMAPIKey                  json.RawMessage       `json:"llm_api_key" acs:"nullable"`
+	ConfirmationPolicy         json.RawMessage       `json:"confirmation_policy" acs:"nullable"`
+	MaxConversationsPerSandbox *int                  `json:"max_conversations_per_sandbox" acs:"ge=1,le=1000"`
+}
+
+func settingsJSON(s acs.Settings, saved bool) SettingsJSON {
+	out := SettingsJSON{SandboxGroupingStrategy: string(s.SandboxGroupingStrategy), LLMModel: s.LLMModel,
+		LLMBaseURL: s.LLMBaseURL, LLMAPIKeySet: s.LLMAPIKeySealed != "", ConfirmationPolicy: s.ConfirmationPolicy,
+		MaxConversationsPerSandbox: s.MaxConversationsPerSandbox}
+	if out.SandboxGroupingStrategy == "" {
+		out.SandboxGroupingStrategy = string(acs.NoGrouping)
+	}
+	if out.MaxConversationsPerSandbox == 0 {
+		out.MaxConversationsPerSandbox = acs.DefaultMaxConversationsPerSandbox
+	}
+	if saved {
+		t := events.At(s.UpdatedAt)
+		out.UpdatedAt = &t
+	}
+	return out
+}
+
+func (a *API) loadSettings(r *http.Request) (acs.Settings, bool, error) {
+	s, err := a.d.Store.GetSettings(r.Context(), userOf(r).ID)
+	if errors.Is(err, acs.ErrNotFound) {
+		return acs.DefaultSettings(userOf(r).ID), false, nil
+	}
+	return s, err == nil, err
+}
+
+// getSettings: GET /api/v1/settings.
+func (a *API) getSettings(w http.ResponseWriter, r *http.Request) {
+	s, saved, err := a.loadSettings(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, settingsJSON(s, saved))
+}
+
+// updateSettings: POST /api/v1/settings (partial update); it answers the
+// settings as saved.
+func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
+	var req SettingsRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	var errs strictjson.Errors
+	model, modelSet := optString(req.LLMModel, "llm_model", &errs)
+	base, baseSet := optString(req.LLMBaseURL, "llm_base_url", &errs)
+	key, keySet := optString(req.LLMAPIKey, "llm_api_key", &errs)
+	if modelSet && model != nil && (strings.TrimSpace(*model) == "" || len(*model) > 200) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "llm_model"}, Msg: "llm_model must be 1 to 200 characters", Type: "value_error"})
+	}
+	if baseSet && base != nil {
+		if u, err := url.Parse(*base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "llm_base_url"}, Msg: "llm_base_url must be an http(s) URL", Type: "url_parsing"})
+		}
+	}
+	if keySet && key != nil && (*key == "" || len(*key) > 4096) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "llm_api_key"}, Msg: "llm_api_key must be 1 to 4096 characters", Type: "value_error"})
+	}
+	var policy json.RawMessage
+	policySet := req.ConfirmationPolicy != nil
+	if policySet && string(req.ConfirmationPolicy) != "null" {
+		var p wire.ConfirmationPolicy
+		if err := strictjson.Unmarshal(req.ConfirmationPolicy, &p, "body", "confirmation_policy"); err != nil {
+			var se strictjson.Errors
+			if errors.As(err, &se) {
+				errs = append(errs, se...)
+			}
+		} else {
+			policy = strictjson.MustMarshal(&p)
+		}
+	}
+	if len(errs) > 0 {
+		wire.WriteValidation(w, errs)
+		return
+	}
+	s, _, err := a.loadSettings(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	if req.SandboxGroupingStrategy != nil {
+		s.SandboxGroupingStrategy = *req.SandboxGroupingStrategy
+	}
+	if modelSet {
+		s.LLMModel = model
+	}
+	if baseSet {
+		s.LLMBaseURL = base
+	}
+	if keySet {
+		s.LLMAPIKeySealed = ""
+		if key != nil {
+			sealed, err := a.d.Sealer.Seal(*key)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			s.LLMAPIKeySealed = sealed
+		}
+	}
+	if policySet {
+		s.ConfirmationPolicy = policy
+	}
+	if req.MaxConversationsPerSandbox != nil {
+		s.MaxConversationsPerSandbox = *req.MaxConversationsPerSandbox
+	}
+	s.UpdatedAt = a.now()
+	if err := a.d.Store.PutSettings(r.Context(), s); err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, settingsJSON(s, true))
+}

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+// getStartTasks: GET /api/v1/app-conversations/start-tasks?ids=... returns
+// the tasks in request order, null for missing or another user's.
+func (a *API) getStartTasks(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	ids := batchIDs(q, "ids")
+	if !q.OK(w) {
+		return
+	}
+	user := userOf(r)
+	out := make([]*StartTaskJSON, len(ids))
+	for i, id := range ids {
+		t, err := a.d.Store.GetStartTask(r.Context(), id)
+		if errors.Is(err, acs.ErrNotFound) || (err == nil && t.OwnerID != user.ID) {
+			continue
+		}
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		tj := taskJSON(t)
+		out[i] = &tj
+	}
+	wire.WriteJSON(w, http.StatusOK, out)
+}
+
+// taskFilter reads conversation_id__eq and created_at__gte.
+func taskFilter(q *wire.Query) acs.StartTaskFilter {
+	f := acs.StartTaskFilter{CreatedGTE: q.Time("created_at__gte")}
+	if s := q.String("conversation_id__eq"); s != nil {
+		id, err := acs.NormalizeID(*s)
+		if err != nil {
+			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "conversation_id__eq"}, Msg: "Input should be a valid UUID", Type: "uuid_parsing"})
+		}
+		f.ConversationID = id
+	}
+	return f
+}
+
+// searchStartTasks: GET /api/v1/app-conversations/start-tasks/search.
+func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	f := taskFilter(q)
+	order := acs.StartTaskSort(q.Enum("sort_order", string(acs.SortCreatedAtDesc), acs.StartTaskSort("").EnumValues()))
+	opts := listOptions(q)
+	if !q.OK(w) {
+		return
+	}
+	page, err := a.d.Store.SearchStartTasks(r.Context(), userOf(r).ID, f, order, opts)
+	if errors.Is(err, acs.ErrInvalid) {
+		writeBadPageID(w)
+		return
+	}
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	items := make([]StartTaskJSON, 0, len(page.Items))
+	for _, t := range page.Items {
+		items = append(items, taskJSON(t))
+	}
+	wire.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
+}
+
+// countStartTasks: GET /api/v1/app-conversations/start-tasks/count.
+func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) {
+	q := wire.NewQuery(r)
+	f := taskFilter(q)
+	if !q.OK(w) {
+		return
+	}
+	n, err := a.d.Store.CountStartTasks(r.Context(), userOf(r).ID, f)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, n)
+}
+
+// streamStart: POST /api/v1/app-conversations/stream-start. It answers a
+// JSON array written as the start progresses: the task as created, then the
+// task at each status change, until READY or ERROR (or the client leaves).
+func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
+	var req startflow.StartRequest
+	if !wire.DecodeBody(w, r, &req, true) {
+		return
+	}
+	t, err := a.start.Submit(r.Context(), userOf(r), req)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flush := func() {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	write := func(prefix string, t acs.StartTask) {
+		b, _ := strictjson.Marshal(taskJSON(t))
+		w.Write([]byte(prefix))
+		w.Write(b)
+		flush()
+	}
+	write("[", t)
+	last := t.Status
+	poll := a.d.Flow.PollInterval / 4
+	if poll < 20*time.Millisecond {
+		poll = 20 * time.Millisecond
+	}
+	if poll > 500*time.Millisecond {
+		poll = 500 * time.Millisecond
+	}
+	for !last.Done() {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-time.After(poll):
+		}
+		cur, err := a.d.Store.GetStartTask(r.Context(), t.ID)
+		if err != nil {
+			if errors.Is(err, acs.ErrNotFound) {
+				break
+			}
+			continue
+		}
+		if cur.Status != last {
+			write(",\n", cur)
+			last = cur.Status
+		}
+	}
+	w.Write([]byte("]"))
+	flush()
+}

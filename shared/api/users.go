@@ -1,0 +1,147 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// Users and API keys. Keys are stored only as SHA-256 hashes; a key's value
+// is shown once, when it is made. A revoked key stops working at once.
+
+// UserJSON is a user.
+type UserJSON struct {
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Admin     bool        `json:"admin"`
+	CreatedAt events.Time `json:"created_at"`
+}
+
+// NewKeyJSON is a key as made: its value is shown this once.
+type NewKeyJSON struct {
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Key       string      `json:"key"`
+	CreatedAt events.Time `json:"created_at"`
+}
+
+// KeyJSON is a listed key (never its value).
+type KeyJSON struct {
+	ID        string      `json:"id"`
+	Name      string      `json:"name"`
+	Prefix    string      `json:"prefix"`
+	CreatedAt events.Time `json:"created_at"`
+}
+
+// NameRequest is a body with just a name.
+type NameRequest struct {
+	Name string `json:"name" acs:"required,minlen=1,maxlen=100"`
+}
+
+// ValidateStrict refuses blank names.
+func (r *NameRequest) ValidateStrict() []strictjson.Error {
+	if strings.TrimSpace(r.Name) == "" {
+		return []strictjson.Error{{Loc: []any{"name"}, Msg: "name must not be blank", Type: "value_error"}}
+	}
+	return nil
+}
+
+// KeyPrefixLen is how much of a key is kept to recognise it.
+const KeyPrefixLen = 8
+
+// IssueKey stores a new key for user and returns it with its value.
+func IssueKey(ctx context.Context, st acs.Store, userID, name string, value string, createdAt events.Time) (NewKeyJSON, error) {
+	if value == "" {
+		value = "acs_" + acs.NewSecret(40)
+	}
+	k := acs.APIKey{ID: acs.NewID(), UserID: userID, Name: name, Hash: acs.HashKey(value), Prefix: value[:min(KeyPrefixLen, len(value))],
+		CreatedAt: createdAt.Time}
+	if err := st.CreateAPIKey(ctx, k); err != nil {
+		return NewKeyJSON{}, fmt.Errorf("store API key: %w", err)
+	}
+	return NewKeyJSON{ID: k.ID, Name: k.Name, Key: value, CreatedAt: createdAt}, nil
+}
+
+// createUser: POST /api/v1/users {"name"} (admins only) makes a user and
+// returns its first key once.
+func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
+	if !userOf(r).Admin {
+		wire.WriteDetail(w, http.StatusForbidden, "Only an admin can create users")
+		return
+	}
+	var req NameRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	now := events.At(a.now())
+	u := acs.User{ID: acs.NewID(), Name: req.Name, CreatedAt: now.Time}
+	if err := a.d.Store.CreateUser(r.Context(), u); err != nil {
+		writeErr(w, err)
+		return
+	}
+	key, err := IssueKey(r.Context(), a.d.Store, u.ID, "first key", "", now)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusCreated, struct {
+		User UserJSON   `json:"user"`
+		Key  NewKeyJSON `json:"key"`
+	}{UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: now}, key})
+}
+
+// getMe: GET /api/v1/users/me.
+func (a *API) getMe(w http.ResponseWriter, r *http.Request) {
+	u := userOf(r)
+	wire.WriteJSON(w, http.StatusOK, UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)})
+}
+
+// createKey: POST /api/v1/keys {"name"} returns {"id","name","key"} (the key
+// shown once).
+func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
+	var req NameRequest
+	if !wire.DecodeBody(w, r, &req, false) {
+		return
+	}
+	key, err := IssueKey(r.Context(), a.d.Store, userOf(r).ID, req.Name, "", events.At(a.now()))
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusCreated, key)
+}
+
+// listKeys: GET /api/v1/keys — the caller's keys, without values.
+func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := a.d.Store.ListAPIKeys(r.Context(), userOf(r).ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	out := make([]KeyJSON, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, KeyJSON{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: events.At(k.CreatedAt)})
+	}
+	wire.WriteJSON(w, http.StatusOK, out)
+}
+
+// deleteKey: DELETE /api/v1/keys/{key_id} revokes one of the caller's keys
+// at once.
+func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("key_id")
+	if err := a.d.Store.DeleteAPIKey(r.Context(), userOf(r).ID, id); err != nil {
+		if errors.Is(err, acs.ErrNotFound) {
+			err = fmt.Errorf("API key not found: %s: %w", id, acs.ErrNotFound)
+		}
+		writeErr(w, err)
+		return
+	}
+	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}

@@ -1,0 +1,280 @@
+package procsandbox_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/procsandbox"
+)
+
+// pausedSandbox starts a sandbox, pauses it and returns the runtime and its
+// workspace.
+func pausedSandbox(t *testing.T, id string) (*procsandbox.Runtime, string) {
+	t.Helper()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	ctx := context.Background()
+	if _, err := rt.Start(ctx, acs.StartRequest{SandboxID: id, SessionKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Pause(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.Status(ctx, id)
+	if err != nil || st.Status != acs.SandboxPaused {
+		t.Fatalf("after pause: %+v %v", st, err)
+	}
+	return rt, st.WorkingDir
+}
+
+type entry struct {
+	typ     byte
+	mode    int64
+	content string
+	link    string
+}
+
+func readArchive(t *testing.T, r io.Reader) (map[string]entry, []string) {
+	t.Helper()
+	gz, err := gzip.NewReader(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(gz)
+	out := map[string]entry{}
+	var order []string
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[hdr.Name] = entry{hdr.Typeflag, hdr.Mode, string(b), hdr.Linkname}
+		order = append(order, hdr.Name)
+	}
+	return out, order
+}
+
+func TestArchiveContents(t *testing.T) {
+	rt, work := pausedSandbox(t, "archive-contents")
+	sandboxDir := filepath.Dir(work)
+	outside := filepath.Join(t.TempDir(), "control-plane-secret")
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(outside, []byte("must not be archived"), 0o600))
+	must(os.MkdirAll(filepath.Join(work, "dir", "sub"), 0o700))
+	must(os.Mkdir(filepath.Join(work, "empty"), 0o750))
+	must(os.Mkdir(filepath.Join(work, "bin"), 0o755))
+	must(os.WriteFile(filepath.Join(work, "top.txt"), []byte("top"), 0o644))
+	must(os.WriteFile(filepath.Join(work, "bin", "run.sh"), []byte("#!/bin/sh\n"), 0o755))
+	must(os.WriteFile(filepath.Join(work, "dir", "sub", "deep.txt"), []byte("deep"), 0o600))
+	must(os.WriteFile(filepath.Join(work, "dir", "empty-file"), nil, 0o644))
+	must(os.Symlink("top.txt", filepath.Join(work, "link-in")))
+	must(os.Symlink(outside, filepath.Join(work, "link-out")))
+	must(os.Symlink("/", filepath.Join(work, "link-root")))
+	must(os.Symlink("missing", filepath.Join(work, "link-dangling")))
+	must(syscall.Mkfifo(filepath.Join(work, "pipe"), 0o600))
+	// Outside the workspace but inside the sandbox: not archived.
+	must(os.WriteFile(filepath.Join(sandboxDir, "home", "dotfile"), []byte("home"), 0o600))
+	must(os.MkdirAll(filepath.Join(sandboxDir, "state", "conversations"), 0o700))
+	must(os.WriteFile(filepath.Join(sandboxDir, "state", "conversations", "c.json"), []byte("state"), 0o600))
+
+	var buf bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- rt.Archive(context.Background(), "archive-contents", &buf) }()
+	select {
+	case err := <-done:
+		must(err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("archive hangs (on the pipe?)")
+	}
+	got, order := readArchive(t, &buf)
+	want := map[string]entry{
+		"bin/":             {tar.TypeDir, 0o755, "", ""},
+		"bin/run.sh":       {tar.TypeReg, 0o755, "#!/bin/sh\n", ""},
+		"dir/":             {tar.TypeDir, 0o700, "", ""},
+		"dir/empty-file":   {tar.TypeReg, 0o644, "", ""},
+		"dir/sub/":         {tar.TypeDir, 0o700, "", ""},
+		"dir/sub/deep.txt": {tar.TypeReg, 0o600, "deep", ""},
+		"empty/":           {tar.TypeDir, 0o750, "", ""},
+		"link-dangling":    {tar.TypeSymlink, 0o777, "", "missing"},
+		"link-in":          {tar.TypeSymlink, 0o777, "", "top.txt"},
+		"link-out":         {tar.TypeSymlink, 0o777, "", outside},
+		"link-root":        {tar.TypeSymlink, 0o777, "", "/"},
+		"top.txt":          {tar.TypeReg, 0o644, "top", ""},
+	}
+	for name, w := range want {
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("missing %s", name)
+			continue
+		}
+		if g != w {
+			t.Errorf("%s: got %+v, want %+v", name, g, w)
+		}
+	}
+	for name := range got {
+		if _, ok := want[name]; !ok {
+			t.Errorf("unexpected entry %s", name)
+		}
+	}
+	// Directories come before their contents, so extracting in order works.
+	pos := map[string]int{}
+	for i, n := range order {
+		pos[n] = i
+	}
+	if !(pos["dir/"] < pos["dir/sub/"] && pos["dir/sub/"] < pos["dir/sub/deep.txt"]) {
+		t.Errorf("order %q", order)
+	}
+}
+
+// A running sandbox's workspace archives too, and the archive never has an
+// entry for the workspace itself.
+func TestArchiveRunning(t *testing.T) {
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	ctx := context.Background()
+	const id = "archive-running"
+	if _, err := rt.Start(ctx, acs.StartRequest{SandboxID: id, SessionKey: "k"}); err != nil {
+		t.Fatal(err)
+	}
+	var st acs.RuntimeStatus
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, err = rt.Status(ctx, id); err != nil || st.Status != acs.SandboxStarting {
+			break
+		}
+	}
+	if st.Status != acs.SandboxRunning {
+		t.Fatalf("sandbox did not start: %+v %v", st, err)
+	}
+	if err := os.WriteFile(filepath.Join(st.WorkingDir, "live.txt"), []byte("live"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := rt.Archive(ctx, id, &buf); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := readArchive(t, &buf)
+	if got["live.txt"].content != "live" {
+		t.Fatalf("archive of a running sandbox: %v", got)
+	}
+	for _, root := range []string{"", ".", "./", "/"} {
+		if _, ok := got[root]; ok {
+			t.Fatalf("archive has an entry %q for the workspace", root)
+		}
+	}
+}
+
+func TestArchiveUnknown(t *testing.T) {
+	rt, err := procsandbox.New(procsandbox.Config{Binary: "unused", Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"never-created", "", "../escape", "a/b", "."} {
+		var buf bytes.Buffer
+		if err := rt.Archive(context.Background(), id, &buf); !errors.Is(err, acs.ErrNotFound) {
+			t.Fatalf("archive %q: %v, want ErrNotFound", id, err)
+		}
+		if buf.Len() != 0 {
+			t.Fatalf("archive %q wrote %d bytes", id, buf.Len())
+		}
+	}
+}
+
+func fillWorkspace(t *testing.T, work string, files, size int) {
+	t.Helper()
+	for i := range files {
+		b := make([]byte, size)
+		rand.Read(b) // incompressible: gzip writes as it goes
+		if err := os.WriteFile(filepath.Join(work, fmt.Sprintf("f%03d.bin", i)), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// hookWriter runs hook before its first write.
+type hookWriter struct {
+	hook func()
+	n    int
+	err  error
+}
+
+func (h *hookWriter) Write(p []byte) (int, error) {
+	if h.n == 0 && h.hook != nil {
+		h.hook()
+	}
+	h.n += len(p)
+	if h.err != nil {
+		return 0, h.err
+	}
+	return len(p), nil
+}
+
+func TestArchiveCanceledMidway(t *testing.T) {
+	rt, work := pausedSandbox(t, "archive-cancel")
+	fillWorkspace(t, work, 16, 256<<10)
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &hookWriter{hook: cancel}
+	err := rt.Archive(ctx, "archive-cancel", w)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("archive canceled midway: %v, want context.Canceled", err)
+	}
+	if w.n >= 16*256<<10 {
+		t.Fatalf("archive went on after cancellation (%d bytes)", w.n)
+	}
+}
+
+func TestArchiveWriteError(t *testing.T) {
+	rt, work := pausedSandbox(t, "archive-werr")
+	fillWorkspace(t, work, 4, 256<<10)
+	// Even a write error that looks like a vanished file is reported.
+	for _, werr := range []error{errors.New("disk full"), os.ErrNotExist} {
+		if err := rt.Archive(context.Background(), "archive-werr", &hookWriter{err: werr}); !errors.Is(err, werr) {
+			t.Fatalf("archive to a failing writer: %v, want %v", err, werr)
+		}
+	}
+}
+
+// A sandbox deleted while it is archived is not found, rather than an
+// archive missing its files.
+func TestArchiveDeletedMidway(t *testing.T) {
+	rt, work := pausedSandbox(t, "archive-deleted")
+	fillWorkspace(t, work, 16, 256<<10)
+	w := &hookWriter{hook: func() {
+		if err := rt.Delete(context.Background(), "archive-deleted"); err != nil {
+			t.Error(err)
+		}
+	}}
+	if err := rt.Archive(context.Background(), "archive-deleted", w); !errors.Is(err, acs.ErrNotFound) {
+		t.Fatalf("archive of a sandbox deleted midway: %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,233 @@
+package startflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/agentclient"
+)
+
+// conversationSecrets are the secrets a conversation gets: the owner's
+// stored secrets, overridden by the start request's.
+func (w *Worker) conversationSecrets(ctx context.Context, t acs.StartTask) (map[string]string, error) {
+	return MergeSecrets(ctx, w.Store, w.Sealer, t.OwnerID, t.SealedSecrets)
+}
+
+// MergeSecrets opens the owner's stored secrets and the sealed
+// per-conversation ones (which win on a name clash).
+func MergeSecrets(ctx context.Context, st acs.Store, sealer acs.Sealer, owner string, sealed map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	stored, err := st.ListSecrets(ctx, owner)
+	if err != nil {
+		return nil, fmt.Errorf("load stored secrets: %w", err)
+	}
+	for _, s := range stored {
+		v, err := sealer.Open(s.Sealed)
+		if err != nil {
+			slog.Warn("startflow: a stored secret does not open (was the key changed?)", "secret", s.Name, "error", err)
+			continue
+		}
+		out[s.Name] = v
+	}
+	for k, sv := range sealed {
+		v, err := sealer.Open(sv)
+		if err != nil {
+			return nil, failf("secret %s of this start does not open (was the key changed?)", k)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// AgentRequest builds the agent server's StartConversationRequest for a task:
+// the installation's LLM with the user's settings applied, the tools, the
+// secrets, the project directory, and the request's message, plugins and
+// observability settings.
+func (w *Worker) AgentRequest(t acs.StartTask, req StartRequest, settings acs.Settings, secrets map[string]string) (*wire.StartConversationRequest, error) {
+	cfg := w.cfg()
+	llmCfg := cfg.LLM
+	llmCfg.UsageID = "agent"
+	if settings.LLMModel != nil && *settings.LLMModel != "" {
+		llmCfg.Model = *settings.LLMModel
+	}
+	if settings.LLMBaseURL != nil && *settings.LLMBaseURL != "" {
+		u := *settings.LLMBaseURL
+		llmCfg.BaseURL = &u
+	}
+	if settings.LLMAPIKeySealed != "" {
+		k, err := w.Sealer.Open(settings.LLMAPIKeySealed)
+		if err != nil {
+			return nil, failf("your saved LLM API key does not open (was the server key changed?); save it again with POST /api/v1/settings")
+		}
+		llmCfg.APIKey = &k
+	}
+	if req.LLMModel != nil && *req.LLMModel != "" {
+		llmCfg.Model = *req.LLMModel
+	}
+	agent := &wire.Agent{Kind: "Agent", LLM: llmCfg}
+	tools := cfg.Tools
+	if req.AgentType == "plan" {
+		tools = []string{"terminal", "planning_file_editor", "task_tracker"}
+	}
+	for _, name := range tools {
+		agent.Tools = append(agent.Tools, wire.ToolRef{Name: name, Params: []byte("{}")})
+	}
+	agent.AgentContext = &wire.AgentContext{SystemMessageSuffix: req.SystemMessageSuffix,
+		LoadUserSkills: true, LoadProjectSkills: true}
+	dashed := acs.Dashed(t.ConversationID)
+	out := &wire.StartConversationRequest{
+		Agent: agent, Workspace: wire.Workspace{WorkingDir: t.ProjectDir}, ConversationID: &dashed,
+		MaxIterations: 500, StuckDetection: true, Autotitle: true,
+		ObservabilitySpanName: req.ObservabilitySpanName, ObservabilityTags: req.ObservabilityTags,
+		ObservabilityMetadata: req.ObservabilityMetadata, Plugins: req.Plugins,
+	}
+	if len(settings.ConfirmationPolicy) > 0 {
+		var p wire.ConfirmationPolicy
+		if err := strictjson.Unmarshal(settings.ConfirmationPolicy, &p); err == nil {
+			out.ConfirmationPolicy = &p
+		}
+	}
+	if req.ParentConversationID != nil {
+		p := acs.Dashed(mustNorm(*req.ParentConversationID))
+		out.ParentConversationID = &p
+	}
+	if len(secrets) > 0 {
+		out.Secrets = map[string]wire.SecretSource{}
+		for k, v := range secrets {
+			out.Secrets[k] = wire.SecretSource{Kind: "StaticSecret", Value: v}
+		}
+	}
+	if msg := InitialMessage(req); msg != nil && msg.Run {
+		out.InitialMessage = msg
+	}
+	return out, nil
+}
+
+// InitialMessage is the request's initial message with the plugins'
+// parameters appended as text (the reference's behaviour), or nil.
+func InitialMessage(req StartRequest) *wire.SendMessageRequest {
+	if req.InitialMessage == nil {
+		return nil
+	}
+	msg := *req.InitialMessage
+	msg.Content = append([]events.Content(nil), msg.Content...)
+	for _, p := range req.Plugins {
+		if len(p.Parameters) > 0 && string(p.Parameters) != "null" {
+			var pretty json.RawMessage = p.Parameters
+			msg.Content = append(msg.Content, events.TextItem(fmt.Sprintf("Parameters of plugin %s: %s", p.Source, pretty)))
+		}
+	}
+	return &msg
+}
+
+// startConversation creates the conversation record and the conversation on
+// the agent server, delivers queued messages and marks the task READY.
+func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req StartRequest) error {
+	sb, client, err := w.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	settings, err := w.settings(ctx, t.OwnerID)
+	if err != nil {
+		return err
+	}
+	secrets, err := w.conversationSecrets(ctx, t)
+	if err != nil {
+		return err
+	}
+	areq, err := w.AgentRequest(t, req, settings, secrets)
+	if err != nil {
+		return err
+	}
+	now := w.now()
+	title := req.Title
+	if title == nil {
+		s := "Conversation " + t.ConversationID[:5]
+		title = &s
+	}
+	model := areq.Agent.LLM.Model
+	conv := acs.Conversation{ID: t.ConversationID, OwnerID: t.OwnerID, SandboxID: sb.ID,
+		SelectedRepository: req.SelectedRepository, SelectedBranch: req.SelectedBranch,
+		Title: title, PRNumber: req.PRNumber, LLMModel: &model, Public: req.Public,
+		WorkingDir: t.WorkDir, ProjectDir: t.ProjectDir, StartTaskID: t.ID, ExecutionStatus: string(wire.StatusIdle),
+		CreatedAt: now, UpdatedAt: now}
+	if req.GitProvider != nil {
+		g := string(*req.GitProvider)
+		conv.GitProvider = &g
+	}
+	if req.Trigger != nil {
+		tr := string(*req.Trigger)
+		conv.Trigger = &tr
+	}
+	if req.ParentConversationID != nil {
+		p := mustNorm(*req.ParentConversationID)
+		conv.ParentConversationID = &p
+	}
+	if err := w.Store.CreateConversation(ctx, conv); err != nil && !errors.Is(err, acs.ErrConflict) {
+		return err
+	}
+	if _, err := client.CreateConversation(ctx, areq); err != nil {
+		var he *agentclient.HTTPError
+		if errors.As(err, &he) && he.Status == 422 {
+			return failf("The agent server rejected the conversation: %s", he.Detail)
+		}
+		return err
+	}
+	if msg := InitialMessage(req); msg != nil && !msg.Run {
+		// run=false: deliver the message without starting the agent, once.
+		if err := sendOnce(ctx, client, t.ConversationID, msg); err != nil {
+			return err
+		}
+	}
+	w.lifecycle().Touch(ctx, sb, true)
+	FlushPending(ctx, w.Store, client, t.ConversationID, "task-"+t.ID, t.ConversationID)
+	id := t.ConversationID
+	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
+}
+
+// sendOnce sends the initial message unless the conversation already has a
+// user message (a redelivered step after a successful send).
+func sendOnce(ctx context.Context, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
+	var count int
+	err := client.Get(ctx, "/api/conversations/"+convID+"/events/count?kind=MessageEvent&source=user", &count)
+	if err != nil {
+		return err
+	}
+	if count > 0 {
+		return nil
+	}
+	m := *msg
+	return client.SendMessage(ctx, convID, &m)
+}
+
+// FlushPending delivers the messages queued under keys to the conversation,
+// in order, with run=true, and removes them (delivered or not, as the
+// reference does; a failure is logged).
+func FlushPending(ctx context.Context, st acs.Store, client *agentclient.Client, convID string, keys ...string) {
+	for _, key := range keys {
+		msgs, err := st.ListPendingMessages(ctx, key)
+		if err != nil {
+			slog.Warn("startflow: list pending messages", "key", key, "error", err)
+			continue
+		}
+		for _, m := range msgs {
+			var content []events.Content
+			if err := strictjson.Unmarshal(m.Content, &content); err != nil {
+				slog.Warn("startflow: unreadable pending message dropped", "id", m.ID, "error", err)
+			} else if err := client.SendMessage(ctx, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
+				slog.Warn("startflow: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
+			}
+			if err := st.DeletePendingMessage(ctx, key, m.ID); err != nil {
+				slog.Warn("startflow: remove pending message", "id", m.ID, "error", err)
+			}
+		}
+	}
+}

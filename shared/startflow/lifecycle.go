@@ -1,0 +1,428 @@
+package startflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/agentclient"
+)
+
+// Lifecycle runs the sandbox lifecycle the spec and DESIGN.md define:
+// creation under a per-user cap on running sandboxes, pause (compute
+// released, workspace kept), resume (new session key), readiness (RUNNING and
+// the agent server answers /alive), deletion (MISSING, transcript kept), and
+// the idle reconciler (pause after IdlePause, archive and clean up after
+// IdleCleanup). The same code serves the API, the start worker and the
+// reconciler, locally and on AWS.
+type Lifecycle struct {
+	Store   acs.Store
+	Runtime acs.Runtime
+	// Blobs receives workspace archives at cleanup (nil: no archive).
+	Blobs  acs.Blobs
+	Config Config
+	Now    func() time.Time
+}
+
+func (l *Lifecycle) now() time.Time {
+	if l.Now != nil {
+		return l.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+// Usable returns nil when conversations on sb can be used (perhaps after a
+// resume), else the read-only error: ErrGone for MISSING ("archived"),
+// ErrSandboxFailed for ERROR.
+func Usable(sb acs.Sandbox) error {
+	switch sb.Status {
+	case acs.SandboxMissing:
+		return fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
+	case acs.SandboxError:
+		detail := "Sandbox is in an error state and cannot accept messages."
+		if sb.Detail != "" {
+			detail += " " + sb.Detail
+		}
+		return fmt.Errorf("%s: %w", detail, acs.ErrSandboxFailed)
+	}
+	return nil
+}
+
+// CheckCapacity returns ErrCapacity when owner already has the maximum of
+// running (or starting) sandboxes, not counting except. A cap of 0 means
+// none.
+func (l *Lifecycle) CheckCapacity(ctx context.Context, owner, except string) error {
+	limit := l.Config.MaxRunningSandboxes
+	if limit <= 0 {
+		return nil
+	}
+	n := 0
+	err := eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
+		if sb.ID != except && (sb.Status == acs.SandboxRunning || sb.Status == acs.SandboxStarting) {
+			n++
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if n >= limit {
+		return fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", n, acs.ErrCapacity)
+	}
+	return nil
+}
+
+// eachSandbox visits every sandbox of owner (all pages).
+func eachSandbox(ctx context.Context, st acs.Store, owner string, fn func(acs.Sandbox)) error {
+	opts := acs.ListOptions{Limit: 100}
+	for {
+		page, err := st.ListSandboxes(ctx, owner, opts)
+		if err != nil {
+			return err
+		}
+		for _, sb := range page.Items {
+			fn(sb)
+		}
+		if page.Next == "" {
+			return nil
+		}
+		opts.PageToken = page.Next
+	}
+}
+
+// Create stores a new sandbox with the given slots and starts its compute.
+// A record that exists and was created by the same task (a redelivery) is
+// started again idempotently. ErrCapacity when the owner's cap is reached.
+func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
+	spec, ok := l.Config.Spec(sb.SpecID)
+	if !ok {
+		return acs.Sandbox{}, fmt.Errorf("unknown sandbox spec %q: %w", sb.SpecID, acs.ErrInvalid)
+	}
+	sb.SpecID = spec.ID
+	now := l.now()
+	if sb.CreatedAt.IsZero() {
+		sb.CreatedAt = now
+	}
+	sb.UpdatedAt, sb.LastUsedAt, sb.LastActivityAt = now, now, now
+	if sb.Status == "" {
+		sb.Status = acs.SandboxStarting
+	}
+	existing, err := l.Store.GetSandbox(ctx, sb.ID)
+	switch {
+	case err == nil:
+		if sb.CreatedByTask == "" || existing.CreatedByTask != sb.CreatedByTask {
+			return acs.Sandbox{}, fmt.Errorf("sandbox id %s is already in use: %w", sb.ID, acs.ErrConflict)
+		}
+		sb = existing
+	case errors.Is(err, acs.ErrNotFound):
+		if err := l.CheckCapacity(ctx, sb.OwnerID, sb.ID); err != nil {
+			return acs.Sandbox{}, err
+		}
+		if err := l.Store.CreateSandbox(ctx, sb); err != nil {
+			return acs.Sandbox{}, err
+		}
+	default:
+		return acs.Sandbox{}, err
+	}
+	st, err := l.Runtime.Start(ctx, acs.StartRequest{SandboxID: sb.ID, OwnerID: sb.OwnerID, Spec: spec,
+		SessionKey: acs.NewSecret(40), Env: l.Config.SandboxEnv()})
+	if err != nil {
+		_, _ = l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+			s.Status, s.Detail = acs.SandboxError, "the runtime could not start the sandbox: "+err.Error()
+			return nil
+		})
+		return acs.Sandbox{}, fmt.Errorf("start sandbox %s: %w", sb.ID, err)
+	}
+	return l.record(ctx, sb.ID, st)
+}
+
+// record copies a runtime status onto the sandbox record.
+func (l *Lifecycle) record(ctx context.Context, id string, st acs.RuntimeStatus) (acs.Sandbox, error) {
+	return l.Store.UpdateSandbox(ctx, id, func(s *acs.Sandbox) error {
+		ApplyRuntimeStatus(s, st, l.now())
+		return nil
+	})
+}
+
+// Refresh updates sb from its runtime (a sandbox that stopped or came back
+// is noticed on read) and returns it with the runtime's report. Read-only
+// sandboxes are returned as they are.
+func (l *Lifecycle) Refresh(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, acs.RuntimeStatus) {
+	if sb.Status.ReadOnly() {
+		return sb, acs.RuntimeStatus{Status: sb.Status}
+	}
+	st, err := l.Runtime.Status(ctx, sb.ID)
+	if err != nil {
+		slog.Warn("lifecycle: runtime status", "sandbox", sb.ID, "error", err)
+		return sb, acs.RuntimeStatus{Status: sb.Status, AgentURL: sb.AgentURL}
+	}
+	if st.Status != sb.Status || st.AgentURL != sb.AgentURL || (st.SessionKey != "" && acs.HashKey(st.SessionKey) != sb.SessionKeyHash) {
+		if updated, err := l.record(ctx, sb.ID, st); err == nil {
+			sb = updated
+		}
+	}
+	return sb, st
+}
+
+// Pause releases the sandbox's compute and keeps its workspace. Every
+// conversation on it is paused with it. Pausing a paused sandbox is a
+// no-op; a read-only one is refused (Usable).
+func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
+	if err := Usable(sb); err != nil {
+		return sb, err
+	}
+	if err := l.Runtime.Pause(ctx, sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+		return sb, fmt.Errorf("pause sandbox %s: %w", sb.ID, err)
+	}
+	return l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+		if s.Status != acs.SandboxPaused {
+			now := l.now()
+			s.Status, s.PausedAt, s.UpdatedAt = acs.SandboxPaused, &now, now
+		}
+		s.SessionKeyHash, s.AgentURL = "", ""
+		return nil
+	})
+}
+
+// Resume brings a paused sandbox back with a new session key (a running one
+// is left as it is). ErrCapacity when the owner's cap is reached; read-only
+// sandboxes are refused (Usable).
+func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
+	if err := Usable(sb); err != nil {
+		return sb, err
+	}
+	sb, st := l.Refresh(ctx, sb)
+	if st.Status == acs.SandboxRunning || st.Status == acs.SandboxStarting {
+		return sb, nil
+	}
+	if err := l.CheckCapacity(ctx, sb.OwnerID, sb.ID); err != nil {
+		return sb, err
+	}
+	spec, _ := l.Config.Spec(sb.SpecID)
+	st, err := l.Runtime.Resume(ctx, sb.ID, acs.NewSecret(40), mergeEnv(spec.InitialEnv, l.Config.SandboxEnv()))
+	if errors.Is(err, acs.ErrNotFound) {
+		_, _ = l.record(ctx, sb.ID, acs.RuntimeStatus{Status: acs.SandboxMissing})
+		return sb, fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
+	}
+	if err != nil {
+		return sb, fmt.Errorf("resume sandbox %s: %w", sb.ID, err)
+	}
+	now := l.now()
+	return l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+		ApplyRuntimeStatus(s, st, now)
+		s.PausedAt = nil
+		s.LastActivityAt = now
+		return nil
+	})
+}
+
+// Ready makes sure the sandbox can serve requests: a paused one is resumed,
+// and Ready waits (at most wait) until it is RUNNING and its agent server
+// answers /alive. It returns the sandbox and a client for its agent server.
+// Read-only sandboxes are refused (Usable); a sandbox still not ready after
+// wait is ErrConflict naming its status.
+func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *agentclient.Client, error) {
+	if err := Usable(sb); err != nil {
+		return sb, nil, err
+	}
+	deadline := l.now().Add(wait)
+	poll := l.Config.PollInterval
+	if poll <= 0 {
+		poll = 100 * time.Millisecond
+	}
+	resumed := false
+	for {
+		var st acs.RuntimeStatus
+		sb, st = l.Refresh(ctx, sb)
+		switch st.Status {
+		case acs.SandboxPaused:
+			var err error
+			if sb, err = l.Resume(ctx, sb); err != nil {
+				return sb, nil, err
+			}
+			resumed = true
+		case acs.SandboxRunning:
+			client := agentclient.New(st.AgentURL, st.SessionKey)
+			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			err := client.Alive(actx)
+			cancel()
+			if err == nil {
+				l.buryTombstones(ctx, sb, client)
+				if resumed {
+					// Messages queued while the sandbox was unreachable.
+					for _, id := range sb.Slots {
+						FlushPending(ctx, l.Store, client, acs.Dashed(id), id)
+					}
+				}
+				return sb, client, nil
+			}
+		case acs.SandboxError, acs.SandboxMissing:
+			return sb, nil, Usable(sb)
+		}
+		if !l.now().Before(deadline) {
+			return sb, nil, fmt.Errorf("Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly: %w",
+				sb.Status, sb.ID, acs.ErrConflict)
+		}
+		select {
+		case <-ctx.Done():
+			return sb, nil, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// Delete removes the sandbox's compute and workspace and marks it MISSING;
+// its conversations stay readable (transcripts are in the store). With
+// archive, an internal archive of the workspace is kept first (when Blobs is
+// set); a failed archive stops the deletion.
+func (l *Lifecycle) Delete(ctx context.Context, sb acs.Sandbox, archive bool) (acs.Sandbox, error) {
+	key := ""
+	if archive && l.Blobs != nil && sb.Status != acs.SandboxMissing {
+		key = fmt.Sprintf("archives/%s/%s.tar.gz", sb.ID, l.now().Format("20060102T150405Z"))
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(l.Runtime.Archive(ctx, sb.ID, pw)) }()
+		if err := l.Blobs.Put(ctx, key, pr); err != nil {
+			pr.CloseWithError(err)
+			if !errors.Is(err, acs.ErrNotFound) {
+				return sb, fmt.Errorf("archive the workspace of sandbox %s: %w", sb.ID, err)
+			}
+			key = ""
+		}
+	}
+	if err := l.Runtime.Delete(ctx, sb.ID); err != nil {
+		return sb, fmt.Errorf("delete sandbox %s: %w", sb.ID, err)
+	}
+	return l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+		now := l.now()
+		s.Status, s.UpdatedAt, s.SessionKeyHash, s.AgentURL = acs.SandboxMissing, now, "", ""
+		if key != "" {
+			s.ArchiveKey = key
+		}
+		return nil
+	})
+}
+
+// Remove deletes a sandbox no conversation uses any more: compute,
+// workspace and record.
+func (l *Lifecycle) Remove(ctx context.Context, id string) error {
+	if err := l.Runtime.Delete(ctx, id); err != nil {
+		return fmt.Errorf("delete sandbox %s: %w", id, err)
+	}
+	if err := l.Store.DeleteSandbox(ctx, id); err != nil && !errors.Is(err, acs.ErrNotFound) {
+		return err
+	}
+	return nil
+}
+
+// touchEvery throttles activity updates.
+const touchEvery = 10 * time.Second
+
+// Touch records activity on a sandbox (at most every 10 s), and with used
+// also LastUsedAt (a start or a message).
+func (l *Lifecycle) Touch(ctx context.Context, sb acs.Sandbox, used bool) {
+	now := l.now()
+	if !used && now.Sub(sb.LastActivityAt) < touchEvery {
+		return
+	}
+	_, err := l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+		s.LastActivityAt = now
+		if used {
+			s.LastUsedAt = now
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, acs.ErrNotFound) {
+		slog.Warn("lifecycle: record activity", "sandbox", sb.ID, "error", err)
+	}
+}
+
+// ReconcileReport says what a reconciler pass did.
+type ReconcileReport struct {
+	Paused, CleanedUp, Failed []string
+}
+
+// Reconcile is one pass of the idle rules over every sandbox: a RUNNING one
+// idle (no activity) for Config.IdlePause is paused; a PAUSED one idle for
+// Config.IdleCleanup is archived and cleaned up (MISSING). A zero duration
+// disables its rule. It also notices sandboxes whose compute died (ERROR).
+func (l *Lifecycle) Reconcile(ctx context.Context) (ReconcileReport, error) {
+	var rep ReconcileReport
+	now := l.now()
+	opts := acs.ListOptions{Limit: 100}
+	for {
+		page, err := l.Store.ListAllSandboxes(ctx, opts)
+		if err != nil {
+			return rep, err
+		}
+		for _, sb := range page.Items {
+			if sb.Status.ReadOnly() {
+				continue
+			}
+			sb, _ = l.Refresh(ctx, sb)
+			idle := now.Sub(latest(sb.LastActivityAt, sb.LastUsedAt, sb.CreatedAt))
+			switch {
+			case sb.Status == acs.SandboxRunning && l.Config.IdlePause > 0 && idle >= l.Config.IdlePause:
+				if _, err := l.Pause(ctx, sb); err != nil {
+					slog.Warn("reconcile: pause idle sandbox", "sandbox", sb.ID, "error", err)
+					rep.Failed = append(rep.Failed, sb.ID)
+					continue
+				}
+				slog.Info("reconcile: paused an idle sandbox", "sandbox", sb.ID, "idle", idle.Round(time.Second))
+				rep.Paused = append(rep.Paused, sb.ID)
+			case sb.Status == acs.SandboxPaused && l.Config.IdleCleanup > 0 && sb.PausedAt != nil &&
+				now.Sub(latest(*sb.PausedAt, sb.LastActivityAt)) >= l.Config.IdleCleanup:
+				if _, err := l.Delete(ctx, sb, true); err != nil {
+					slog.Warn("reconcile: clean up idle sandbox", "sandbox", sb.ID, "error", err)
+					rep.Failed = append(rep.Failed, sb.ID)
+					continue
+				}
+				slog.Info("reconcile: cleaned up an idle sandbox (workspace archived)", "sandbox", sb.ID)
+				rep.CleanedUp = append(rep.CleanedUp, sb.ID)
+			}
+		}
+		if page.Next == "" {
+			return rep, nil
+		}
+		opts.PageToken = page.Next
+	}
+}
+
+func latest(ts ...time.Time) time.Time {
+	var out time.Time
+	for _, t := range ts {
+		if t.After(out) {
+			out = t
+		}
+	}
+	return out
+}
+
+// buryTombstones deletes, on a ready agent server, the conversations that
+// were deleted while it was paused.
+func (l *Lifecycle) buryTombstones(ctx context.Context, sb acs.Sandbox, client *agentclient.Client) {
+	if len(sb.Tombstones) == 0 {
+		return
+	}
+	var done []string
+	for _, id := range sb.Tombstones {
+		if err := client.DeleteConversation(ctx, acs.Dashed(id)); err != nil {
+			slog.Warn("lifecycle: delete a conversation deleted while paused", "sandbox", sb.ID, "conversation", id, "error", err)
+			continue
+		}
+		done = append(done, id)
+	}
+	_, _ = l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+		keep := s.Tombstones[:0:0]
+		for _, id := range s.Tombstones {
+			if !slices.Contains(done, id) {
+				keep = append(keep, id)
+			}
+		}
+		s.Tombstones = keep
+		return nil
+	})
+}

@@ -1,0 +1,310 @@
+package startflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/agentclient"
+)
+
+// The repository steps run through the sandbox's agent server (its bash
+// API), so they work the same for process sandboxes and pods. Long commands
+// (clone, setup script) are started once and polled by later deliveries,
+// so no delivery outlives a Lambda or a visibility timeout.
+
+// ApplyRuntimeStatus updates a sandbox record from its runtime's report.
+func ApplyRuntimeStatus(s *acs.Sandbox, st acs.RuntimeStatus, now time.Time) {
+	if st.SessionKey != "" {
+		s.SessionKeyHash = acs.HashKey(st.SessionKey)
+	}
+	if s.Status != st.Status || s.AgentURL != st.AgentURL || s.Detail != st.Detail {
+		if st.Status == acs.SandboxPaused && s.Status != acs.SandboxPaused {
+			s.PausedAt = &now
+		}
+		s.Status, s.AgentURL, s.Detail = st.Status, st.AgentURL, st.Detail
+		s.UpdatedAt = now
+	}
+	if st.WorkingDir != "" {
+		s.WorkingDir = st.WorkingDir
+	}
+}
+
+// shellQuote quotes s for a POSIX shell.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// workDirs computes the conversation's working directory (the sandbox's, or
+// its own subdirectory when grouping) and project directory (where the
+// repository is cloned).
+func workDirs(sb acs.Sandbox, t acs.StartTask, req StartRequest) (work, project string) {
+	work = sb.WorkingDir
+	if t.OwnWorkDir {
+		work = path.Join(work, t.ConversationID)
+	}
+	project = work
+	if req.SelectedRepository != nil {
+		_, name, _ := strings.Cut(*req.SelectedRepository, "/")
+		project = path.Join(work, name)
+	}
+	return work, project
+}
+
+// gitTokenNames are the secrets a clone's token is taken from, in order.
+func gitTokenNames(provider *GitProvider) []string {
+	p := "github"
+	if provider != nil {
+		p = string(*provider)
+	}
+	return []string{strings.ToUpper(p) + "_TOKEN", "GIT_TOKEN"}
+}
+
+// runCommand starts a bash command on the sandbox once (recording its id on
+// the task) and reports its result when it has finished (done=false while
+// it runs).
+func (w *Worker) runCommand(ctx context.Context, t acs.StartTask, c *agentclient.Client, req agentclient.BashRequest) (stdout, stderr string, code int, done bool, err error) {
+	if t.Command == "" {
+		id, err := c.StartBash(ctx, req)
+		if err != nil {
+			return "", "", 0, false, fmt.Errorf("start command: %w", err)
+		}
+		// Record it unless another delivery already did (then ours runs
+		// harmlessly: every step's script is idempotent) or the task moved
+		// on.
+		if _, err := w.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
+			if tk.Status == t.Status && tk.Command == "" {
+				tk.Command = id
+			}
+			return nil
+		}); err != nil {
+			return "", "", 0, false, err
+		}
+		return "", "", 0, false, nil
+	}
+	return c.BashResult(ctx, t.Command)
+}
+
+// tail returns the last n bytes of s, trimmed.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+// prepareRepository creates the working directory and clones
+// selected_repository from the git host at selected_branch (a branch that
+// does not exist is created; without one, a new openhands-workspace-*
+// branch), or initialises a git repository when none is selected. The
+// token comes from the conversation's secrets (then the user's stored ones)
+// through GIT_ASKPASS: it is never in the command, .git/config or the
+// workspace.
+func (w *Worker) prepareRepository(ctx context.Context, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
+	cfg := w.cfg()
+	sb, c, err := w.client(ctx, t)
+	if err != nil {
+		return 0, false, err
+	}
+	work, project := workDirs(sb, t, req)
+	var script strings.Builder
+	fmt.Fprintf(&script, "set -e\nmkdir -p %s\ncd %s\n", shellQuote(work), shellQuote(work))
+	secrets := map[string]string{}
+	repo := ""
+	if req.SelectedRepository != nil {
+		repo = *req.SelectedRepository
+		_, name, _ := strings.Cut(repo, "/")
+		url := strings.TrimRight(cfg.GitHost, "/") + "/" + repo + ".git"
+		all, err := w.conversationSecrets(ctx, t)
+		if err != nil {
+			return 0, false, err
+		}
+		for _, n := range gitTokenNames(req.GitProvider) {
+			if v, ok := all[n]; ok {
+				secrets["ACS_GIT_TOKEN"] = v
+				break
+			}
+		}
+		if u, ok := all["GIT_USERNAME"]; ok {
+			secrets["ACS_GIT_USERNAME"] = u
+		}
+		branch := "openhands-workspace-" + strings.ToLower(t.ID[:8])
+		if req.SelectedBranch != nil {
+			branch = *req.SelectedBranch
+		}
+		fmt.Fprintf(&script, `if [ ! -d %[1]s/.git ]; then
+  ask=$(mktemp -d)
+  trap 'rm -rf "$ask"' EXIT
+  cat > "$ask/askpass" <<'ACS_ASKPASS'
+#!/bin/sh
+case "$1" in
+Username*) printf '%%s\n' "${ACS_GIT_USERNAME:-x-access-token}" ;;
+*) printf '%%s\n' "${ACS_GIT_TOKEN:-}" ;;
+esac
+ACS_ASKPASS
+  chmod 700 "$ask/askpass"
+  GIT_ASKPASS="$ask/askpass" GIT_TERMINAL_PROMPT=0 git -c credential.helper= clone --quiet -- %[2]s "$ask/repo"
+  # Another delivery may have cloned meanwhile: keep the first.
+  mv -T "$ask/repo" %[1]s 2>/dev/null || [ -d %[1]s/.git ]
+  cd %[1]s
+  if git ls-remote --exit-code --heads origin %[3]s >/dev/null 2>&1; then
+    GIT_ASKPASS="$ask/askpass" GIT_TERMINAL_PROMPT=0 git -c credential.helper= checkout --quiet %[3]s
+  else
+    git checkout --quiet -b %[3]s
+  fi
+fi
+`, shellQuote(name), shellQuote(url), shellQuote(branch))
+	} else {
+		script.WriteString("[ -d .git ] || git init --quiet || [ -d .git ]\n")
+	}
+	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script.String(), Timeout: int(cfg.CloneTimeout.Seconds()), Secrets: secrets})
+	if err != nil {
+		return 0, false, err
+	}
+	if !done {
+		return cfg.PollInterval / 4, false, nil
+	}
+	if code != 0 {
+		msg := tail(errOut+"\n"+out, 600)
+		if repo == "" {
+			return 0, false, failf("Could not prepare the working directory %s (exit %d): %s", work, code, msg)
+		}
+		hint := ""
+		low := strings.ToLower(msg)
+		if strings.Contains(low, "authentication") || strings.Contains(low, "could not read username") || strings.Contains(low, "403") || strings.Contains(low, "401") {
+			hint = fmt.Sprintf(" The repository needs credentials: set the %s secret (in the start request's secrets, or stored with POST /api/v1/secrets).", gitTokenNames(req.GitProvider)[0])
+		}
+		if code == -1 {
+			msg = "timed out after " + cfg.CloneTimeout.String()
+		}
+		return 0, false, failf("Could not clone %s from %s: %s.%s", repo, cfg.GitHost, msg, hint)
+	}
+	return 0, false, w.advance(ctx, t.ID, acs.TaskPreparingRepository, acs.TaskRunningSetupScript, func(tk *acs.StartTask) {
+		tk.WorkDir, tk.ProjectDir, tk.Command = work, project, ""
+	})
+}
+
+// runSetupScript sources the project's .openhands/setup.sh (when present)
+// with the conversation's secrets in its environment.
+func (w *Worker) runSetupScript(ctx context.Context, t acs.StartTask) (time.Duration, bool, error) {
+	cfg := w.cfg()
+	_, c, err := w.client(ctx, t)
+	if err != nil {
+		return 0, false, err
+	}
+	secrets, err := w.conversationSecrets(ctx, t)
+	if err != nil {
+		return 0, false, err
+	}
+	script := fmt.Sprintf("cd %s || exit 3\nif [ -f .openhands/setup.sh ]; then chmod +x .openhands/setup.sh && . ./.openhands/setup.sh; else echo 'no .openhands/setup.sh'; fi\n",
+		shellQuote(t.ProjectDir))
+	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script, Timeout: int(cfg.SetupTimeout.Seconds()), Secrets: envOnly(secrets)})
+	if err != nil {
+		return 0, false, err
+	}
+	if !done {
+		return cfg.PollInterval / 2, false, nil
+	}
+	if code != 0 {
+		if code == -1 {
+			return 0, false, failf("The repository's .openhands/setup.sh did not finish within %s", cfg.SetupTimeout)
+		}
+		return 0, false, failf("The repository's .openhands/setup.sh failed (exit %d): %s", code, tail(errOut+"\n"+out, 800))
+	}
+	return 0, false, w.advance(ctx, t.ID, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, func(tk *acs.StartTask) { tk.Command = "" })
+}
+
+// envOnly keeps the secrets whose names are environment variable names.
+func envOnly(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if secretName.MatchString(k) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+const preCommitHook = `#!/bin/sh
+# ACS pre-commit hook: runs .openhands/pre-commit.sh, then the previous hook.
+root=$(git rev-parse --show-toplevel)
+sh "$root/.openhands/pre-commit.sh" || exit $?
+if [ -x "$root/.git/hooks/pre-commit.local" ]; then exec "$root/.git/hooks/pre-commit.local" "$@"; fi
+`
+
+// setUpGitHooks installs a pre-commit hook running .openhands/pre-commit.sh
+// when the project has one; an existing hook is kept as pre-commit.local.
+func (w *Worker) setUpGitHooks(ctx context.Context, t acs.StartTask) error {
+	_, c, err := w.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	script := fmt.Sprintf(`cd %s || exit 3
+if [ -f .openhands/pre-commit.sh ] && [ -d .git ]; then
+  mkdir -p .git/hooks
+  hook=.git/hooks/pre-commit
+  if [ -f "$hook" ] && ! grep -q 'ACS pre-commit hook' "$hook"; then mv "$hook" .git/hooks/pre-commit.local; fi
+  cat > "$hook" <<'ACS_HOOK'
+%sACS_HOOK
+  chmod +x "$hook"
+  echo installed
+fi
+`, shellQuote(t.ProjectDir), preCommitHook)
+	out, err := c.ExecBash(ctx, agentclient.BashRequest{Command: script, Timeout: 60})
+	if err != nil {
+		return fmt.Errorf("install git hooks: %w", err)
+	}
+	if out.ExitCode == nil || *out.ExitCode != 0 {
+		msg := ""
+		if out.Stderr != nil {
+			msg = *out.Stderr
+		}
+		return failf("Could not install the pre-commit hook: %s", tail(msg, 400))
+	}
+	detail := ""
+	if out.Stdout != nil && strings.Contains(*out.Stdout, "installed") {
+		detail = "pre-commit hook installed (.openhands/pre-commit.sh)"
+	}
+	return w.advance(ctx, t.ID, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills, func(tk *acs.StartTask) {
+		if detail != "" {
+			tk.Steps[len(tk.Steps)-1].Detail = detail
+		}
+	})
+}
+
+// setUpSkills loads the project's skills once on the agent server (a
+// warm-up that also surfaces malformed skill files in the step's detail).
+func (w *Worker) setUpSkills(ctx context.Context, t acs.StartTask) error {
+	_, c, err := w.client(ctx, t)
+	if err != nil {
+		return err
+	}
+	var resp struct {
+		Skills []struct {
+			Name string `json:"name"`
+		} `json:"skills"`
+		Errors []struct {
+			File  string `json:"file"`
+			Error string `json:"error"`
+		} `json:"errors"`
+	}
+	if err := c.Post(ctx, "/api/skills", map[string]any{"project_dir": t.ProjectDir}, &resp); err != nil {
+		var he *agentclient.HTTPError
+		if !errors.As(err, &he) || he.Status/100 == 5 {
+			return fmt.Errorf("load skills: %w", err)
+		}
+		// An agent server without the route (or refusing the directory)
+		// does not stop the start.
+		resp.Skills = nil
+	}
+	detail := fmt.Sprintf("%d skills", len(resp.Skills))
+	for _, e := range resp.Errors {
+		detail += fmt.Sprintf("; %s: %s", e.File, e.Error)
+	}
+	return w.advance(ctx, t.ID, acs.TaskSettingUpSkills, acs.TaskStartingConversation, func(tk *acs.StartTask) {
+		tk.Steps[len(tk.Steps)-1].Detail = tail(detail, 1000)
+	})
+}
