@@ -21,12 +21,11 @@ type ListOptions struct {
 
 // ConversationFilter selects a user's conversations.
 type ConversationFilter struct {
-	TitleContains              string
-	CreatedGTE, CreatedLT      *time.Time
-	UpdatedGTE, UpdatedLT      *time.Time
-	SandboxID                  string
-	IncludeSubConversations    bool
-	ExcludeConversationsBefore *time.Time
+	TitleContains           string
+	CreatedGTE, CreatedLT   *time.Time
+	UpdatedGTE, UpdatedLT   *time.Time
+	SandboxID               string
+	IncludeSubConversations bool
 }
 
 // StoredEvent is an event as the control plane stores it: the agent server's
@@ -139,7 +138,8 @@ type Store interface {
 	// PutSettings creates or replaces a user's settings.
 	PutSettings(ctx context.Context, s Settings) error
 
-	// PutSecret creates or replaces a user's secret by name.
+	// PutSecret creates or replaces a user's secret by name (the whole
+	// record: callers keep CreatedAt when replacing).
 	PutSecret(ctx context.Context, s Secret) error
 	// GetSecret returns a user's secret; ErrNotFound when absent.
 	GetSecret(ctx context.Context, ownerID, name string) (Secret, error)
@@ -149,11 +149,12 @@ type Store interface {
 	DeleteSecret(ctx context.Context, ownerID, name string) error
 
 	// AddPendingMessage queues m under m.Key and returns its 1-based
-	// position; ErrCapacity when max messages are already queued there.
-	// Concurrent adds never exceed max.
+	// position; ErrCapacity when max (> 0) messages are already queued there.
+	// Concurrent adds never exceed max; adding an id already queued returns
+	// its position.
 	AddPendingMessage(ctx context.Context, m PendingMessage, max int) (int, error)
-	// ListPendingMessages returns the messages queued under key, oldest
-	// first.
+	// ListPendingMessages returns the messages queued under key in the
+	// order they were added.
 	ListPendingMessages(ctx context.Context, key string) ([]PendingMessage, error)
 	// DeletePendingMessage removes one queued message (absent is not an
 	// error).

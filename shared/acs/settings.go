@@ -43,7 +43,7 @@ type Secret struct {
 
 // PendingMessage is a message queued for a conversation that is still
 // starting (Key "task-<start task id>") or not reachable yet (Key the
-// conversation id). Messages are delivered in ID order.
+// conversation id). Messages are delivered in the order they were queued.
 type PendingMessage struct {
 	ID        string          `json:"id"`
 	OwnerID   string          `json:"owner_id"`
