@@ -32,12 +32,13 @@ type acsServe struct {
 	log     *bytes.Buffer
 }
 
-func startServe(t testing.TB, dataDir, llmURL string) *acsServe {
+func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
 	t.Helper()
 	addrFile := filepath.Join(t.TempDir(), "addr")
 	cmd := exec.Command(testbin.ACS(t), "serve", "--addr-file", addrFile)
 	cmd.Env = append(os.Environ(), "ACS_ADDR=127.0.0.1:0", "ACS_DATA_DIR="+dataDir, "ACS_API_KEY="+apiKey,
 		"LLM_BASE_URL="+llmURL, "LLM_MODEL=openai/e2e-model", "LLM_API_KEY=sk-e2e")
+	cmd.Env = append(cmd.Env, env...)
 	log := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
