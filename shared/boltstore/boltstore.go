@@ -13,6 +13,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -112,7 +113,23 @@ func marshalNoEscape(v any) ([]byte, error) {
 }
 
 // timeBits orders instants as big-endian unsigned integers.
-func timeBits(t time.Time) uint64 { return uint64(t.UnixNano()) + 1<<63 }
+// timeBits orders times as unsigned integers. Times outside the range of
+// nanosecond Unix time (years 1678 to 2262) are clamped to its ends, so a
+// filter such as created_at__gte=2999-01-01 still compares correctly.
+func timeBits(t time.Time) uint64 {
+	switch {
+	case t.After(maxNanoTime):
+		return math.MaxUint64
+	case t.Before(minNanoTime):
+		return 0
+	}
+	return uint64(t.UnixNano()) + 1<<63
+}
+
+var (
+	maxNanoTime = time.Unix(0, math.MaxInt64)
+	minNanoTime = time.Unix(0, math.MinInt64)
+)
 
 func appendTime(b []byte, t time.Time) []byte { return binary.BigEndian.AppendUint64(b, timeBits(t)) }
 
