@@ -32,7 +32,14 @@ func TestStartFlowRepositories(t *testing.T) {
 	git.Create(t, "acme", "secret-sauce", gittest.Repo{Private: true, Files: map[string]string{"README.md": "private\n"}})
 	git.Create(t, "acme", "broken-setup", gittest.Repo{Files: map[string]string{".openhands/setup.sh": "echo about to fail >&2\nexit 7\n"}})
 
-	llm := llmtest.New(llmtest.Reply{Repeat: true, Text: "Done."})
+	llm := llmtest.New(
+		// The code-host-user case: the agent clones after the start, with
+		// the token from the conversation's secrets (never in the command).
+		llmtest.Reply{MatchText: "clone it yourself", ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{
+			"command": `git -c credential.helper='!f() { echo username=x-access-token; echo "password=$GITHUB_TOKEN"; }; f' clone -q ` +
+				git.URL + `/acme/secret-sauce.git cloned-later && cat cloned-later/README.md`}}}},
+		llmtest.Reply{MatchText: "private", ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "cloned"}}}},
+		llmtest.Reply{Repeat: true, Text: "Done."})
 	defer llm.Close()
 	dataDir := t.TempDir()
 	s := startServe(t, dataDir, llm.URL, "ACS_GIT_HOST="+git.URL)
@@ -159,6 +166,20 @@ func TestStartFlowRepositories(t *testing.T) {
 			if last := tk.Steps[len(tk.Steps)-1]; last.Status != "ERROR" {
 				t.Errorf("%s: the ERROR step is not recorded", tc.repo)
 			}
+		}
+	})
+
+	t.Run("start without a repository, clone after the start with the secret", func(t *testing.T) {
+		tk := s.start(apiKey, map[string]any{"secrets": map[string]string{"GITHUB_TOKEN": token},
+			"initial_message": msg("clone it yourself")})
+		if tk.Status != "READY" {
+			t.Fatalf("start: %s %s", tk.Status, deref(tk.Detail))
+		}
+		s.waitConv(apiKey, *tk.AppConversationID, "finished", func(c *convInfo) bool {
+			return c.ExecutionStatus != nil && *c.ExecutionStatus == "finished"
+		})
+		if b, err := os.ReadFile(filepath.Join(workspace(tk), "cloned-later", "README.md")); err != nil || string(b) != "private\n" {
+			t.Fatalf("the agent's clone: %q %v", b, err)
 		}
 	})
 
