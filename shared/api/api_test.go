@@ -92,7 +92,7 @@ func newEnv(t *testing.T, withWorker bool) *env {
 	if withWorker {
 		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
 		e.srv.Config.Handler = v1.Handler()
-		w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow}
+		w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealbox.FromPassphrase("api test passphrase")}
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { w.Run(wctx, 2); close(done) }()

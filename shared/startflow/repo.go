@@ -62,18 +62,39 @@ func gitTokenNames(provider *GitProvider) []string {
 	return []string{strings.ToUpper(p) + "_TOKEN", "GIT_TOKEN"}
 }
 
-// runCommand starts a bash command on the sandbox once (recording its id on
-// the task) and reports its result when it has finished (done=false while
-// it runs).
+// runCommand runs a bash command on the sandbox and reports its result
+// when it has finished. A command that finishes within inlineWait costs no
+// store write; a longer one is recorded on the task (done=false) and polled
+// by later deliveries. A delivery that finds a recorded command polls it
+// instead of starting another; every step's script is idempotent, so a
+// command started twice (a crash before the record) is harmless.
 func (w *Worker) runCommand(ctx context.Context, t acs.StartTask, c *agentclient.Client, req agentclient.BashRequest) (stdout, stderr string, code int, done bool, err error) {
-	if t.Command == "" {
-		id, err := c.StartBash(ctx, req)
-		if err != nil {
+	id := t.Command
+	if id == "" {
+		if id, err = c.StartBash(ctx, req); err != nil {
 			return "", "", 0, false, fmt.Errorf("start command: %w", err)
 		}
-		// Record it unless another delivery already did (then ours runs
-		// harmlessly: every step's script is idempotent) or the task moved
-		// on.
+	}
+	deadline := time.Now().Add(inlineWait)
+	pause := 2 * time.Millisecond
+	for {
+		stdout, stderr, code, done, err = c.BashResult(ctx, id)
+		if err != nil || done {
+			return stdout, stderr, code, done, err
+		}
+		if time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", 0, false, ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(pause*2, 100*time.Millisecond)
+	}
+	if t.Command == "" {
+		// Still running: record it (unless another delivery recorded one, or
+		// the task moved on) so later deliveries poll it.
 		if _, err := w.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
 			if tk.Status == t.Status && tk.Command == "" {
 				tk.Command = id
@@ -82,10 +103,14 @@ func (w *Worker) runCommand(ctx context.Context, t acs.StartTask, c *agentclient
 		}); err != nil {
 			return "", "", 0, false, err
 		}
-		return "", "", 0, false, nil
 	}
-	return c.BashResult(ctx, t.Command)
+	return "", "", 0, false, nil
 }
+
+// inlineWait is how long a delivery waits for a command it started or
+// polls before handing the task back to the queue (the delivery's
+// visibility is extended meanwhile).
+const inlineWait = 10 * time.Second
 
 // tail returns the last n bytes of s, trimmed.
 func tail(s string, n int) string {
