@@ -9,7 +9,7 @@ echo "== event log: durable append, and search on a 100k-event log (sandbox/even
 go test ./sandbox/eventlog -run '^$' -count "$count" \
   -bench 'BenchmarkAppend$|BenchmarkAppendParallel|BenchmarkAppendOn100k|BenchmarkSearch100k|BenchmarkOpen100k' -benchtime 1s
 
-echo "== start-to-READY of a new local sandbox (cmd/acs)"
+echo "== start-to-READY: a new local sandbox, and a running one reused (cmd/acs)"
 go test ./cmd/acs -run '^$' -count "$count" -bench 'BenchmarkStartToReady' -benchtime 20x
 
 echo "== terminal round trip for echo (sandbox/tools/terminal)"
@@ -35,3 +35,9 @@ go test ./sandbox/tools/browser -run '^$' -count "$count" -bench 'BenchmarkFirst
 
 echo "== secret masking throughput (sandbox/secrets)"
 go test ./sandbox/secrets -run '^$' -count "$count" -bench 'BenchmarkMask' -benchtime 1s
+
+echo "== V1 reads at 10k conversations: GET 100 by ids, search page, title search, count (shared/api)"
+go test ./shared/api -run '^$' -count "$count" -bench 'BenchmarkV1At10k' -benchtime 2s
+
+echo "== event ingestion through the webhook, batches of 50 (shared/api)"
+go test ./shared/api -run '^$' -count "$count" -bench 'BenchmarkWebhookIngestion' -benchtime 2s

@@ -1,0 +1,171 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/boltstore"
+	"github.com/acs-project/acs/shared/localqueue"
+	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+// benchAPI is the V1 API over a boltstore seeded with n conversations of
+// one user spread over 10 sandboxes (records only: the sandboxes read
+// MISSING, so no runtime is involved).
+type benchAPI struct {
+	srv   *httptest.Server
+	store *boltstore.Store
+	ids   []string
+	key   string
+}
+
+func newBenchAPI(b *testing.B, n int) *benchAPI {
+	b.Helper()
+	dir := b.TempDir()
+	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	queue, err := localqueue.Open(filepath.Join(dir, "q.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { queue.Close() })
+	rt, err := procsandbox.New(procsandbox.Config{Binary: "/nonexistent/acs", Root: filepath.Join(dir, "sandboxes")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	key := "bench-key-0123456789"
+	store.CreateUser(ctx, acs.User{ID: "u"})
+	store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "u", Hash: acs.HashKey(key)})
+	now := time.Now().UTC()
+	for i := 0; i < 10; i++ {
+		store.CreateSandbox(ctx, acs.Sandbox{ID: fmt.Sprintf("sb%d", i), OwnerID: "u", Status: acs.SandboxMissing,
+			SessionKeyHash: acs.HashKey(fmt.Sprintf("session-%d", i)), CreatedAt: now, UpdatedAt: now})
+	}
+	a := &benchAPI{store: store, key: key}
+	for i := 0; i < n; i++ {
+		id := acs.NewID()
+		title := fmt.Sprintf("Conversation %d about topic %d", i, i%50)
+		model := "openai/gpt"
+		c := acs.Conversation{ID: id, OwnerID: "u", SandboxID: fmt.Sprintf("sb%d", i%10), Title: &title, LLMModel: &model,
+			ExecutionStatus: "finished", Metrics: []byte(`{"accumulated_cost":0.01}`),
+			CreatedAt: now.Add(time.Duration(i) * time.Millisecond), UpdatedAt: now}
+		if err := store.CreateConversation(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+		a.ids = append(a.ids, id)
+	}
+	flow := startflow.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("bench passphrase")})
+	a.srv = httptest.NewServer(v1.Handler())
+	b.Cleanup(a.srv.Close)
+	return a
+}
+
+func (a *benchAPI) get(b *testing.B, path string) {
+	req, _ := http.NewRequest("GET", a.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	buf.ReadFrom(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		b.Fatalf("%s: %d %s", path, res.StatusCode, buf.Bytes())
+	}
+}
+
+// BenchmarkV1At10k measures the conversation reads a UI makes, with 10,000
+// conversations stored for the user: a batch GET of 100 ids, a search page
+// of 100 (newest first, no filter and with title__contains), a count.
+func BenchmarkV1At10k(b *testing.B) {
+	a := newBenchAPI(b, 10000)
+	q := url.Values{}
+	for i := 0; i < 100; i++ {
+		q.Add("ids", a.ids[i*97%len(a.ids)])
+	}
+	batch := "/api/v1/app-conversations?" + q.Encode()
+	for _, tc := range []struct{ name, path string }{
+		{"get-100-by-ids", batch},
+		{"search-page-100", "/api/v1/app-conversations/search?limit=100"},
+		{"search-title-contains", "/api/v1/app-conversations/search?limit=100&title__contains=topic%2042"},
+		{"count", "/api/v1/app-conversations/count"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				a.get(b, tc.path)
+			}
+		})
+	}
+}
+
+// BenchmarkWebhookIngestion measures event ingestion through
+// POST /api/v1/webhooks/events/{id}: batches of 50 events (messages,
+// actions, state updates) stored idempotently, reported as events/s.
+func BenchmarkWebhookIngestion(b *testing.B) {
+	a := newBenchAPI(b, 1)
+	ctx := context.Background()
+	a.store.UpdateSandbox(ctx, "sb0", func(s *acs.Sandbox) error { s.Status = acs.SandboxRunning; return nil })
+	conv := a.ids[0]
+	const batch = 50
+	mkBatch := func() []byte {
+		var buf bytes.Buffer
+		buf.WriteByte('[')
+		for i := 0; i < batch; i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			var ev events.Event
+			switch i % 3 {
+			case 0:
+				ev = &events.MessageEvent{Base: events.Base{Source: events.SourceUser},
+					LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(fmt.Sprintf("message %d with some text to index", i))}}}
+			case 1:
+				ev = &events.ConversationStateUpdateEvent{Key: "execution_status", Value: []byte(`"running"`)}
+			default:
+				ev = &events.AgentErrorEvent{ToolName: "terminal", ToolCallID: "call_1", Error: "an error the model can act on"}
+			}
+			buf.Write(events.MustEncode(events.Stamp(ev)))
+		}
+		buf.WriteByte(']')
+		return buf.Bytes()
+	}
+	bodies := make([][]byte, 0, 256)
+	for i := 0; i < 256; i++ {
+		bodies = append(bodies, mkBatch())
+	}
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		req, _ := http.NewRequest("POST", a.srv.URL+"/api/v1/webhooks/events/"+conv, bytes.NewReader(bodies[n%len(bodies)]))
+		req.Header.Set("X-Session-API-Key", "session-0")
+		req.Header.Set("Content-Type", "application/json")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != 200 {
+			b.Fatalf("webhook: %d", res.StatusCode)
+		}
+		n++
+	}
+	b.ReportMetric(float64(n*batch)/time.Since(start).Seconds(), "events/s")
+}
