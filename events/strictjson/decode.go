@@ -109,6 +109,10 @@ func (d *decoder) typeError(loc []any, t reflect.Type) {
 // decode decodes val into rv. fi, when not nil, is the struct field rv is.
 func (d *decoder) decode(val Value, rv reflect.Value, loc []any, fi *fieldInfo) {
 	t := rv.Type()
+	if val.Kind == Null && t == optionalType {
+		rv.Addr().Interface().(*Optional).DecodeStrict(val)
+		return
+	}
 	if val.Kind == Null {
 		if (fi != nil && fi.nullable) || (fi == nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Interface)) {
 			rv.SetZero()

@@ -47,7 +47,39 @@ var (
 	validatorType    = reflect.TypeFor[Validator]()
 	valueDecoderType = reflect.TypeFor[ValueDecoder]()
 	valueEncoderType = reflect.TypeFor[ValueEncoder]()
+	optionalType     = reflect.TypeFor[Optional]()
 )
+
+// Optional is a field of a partial update: it records whether the field was
+// present and its raw value, so an explicit null (clear the field) differs
+// from an absent field (keep it).
+type Optional struct {
+	// Set reports that the field was present (null included).
+	Set bool
+	// Raw is the field's JSON ("null" for an explicit null).
+	Raw json.RawMessage
+}
+
+// IsNull reports an explicit null.
+func (o Optional) IsNull() bool { return o.Set && string(o.Raw) == "null" }
+
+// DecodeStrict implements ValueDecoder: any JSON value is accepted.
+func (o *Optional) DecodeStrict(v Value) *Error {
+	o.Set = true
+	o.Raw = append(json.RawMessage(nil), v.Raw...)
+	if v.Kind == Null {
+		o.Raw = json.RawMessage("null")
+	}
+	return nil
+}
+
+// AppendStrictJSON implements ValueEncoder (null when absent).
+func (o Optional) AppendStrictJSON(b []byte) ([]byte, error) {
+	if !o.Set {
+		return append(b, "null"...), nil
+	}
+	return append(b, o.Raw...), nil
+}
 
 type fieldInfo struct {
 	pos      int // position in structInfo.fields

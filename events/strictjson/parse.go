@@ -163,6 +163,7 @@ func (p *parser) object(depth int) (Value, error) {
 		v.Members = []Member{}
 		return v, nil
 	}
+	var seen map[string]struct{}
 	for {
 		p.ws()
 		if p.pos >= len(p.data) || p.data[p.pos] != '"' {
@@ -173,11 +174,30 @@ func (p *parser) object(depth int) (Value, error) {
 		if err != nil {
 			return Value{}, err
 		}
-		for i := range v.Members {
-			if v.Members[i].Key == key {
-				p.pos = keyPos
-				return Value{}, p.fail(fmt.Sprintf("duplicate object key %q", key))
+		// Duplicate keys: a scan for small objects, a set for large ones
+		// (so parsing stays linear in the number of keys).
+		dup := false
+		if seen != nil {
+			_, dup = seen[key]
+			seen[key] = struct{}{}
+		} else {
+			for i := range v.Members {
+				if v.Members[i].Key == key {
+					dup = true
+					break
+				}
 			}
+			if len(v.Members) == 16 {
+				seen = make(map[string]struct{}, 64)
+				for _, m := range v.Members {
+					seen[m.Key] = struct{}{}
+				}
+				seen[key] = struct{}{}
+			}
+		}
+		if dup {
+			p.pos = keyPos
+			return Value{}, p.fail(fmt.Sprintf("duplicate object key %q", key))
 		}
 		p.ws()
 		if p.pos >= len(p.data) || p.data[p.pos] != ':' {

@@ -133,6 +133,11 @@ type Store interface {
 	// DeleteEvents removes all of a conversation's events.
 	DeleteEvents(ctx context.Context, conversationID string) error
 
+	// UpdateQuota runs fn on the user's quota record (an empty one, with a
+	// non-nil Claims map, when none is stored) and stores the result
+	// atomically, like the other updates.
+	UpdateQuota(ctx context.Context, userID string, fn func(*Quota) error) (Quota, error)
+
 	// GetSettings returns a user's settings; ErrNotFound when never saved.
 	GetSettings(ctx context.Context, userID string) (Settings, error)
 	// PutSettings creates or replaces a user's settings.

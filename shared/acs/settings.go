@@ -152,3 +152,12 @@ func ChooseSandbox(strategy GroupingStrategy, cands []Sandbox, max int) Placemen
 func SortSandboxes(s []Sandbox) {
 	sort.SliceStable(s, func(i, j int) bool { return s[i].CreatedAt.After(s[j].CreatedAt) })
 }
+
+// Quota holds a user's claims on running sandboxes: sandboxes being
+// started or resumed, counted against the per-user running cap until their
+// records show them (see startflow.Lifecycle). Claims are made in one atomic
+// update, so concurrent starts cannot all pass the cap.
+type Quota struct {
+	UserID string               `json:"user_id"`
+	Claims map[string]time.Time `json:"claims"`
+}

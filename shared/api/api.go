@@ -119,7 +119,8 @@ func (a *API) wrap(rt Route) http.Handler {
 // Authenticate resolves a Bearer API key to its user. It is what the Lambda
 // authorizer calls too.
 func Authenticate(ctx context.Context, store acs.Store, authorization string) (acs.User, error) {
-	key, ok := strings.CutPrefix(authorization, "Bearer ")
+	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	ok = ok && strings.EqualFold(scheme, "Bearer") // schemes are case-insensitive (RFC 7235)
 	key = strings.TrimSpace(key)
 	if !ok || key == "" {
 		return acs.User{}, fmt.Errorf("missing Authorization: Bearer <API_KEY>: %w", acs.ErrUnauthorized)

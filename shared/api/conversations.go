@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -163,24 +164,24 @@ func listOptions(q *wire.Query) acs.ListOptions {
 // fields present are applied; an explicit null clears a field. title is
 // accepted (the reference ignores it although its frontend sends it).
 type UpdateRequest struct {
-	Title              json.RawMessage `json:"title" acs:"nullable"`
-	Public             json.RawMessage `json:"public" acs:"nullable"`
-	SelectedRepository json.RawMessage `json:"selected_repository" acs:"nullable"`
-	SelectedBranch     json.RawMessage `json:"selected_branch" acs:"nullable"`
-	GitProvider        json.RawMessage `json:"git_provider" acs:"nullable"`
+	Title              strictjson.Optional `json:"title"`
+	Public             strictjson.Optional `json:"public"`
+	SelectedRepository strictjson.Optional `json:"selected_repository"`
+	SelectedBranch     strictjson.Optional `json:"selected_branch"`
+	GitProvider        strictjson.Optional `json:"git_provider"`
 }
 
 // optString decodes a present field: set reports presence, v is nil for an
 // explicit null.
-func optString(raw json.RawMessage, loc string, errs *strictjson.Errors) (v *string, set bool) {
-	if raw == nil {
+func optString(o strictjson.Optional, loc string, errs *strictjson.Errors) (v *string, set bool) {
+	if !o.Set {
 		return nil, false
 	}
-	if string(raw) == "null" {
+	if o.IsNull() {
 		return nil, true
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if err := json.Unmarshal(o.Raw, &s); err != nil {
 		*errs = append(*errs, strictjson.Error{Loc: []any{"body", loc}, Msg: "Input should be a valid string", Type: "string_type"})
 		return nil, false
 	}
@@ -204,15 +205,15 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 	branch, branchSet := optString(req.SelectedBranch, "selected_branch", &errs)
 	provider, providerSet := optString(req.GitProvider, "git_provider", &errs)
 	var public *bool
-	publicSet := req.Public != nil
-	if publicSet && string(req.Public) != "null" {
+	publicSet := req.Public.Set
+	if publicSet && !req.Public.IsNull() {
 		var b bool
-		if err := json.Unmarshal(req.Public, &b); err != nil {
+		if err := json.Unmarshal(req.Public.Raw, &b); err != nil {
 			errs = append(errs, strictjson.Error{Loc: []any{"body", "public"}, Msg: "Input should be a valid boolean", Type: "bool_type"})
 		}
 		public = &b
 	}
-	if titleSet && (title == nil || strings.TrimSpace(*title) == "" || len(*title) > 200) {
+	if titleSet && (title == nil || strings.TrimSpace(*title) == "" || utf8.RuneCountInString(*title) > 200) {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Msg: "title must be 1 to 200 characters", Type: "value_error"})
 	}
 	if repoSet && repo != nil {
@@ -228,10 +229,23 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 	if providerSet && provider != nil && !startflow.ValidProvider(*provider) {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", "git_provider"}, Msg: strictjson.EnumMessage(startflow.GitProvider("").EnumValues()), Type: "enum"})
 	}
-	if repoSet && repo == nil && ((branchSet && branch != nil) || (!branchSet && c.SelectedBranch != nil) ||
-		(providerSet && provider != nil) || (!providerSet && c.GitProvider != nil)) {
-		errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_repository"}, Type: "value_error",
-			Msg: "clearing selected_repository needs selected_branch and git_provider cleared too"})
+	// A branch or provider needs a repository (as at the start).
+	finalRepo, finalBranch, finalProvider := c.SelectedRepository != nil, c.SelectedBranch != nil, c.GitProvider != nil
+	if repoSet {
+		finalRepo = repo != nil
+	}
+	if branchSet {
+		finalBranch = branch != nil
+	}
+	if providerSet {
+		finalProvider = provider != nil
+	}
+	if !finalRepo && (finalBranch || finalProvider) {
+		loc, msg := "selected_branch", "selected_branch and git_provider need selected_repository"
+		if repoSet {
+			loc, msg = "selected_repository", "clearing selected_repository needs selected_branch and git_provider cleared too"
+		}
+		errs = append(errs, strictjson.Error{Loc: []any{"body", loc}, Type: "value_error", Msg: msg})
 	}
 	if len(errs) > 0 {
 		wire.WriteValidation(w, errs)

@@ -97,7 +97,7 @@ func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	offset := 0
 	if p := q.String("page_id"); p != nil {
 		n, err := strconv.Atoi(*p)
-		if err != nil || n < 0 {
+		if err != nil || n < 0 || n > len(a.d.Flow.Specs) {
 			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"})
 		}
 		offset = n

@@ -30,10 +30,10 @@ type SettingsJSON struct {
 // and confirmation_policy.
 type SettingsRequest struct {
 	SandboxGroupingStrategy    *acs.GroupingStrategy `json:"sandbox_grouping_strategy"`
-	LLMModel                   json.RawMessage       `json:"llm_model" acs:"nullable"`
-	LLMBaseURL                 json.RawMessage       `json:"llm_base_url" acs:"nullable"`
-	LLMAPIKey                  json.RawMessage       `json:"llm_api_key" acs:"nullable"`
-	ConfirmationPolicy         json.RawMessage       `json:"confirmation_policy" acs:"nullable"`
+	LLMModel                   strictjson.Optional   `json:"llm_model"`
+	LLMBaseURL                 strictjson.Optional   `json:"llm_base_url"`
+	LLMAPIKey                  strictjson.Optional   `json:"llm_api_key"`
+	ConfirmationPolicy         strictjson.Optional   `json:"confirmation_policy"`
 	MaxConversationsPerSandbox *int                  `json:"max_conversations_per_sandbox" acs:"ge=1,le=1000"`
 }
 
@@ -95,10 +95,10 @@ func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", "llm_api_key"}, Msg: "llm_api_key must be 1 to 4096 characters", Type: "value_error"})
 	}
 	var policy json.RawMessage
-	policySet := req.ConfirmationPolicy != nil
-	if policySet && string(req.ConfirmationPolicy) != "null" {
+	policySet := req.ConfirmationPolicy.Set
+	if policySet && !req.ConfirmationPolicy.IsNull() {
 		var p wire.ConfirmationPolicy
-		if err := strictjson.Unmarshal(req.ConfirmationPolicy, &p, "body", "confirmation_policy"); err != nil {
+		if err := strictjson.Unmarshal(req.ConfirmationPolicy.Raw, &p, "body", "confirmation_policy"); err != nil {
 			var se strictjson.Errors
 			if errors.As(err, &se) {
 				errs = append(errs, se...)

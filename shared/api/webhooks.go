@@ -13,6 +13,9 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 )
 
+// maxEventIDLen bounds event ids (the agent server's are UUIDs).
+const maxEventIDLen = 256
+
 // errTombstone marks a report on a deleted conversation (acknowledged and
 // dropped).
 var errTombstone = errors.New("conversation deleted")
@@ -85,6 +88,11 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		b := ev.EventBase()
+		if len(b.ID) > maxEventIDLen {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", i, "id"}, Type: "string_too_long",
+				Msg: fmt.Sprintf("event ids are at most %d characters", maxEventIDLen)}})
+			return
+		}
 		stored = append(stored, acs.StoredEvent{ID: b.ID, Kind: ev.Kind(), Source: string(b.Source), Timestamp: b.Timestamp.Time,
 			Text: events.SearchText(ev), JSON: events.MustEncode(ev)})
 		if su, ok := ev.(*events.ConversationStateUpdateEvent); ok {

@@ -42,9 +42,10 @@ var (
 	bSecrets      = []byte("secrets")
 	bPending      = []byte("pending_messages")
 	bMeta         = []byte("meta")
+	bQuotas       = []byte("quotas")
 
 	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bSandboxes, bSandboxHash,
-		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bSettings, bSecrets, bPending, bMeta}
+		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bSettings, bSecrets, bPending, bMeta, bQuotas}
 )
 
 // Store is an acs.Store on a bbolt file.

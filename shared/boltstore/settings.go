@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -27,6 +28,31 @@ func (s *Store) PutSettings(_ context.Context, st acs.Settings) error {
 		return fmt.Errorf("settings without a user: %w", acs.ErrInvalid)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error { return put(tx, bSettings, st.UserID, st) })
+}
+
+// UpdateQuota implements acs.Store.
+func (s *Store) UpdateQuota(_ context.Context, userID string, fn func(*acs.Quota) error) (acs.Quota, error) {
+	if err := validKeyPart("quota user", userID); err != nil {
+		return acs.Quota{}, err
+	}
+	var q acs.Quota
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		q = acs.Quota{}
+		if raw := tx.Bucket(bQuotas).Get([]byte(userID)); raw != nil {
+			if err := json.Unmarshal(raw, &q); err != nil {
+				return fmt.Errorf("decode quota of %s: %w", userID, err)
+			}
+		}
+		q.UserID = userID
+		if q.Claims == nil {
+			q.Claims = map[string]time.Time{}
+		}
+		if err := fn(&q); err != nil {
+			return err
+		}
+		return put(tx, bQuotas, userID, q)
+	})
+	return q, err
 }
 
 // ---- secrets: keyed owner, 0, name, so an owner's secrets are adjacent and

@@ -53,27 +53,90 @@ func Usable(sb acs.Sandbox) error {
 	return nil
 }
 
+// claimTTL bounds how long a claim counts without its sandbox's record
+// showing it running.
+const claimTTL = 10 * time.Minute
+
+// capacityError is the 429 answer at the cap.
+func capacityError(n int) error {
+	return fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", n, acs.ErrCapacity)
+}
+
+// usage lists the owner's sandboxes that count against the cap (RUNNING or
+// STARTING, except except) and every sandbox's status and last update.
+func (l *Lifecycle) usage(ctx context.Context, owner, except string) (running map[string]bool, seen map[string]acs.Sandbox, err error) {
+	running, seen = map[string]bool{}, map[string]acs.Sandbox{}
+	err = eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
+		seen[sb.ID] = sb
+		if sb.ID != except && (sb.Status == acs.SandboxRunning || sb.Status == acs.SandboxStarting) {
+			running[sb.ID] = true
+		}
+	})
+	return running, seen, err
+}
+
+// liveClaims prunes q's claims: expired ones, the except sandbox's, and
+// those whose sandbox has since stopped running. It returns how many claims
+// count on top of running.
+func liveClaims(q *acs.Quota, running map[string]bool, seen map[string]acs.Sandbox, except string, now time.Time) int {
+	n := 0
+	for id, at := range q.Claims {
+		sb, known := seen[id]
+		switch {
+		case id == except, now.Sub(at) > claimTTL,
+			known && !running[id] && sb.UpdatedAt.After(at):
+			delete(q.Claims, id)
+		case !running[id]:
+			n++
+		}
+	}
+	return n
+}
+
 // CheckCapacity returns ErrCapacity when owner already has the maximum of
-// running (or starting) sandboxes, not counting except. A cap of 0 means
-// none.
+// running (or starting, or being started) sandboxes, not counting except. A
+// cap of 0 means none. It claims nothing (see Claim).
 func (l *Lifecycle) CheckCapacity(ctx context.Context, owner, except string) error {
 	limit := l.Config.MaxRunningSandboxes
 	if limit <= 0 {
 		return nil
 	}
-	n := 0
-	err := eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
-		if sb.ID != except && (sb.Status == acs.SandboxRunning || sb.Status == acs.SandboxStarting) {
-			n++
-		}
-	})
+	running, seen, err := l.usage(ctx, owner, except)
 	if err != nil {
 		return err
 	}
-	if n >= limit {
-		return fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", n, acs.ErrCapacity)
+	q, err := l.Store.UpdateQuota(ctx, owner, func(*acs.Quota) error { return nil })
+	if err != nil {
+		return err
+	}
+	if n := len(running) + liveClaims(&q, running, seen, except, l.now()); n >= limit {
+		return capacityError(n)
 	}
 	return nil
+}
+
+// Claim reserves room for sandbox id (being created or resumed) under the
+// owner's cap, atomically: concurrent claims never exceed it. ErrCapacity
+// when full. The claim lapses once the sandbox's record shows it (running
+// sandboxes are counted directly), when it stops, or after claimTTL.
+func (l *Lifecycle) Claim(ctx context.Context, owner, id string) error {
+	limit := l.Config.MaxRunningSandboxes
+	if limit <= 0 {
+		return nil
+	}
+	running, seen, err := l.usage(ctx, owner, id)
+	if err != nil {
+		return err
+	}
+	now := l.now()
+	_, err = l.Store.UpdateQuota(ctx, owner, func(q *acs.Quota) error {
+		if n := len(running) + liveClaims(q, running, seen, id, now); n >= limit {
+			return capacityError(n)
+		}
+		q.Claims[id] = now
+		return nil
+	})
+	return err
 }
 
 // eachSandbox visits every sandbox of owner (all pages).
@@ -119,7 +182,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 		}
 		sb = existing
 	case errors.Is(err, acs.ErrNotFound):
-		if err := l.CheckCapacity(ctx, sb.OwnerID, sb.ID); err != nil {
+		if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
 			return acs.Sandbox{}, err
 		}
 		if err := l.Store.CreateSandbox(ctx, sb); err != nil {
@@ -172,6 +235,9 @@ func (l *Lifecycle) Refresh(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, a
 // conversation on it is paused with it. Pausing a paused sandbox is a
 // no-op; a read-only one is refused (Usable).
 func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
+	// The runtime's view first: a sandbox whose compute died is ERROR, not
+	// something to pause.
+	sb, _ = l.Refresh(ctx, sb)
 	if err := Usable(sb); err != nil {
 		return sb, err
 	}
@@ -192,14 +258,14 @@ func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, err
 // is left as it is). ErrCapacity when the owner's cap is reached; read-only
 // sandboxes are refused (Usable).
 func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
+	sb, st := l.Refresh(ctx, sb)
 	if err := Usable(sb); err != nil {
 		return sb, err
 	}
-	sb, st := l.Refresh(ctx, sb)
 	if st.Status == acs.SandboxRunning || st.Status == acs.SandboxStarting {
 		return sb, nil
 	}
-	if err := l.CheckCapacity(ctx, sb.OwnerID, sb.ID); err != nil {
+	if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
 		return sb, err
 	}
 	spec, _ := l.Config.Spec(sb.SpecID)
@@ -321,11 +387,16 @@ func (l *Lifecycle) Remove(ctx context.Context, id string) error {
 // touchEvery throttles activity updates.
 const touchEvery = 10 * time.Second
 
-// Touch records activity on a sandbox (at most every 10 s), and with used
-// also LastUsedAt (a start or a message).
+// Touch records activity on a sandbox (at most every 10 s, or a quarter of
+// the idle timeout when shorter), and with used also LastUsedAt (a start or
+// a message).
 func (l *Lifecycle) Touch(ctx context.Context, sb acs.Sandbox, used bool) {
 	now := l.now()
-	if !used && now.Sub(sb.LastActivityAt) < touchEvery {
+	every := touchEvery
+	if p := l.Config.IdlePause / 4; p > 0 && p < every {
+		every = p
+	}
+	if !used && now.Sub(sb.LastActivityAt) < every {
 		return
 	}
 	_, err := l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
@@ -365,7 +436,7 @@ func (l *Lifecycle) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			sb, _ = l.Refresh(ctx, sb)
 			idle := now.Sub(latest(sb.LastActivityAt, sb.LastUsedAt, sb.CreatedAt))
 			switch {
-			case sb.Status == acs.SandboxRunning && l.Config.IdlePause > 0 && idle >= l.Config.IdlePause:
+			case sb.Status == acs.SandboxRunning && l.Config.IdlePause > 0 && idle >= l.Config.IdlePause && !l.working(ctx, sb):
 				if _, err := l.Pause(ctx, sb); err != nil {
 					slog.Warn("reconcile: pause idle sandbox", "sandbox", sb.ID, "error", err)
 					rep.Failed = append(rep.Failed, sb.ID)
@@ -425,4 +496,21 @@ func (l *Lifecycle) buryTombstones(ctx context.Context, sb acs.Sandbox, client *
 		s.Tombstones = keep
 		return nil
 	})
+}
+
+// working reports whether an agent on the sandbox is at work (running, or
+// backing off an LLM rate limit): a long LLM call or command sends no
+// events, but the sandbox is not idle.
+func (l *Lifecycle) working(ctx context.Context, sb acs.Sandbox) bool {
+	convs, err := l.Store.ListConversationsBySandbox(ctx, sb.ID)
+	if err != nil {
+		return true // when in doubt, do not pause
+	}
+	now := l.now()
+	for _, c := range convs {
+		if c.ExecutionStatus == "running" || (c.RateLimitedUntil != nil && now.Before(*c.RateLimitedUntil)) {
+			return true
+		}
+	}
+	return false
 }

@@ -34,6 +34,7 @@ func Run(t *testing.T, newStore func(t *testing.T) acs.Store) {
 	t.Run("Secrets", func(t *testing.T) { testSecrets(t, newStore(t)) })
 	t.Run("PendingMessages", func(t *testing.T) { testPendingMessages(t, newStore(t)) })
 	t.Run("PendingMessagesNeverOverfill", func(t *testing.T) { testPendingCapacity(t, newStore(t)) })
+	t.Run("QuotaClaimsAreAtomic", func(t *testing.T) { testQuota(t, newStore(t)) })
 }
 
 var ctx = context.Background()

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -272,5 +273,52 @@ func testPendingCapacity(t *testing.T, s acs.Store) {
 	must(t, err)
 	if len(list) != acs.MaxPendingMessages {
 		t.Fatalf("%d messages queued, max %d", len(list), acs.MaxPendingMessages)
+	}
+}
+
+// testQuota: a quota record starts empty; updates are atomic, so concurrent
+// claims under a cap never exceed it; a failed update stores nothing.
+func testQuota(t *testing.T, s acs.Store) {
+	q, err := s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error { return nil })
+	must(t, err)
+	if q.UserID != "u1" || q.Claims == nil || len(q.Claims) != 0 {
+		t.Fatalf("fresh quota %+v", q)
+	}
+	const limit, contenders = 3, 20
+	full := errors.New("full")
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < contenders; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error {
+				if len(q.Claims) >= limit {
+					return full
+				}
+				q.Claims[fmt.Sprintf("sb%d", i)] = at(i)
+				return nil
+			})
+			if err == nil {
+				won.Add(1)
+			} else if !errors.Is(err, full) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	q, _ = s.UpdateQuota(ctx, "u1", func(*acs.Quota) error { return nil })
+	if won.Load() != limit || len(q.Claims) != limit {
+		t.Fatalf("%d claims won, %d stored; limit %d", won.Load(), len(q.Claims), limit)
+	}
+	_, err = s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error { q.Claims = nil; return full })
+	wantErr(t, err, full)
+	q, _ = s.UpdateQuota(ctx, "u2", func(*acs.Quota) error { return nil })
+	if len(q.Claims) != 0 {
+		t.Fatalf("another user's quota %+v", q)
+	}
+	q, _ = s.UpdateQuota(ctx, "u1", func(*acs.Quota) error { return nil })
+	if len(q.Claims) != limit {
+		t.Fatal("a failed update changed the quota")
 	}
 }
