@@ -166,6 +166,13 @@ func TestPlacement(t *testing.T) {
 		if *child.SandboxID != *parent.SandboxID || deref(c.ParentID) != *parent.AppConversationID || deref(c.LLMModel) != "openai/parent-model" {
 			t.Fatalf("child %+v of parent on %s", c, *parent.SandboxID)
 		}
+		var ps []*struct {
+			SubConversationIDs []string `json:"sub_conversation_ids"`
+		}
+		s.do("GET", "/api/v1/app-conversations?ids="+*parent.AppConversationID, nil, key).into(&ps)
+		if len(ps[0].SubConversationIDs) != 1 || ps[0].SubConversationIDs[0] != *child.AppConversationID {
+			t.Fatalf("the parent's sub_conversation_ids %v", ps[0].SubConversationIDs)
+		}
 		var page struct {
 			Items []convInfo `json:"items"`
 		}

@@ -183,6 +183,27 @@ func TestStartFlowRepositories(t *testing.T) {
 		}
 	})
 
+	t.Run("a suggested task writes the message and picks the repository", func(t *testing.T) {
+		tk := s.start(apiKey, map[string]any{"suggested_task": map[string]any{"task_type": "OPEN_ISSUE", "repo": "acme/widgets",
+			"issue_number": 7, "title": "Widgets wobble"}})
+		if tk.Status != "READY" {
+			t.Fatalf("start: %s %s", tk.Status, deref(tk.Detail))
+		}
+		c := s.conv(apiKey, *tk.AppConversationID)
+		if deref(c.SelectedRepository) != "acme/widgets" {
+			t.Fatalf("repository %+v", c)
+		}
+		found := false
+		for _, r := range llm.Requests() {
+			if strings.Contains(r.LastUserText(), `Resolve issue #7 in acme/widgets ("Widgets wobble")`) {
+				found = true
+			}
+		}
+		if !found {
+			t.Fatal("the agent did not get the suggested task's prompt")
+		}
+	})
+
 	t.Run("a secret value in the initial message is refused", func(t *testing.T) {
 		r := s.admin("POST", "/api/v1/app-conversations", map[string]any{"secrets": map[string]string{"API_TOKEN": "tok-visible-123"},
 			"initial_message": msg("use tok-visible-123 please")})

@@ -143,6 +143,10 @@ type Sandbox struct {
 	// told (paused): their reports are ignored, and they are deleted on the
 	// agent server when it is next ready.
 	Tombstones []string `json:"tombstones,omitempty"`
+	// PendingFlush is set when messages were queued for its conversations
+	// while it could not take them; the next time it is ready they are
+	// delivered.
+	PendingFlush bool `json:"pending_flush,omitempty"`
 }
 
 // IsTombstone reports whether conversation id was deleted.
@@ -211,6 +215,9 @@ type Conversation struct {
 	Public               *bool             `json:"public,omitempty"`
 	Tags                 map[string]string `json:"tags,omitempty"`
 	WorkingDir           string            `json:"working_dir,omitempty"`
+	// SubConversationIDs are the conversations started with this one as
+	// their parent.
+	SubConversationIDs []string `json:"sub_conversation_ids,omitempty"`
 	// ProjectDir is where the repository was cloned (WorkingDir without
 	// one): the root of file, git, skills and hooks reads.
 	ProjectDir string `json:"project_dir,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -333,24 +334,29 @@ func (a *API) removeConversation(ctx context.Context, c acs.Conversation) error 
 		return err
 	}
 	if hasSandbox && !sb.Status.ReadOnly() {
-		told := false
-		if live, st := a.life.Refresh(ctx, sb); st.Status == acs.SandboxRunning {
-			sb = live
+		// A tombstone first: reports the agent server still sends about the
+		// conversation are dropped, and it is deleted there (again) the
+		// next time the sandbox is ready, should this call miss it.
+		if _, err := a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+			if !s.IsTombstone(c.ID) {
+				s.Tombstones = append(s.Tombstones, c.ID)
+			}
+			return nil
+		}); err != nil && !errors.Is(err, acs.ErrNotFound) {
+			return err
+		}
+		if _, st := a.life.Refresh(ctx, sb); st.Status == acs.SandboxRunning {
 			if err := agentclient.New(st.AgentURL, st.SessionKey).DeleteConversation(ctx, acs.Dashed(c.ID)); err != nil {
 				slog.Warn("api: delete on the agent server", "conversation", c.ID, "error", err)
-			} else {
-				told = true
 			}
 		}
-		if !told {
-			if _, err := a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
-				if !s.IsTombstone(c.ID) {
-					s.Tombstones = append(s.Tombstones, c.ID)
-				}
-				return nil
-			}); err != nil && !errors.Is(err, acs.ErrNotFound) {
-				return err
-			}
+	}
+	if c.ParentConversationID != nil {
+		if _, err := a.d.Store.UpdateConversation(ctx, *c.ParentConversationID, func(p *acs.Conversation) error {
+			p.SubConversationIDs = slices.DeleteFunc(p.SubConversationIDs, func(id string) bool { return id == c.ID })
+			return nil
+		}); err != nil && !errors.Is(err, acs.ErrNotFound) {
+			return err
 		}
 	}
 	if err := a.d.Store.DeleteConversation(ctx, c.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
@@ -359,15 +365,20 @@ func (a *API) removeConversation(ctx context.Context, c acs.Conversation) error 
 	if err := a.d.Store.DeleteEvents(ctx, c.ID); err != nil {
 		return err
 	}
-	tasks, err := a.d.Store.SearchStartTasks(ctx, c.OwnerID, acs.StartTaskFilter{ConversationID: c.ID}, "", acs.ListOptions{Limit: 100})
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks.Items {
-		if err := a.d.Store.DeleteStartTask(ctx, t.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+	for {
+		tasks, err := a.d.Store.SearchStartTasks(ctx, c.OwnerID, acs.StartTaskFilter{ConversationID: c.ID}, "", acs.ListOptions{Limit: 100})
+		if err != nil {
 			return err
 		}
-		a.dropPending(ctx, "task-"+t.ID)
+		for _, t := range tasks.Items {
+			if err := a.d.Store.DeleteStartTask(ctx, t.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+				return err
+			}
+			a.dropPending(ctx, "task-"+t.ID)
+		}
+		if tasks.Next == "" {
+			break
+		}
 	}
 	a.dropPending(ctx, c.ID)
 	if !hasSandbox {

@@ -206,7 +206,7 @@ func (a *API) conversationJSON(ctx context.Context, v *sandboxView, c acs.Conver
 	out := ConversationJSON{ID: c.ID, CreatedByUserID: &owner, SandboxID: c.SandboxID,
 		SelectedRepository: c.SelectedRepository, SelectedBranch: c.SelectedBranch, GitProvider: c.GitProvider,
 		Title: c.Title, Trigger: c.Trigger, PRNumber: c.PRNumber, LLMModel: c.LLMModel, AgentKind: "openhands",
-		Metrics: c.Metrics, ParentConversationID: c.ParentConversationID, SubConversationIDs: []string{},
+		Metrics: c.Metrics, ParentConversationID: c.ParentConversationID, SubConversationIDs: append([]string{}, c.SubConversationIDs...),
 		Public: c.Public, Tags: c.Tags, CreatedAt: events.At(c.CreatedAt), UpdatedAt: events.At(c.UpdatedAt),
 		SandboxStatus: string(acs.SandboxMissing)}
 	if out.PRNumber == nil {

@@ -56,6 +56,10 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 			wire.WriteDetail(w, http.StatusNotFound, "Start task not found: "+tid)
 			return
 		}
+		if errs := a.secretsInMessage(ctx, acs.Conversation{OwnerID: t.OwnerID, StartTaskID: t.ID}, req.Content); len(errs) > 0 {
+			wire.WriteValidation(w, errs)
+			return
+		}
 		switch t.Status {
 		case acs.TaskError:
 			detail := ""
@@ -97,11 +101,19 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 			wire.WriteJSON(w, http.StatusCreated, PendingMessageResponse{ID: acs.NewID(), Queued: false, Position: 0})
 			return
 		}
-		if errors.Is(err, acs.ErrGone) || errors.Is(err, acs.ErrSandboxFailed) {
+		if !errors.Is(err, acs.ErrConflict) {
+			// Read-only (410/503), the running cap (429) or a failure: the
+			// same answers as send-message.
 			writeErr(w, err)
 			return
 		}
-		key = c.ID // not reachable now: queue it for the next resume
+		// Not ready in time: queue it; it is delivered the next time the
+		// sandbox is ready.
+		key = c.ID
+		if _, err := a.d.Store.UpdateSandbox(ctx, c.SandboxID, func(s *acs.Sandbox) error { s.PendingFlush = true; return nil }); err != nil {
+			writeErr(w, err)
+			return
+		}
 	}
 	content, err := strictjson.Marshal(req.Content)
 	if err != nil {

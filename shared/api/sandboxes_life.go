@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -29,7 +30,7 @@ func (a *API) pauseSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := a.life.Pause(r.Context(), sb); err != nil {
-		writeErr(w, err)
+		writeErr(w, sandboxGone(sb, err))
 		return
 	}
 	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
@@ -44,10 +45,14 @@ func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if _, err := a.life.Resume(r.Context(), sb); err != nil {
-		writeErr(w, err)
+	sb, err = a.life.Resume(r.Context(), sb)
+	if err != nil {
+		writeErr(w, sandboxGone(sb, err))
 		return
 	}
+	// Best effort, briefly: once it answers, messages queued and
+	// conversations deleted while it was paused are dealt with.
+	a.life.Ready(r.Context(), sb, 5*time.Second)
 	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
@@ -76,12 +81,27 @@ func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if sb.Status != acs.SandboxMissing {
-		if _, err := a.life.Delete(r.Context(), sb, true); err != nil {
+		if sb, err = a.life.Delete(r.Context(), sb, true); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
+	if sb.ConversationCount() == 0 {
+		// Nothing reads it any more: the record goes too.
+		if err := a.d.Store.DeleteSandbox(r.Context(), sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
 			writeErr(w, err)
 			return
 		}
 	}
 	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+// sandboxGone words a MISSING sandbox's refusal for the sandbox routes.
+func sandboxGone(sb acs.Sandbox, err error) error {
+	if errors.Is(err, acs.ErrGone) {
+		return fmt.Errorf("Sandbox %s no longer exists; its conversations are read-only: %w", sb.ID, acs.ErrGone)
+	}
+	return err
 }
 
 // getSandboxSpecs: GET /api/v1/sandbox-specs?id=... in request order, null

@@ -529,7 +529,9 @@ func vStartCases() []vCase {
 	add("plugin empty source", `{"plugins":[{"source":""}]}`, "body.plugins[0].source")
 	add("plugin parameters not object", `{"plugins":[{"source":"x","parameters":[1]}]}`, "body.plugins[0].parameters")
 	// Exclusive fields.
-	add("suggested task with initial message", `{"suggested_task":{},"initial_message":{"role":"user","content":[`+vText+`]}}`, "body.suggested_task")
+	add("suggested task with initial message", `{"suggested_task":{"task_type":"OPEN_ISSUE","repo":"acme/app","issue_number":7},"initial_message":{"role":"user","content":[`+vText+`]}}`, "body.suggested_task")
+	add("suggested task without a repo", `{"suggested_task":{"task_type":"OPEN_ISSUE","issue_number":7}}`, "body.suggested_task.repo")
+	add("suggested task of an unknown type", `{"suggested_task":{"task_type":"CHORES","repo":"acme/app","issue_number":7}}`, "body.suggested_task.task_type")
 	return cs
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -173,6 +174,16 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	}
 	if err := w.Store.CreateConversation(ctx, conv); err != nil && !errors.Is(err, acs.ErrConflict) {
 		return err
+	}
+	if conv.ParentConversationID != nil {
+		if _, err := w.Store.UpdateConversation(ctx, *conv.ParentConversationID, func(p *acs.Conversation) error {
+			if !slices.Contains(p.SubConversationIDs, conv.ID) {
+				p.SubConversationIDs = append(p.SubConversationIDs, conv.ID)
+			}
+			return nil
+		}); err != nil && !errors.Is(err, acs.ErrNotFound) {
+			return err
+		}
 	}
 	if _, err := client.CreateConversation(ctx, areq); err != nil {
 		var he *agentclient.HTTPError

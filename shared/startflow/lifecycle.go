@@ -318,10 +318,12 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 			cancel()
 			if err == nil {
 				l.buryTombstones(ctx, sb, client)
-				if resumed {
+				if resumed || sb.PendingFlush {
 					// Messages queued while the sandbox was unreachable.
-					for _, id := range sb.Slots {
-						FlushPending(ctx, l.Store, client, acs.Dashed(id), id)
+					if sb, err = l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error { s.PendingFlush = false; return nil }); err == nil {
+						for _, id := range sb.Slots {
+							FlushPending(ctx, l.Store, client, acs.Dashed(id), id)
+						}
 					}
 				}
 				return sb, client, nil

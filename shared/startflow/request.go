@@ -41,6 +41,51 @@ type AgentType string
 // EnumValues implements strictjson.Enum.
 func (AgentType) EnumValues() []string { return []string{"default", "plan"} }
 
+// TaskType is the kind of a suggested task.
+type TaskType string
+
+// EnumValues implements strictjson.Enum.
+func (TaskType) EnumValues() []string {
+	return []string{"MERGE_CONFLICTS", "FAILING_CHECKS", "UNRESOLVED_COMMENTS", "OPEN_ISSUE", "OPEN_PR"}
+}
+
+// SuggestedTask asks ACS to write the initial message for a pull request or
+// issue of a repository.
+type SuggestedTask struct {
+	GitProvider *GitProvider `json:"git_provider"`
+	TaskType    TaskType     `json:"task_type" acs:"required"`
+	Repo        string       `json:"repo" acs:"required"`
+	IssueNumber int          `json:"issue_number" acs:"required,ge=1"`
+	Title       string       `json:"title" acs:"maxlen=500"`
+}
+
+// ValidateStrict checks the repository.
+func (t *SuggestedTask) ValidateStrict() []strictjson.Error {
+	if msg := RepositoryProblem(t.Repo); msg != "" {
+		return []strictjson.Error{{Loc: []any{"repo"}, Msg: strings.Replace(msg, "selected_repository", "repo", 1), Type: "value_error"}}
+	}
+	return nil
+}
+
+// Prompt is the initial message a suggested task starts with.
+func (t *SuggestedTask) Prompt() string {
+	ref := fmt.Sprintf("#%d in %s", t.IssueNumber, t.Repo)
+	if t.Title != "" {
+		ref += fmt.Sprintf(" (%q)", t.Title)
+	}
+	switch t.TaskType {
+	case "MERGE_CONFLICTS":
+		return "Resolve the merge conflicts of pull request " + ref + ": check out its branch, merge the base branch, resolve every conflict keeping both sides' intent, run the tests and push the result."
+	case "FAILING_CHECKS":
+		return "Fix the failing checks of pull request " + ref + ": check out its branch, find out why the checks fail, fix the cause, run the tests and push the fix."
+	case "UNRESOLVED_COMMENTS":
+		return "Address the unresolved review comments of pull request " + ref + ": check out its branch, make the changes the reviewers asked for, run the tests and push them."
+	case "OPEN_PR":
+		return "Review and finish pull request " + ref + ": check out its branch, understand the change, complete what is missing, run the tests and push."
+	}
+	return "Resolve issue " + ref + ": read the issue, reproduce the problem, fix it with a test, and push the change on a new branch."
+}
+
 // StartRequest is the body of POST /api/v1/app-conversations. Every field is
 // optional; {} is a valid request.
 type StartRequest struct {
@@ -53,7 +98,7 @@ type StartRequest struct {
 	SelectedRepository    *string                  `json:"selected_repository"`
 	SelectedBranch        *string                  `json:"selected_branch"`
 	GitProvider           *GitProvider             `json:"git_provider"`
-	SuggestedTask         json.RawMessage          `json:"suggested_task" acs:"object,nullable"`
+	SuggestedTask         *SuggestedTask           `json:"suggested_task"`
 	Title                 *string                  `json:"title" acs:"maxlen=200"`
 	Trigger               *Trigger                 `json:"trigger"`
 	PRNumber              []int                    `json:"pr_number"`

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -84,6 +86,17 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 		if req.LLMModel == nil {
 			req.LLMModel = parent.LLMModel
 		}
+	}
+	if st := req.SuggestedTask; st != nil {
+		req.InitialMessage = &wire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(st.Prompt())}, Run: true}
+		trigger := Trigger("suggested_task")
+		req.Trigger = &trigger
+		if req.SelectedRepository == nil {
+			repo := st.Repo
+			req.SelectedRepository, req.GitProvider = &repo, st.GitProvider
+		}
+		// The task is now the message: the stored request carries that.
+		req.SuggestedTask = nil
 	}
 	convID := acs.NewID()
 	if req.ConversationID != nil {
