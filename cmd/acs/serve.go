@@ -101,6 +101,9 @@ func serve(ctx context.Context, args []string) error {
 		IdlePause:           cfg.IdlePause,
 		IdleCleanup:         cfg.IdleCleanup,
 		StartupTimeout:      cfg.SandboxStartupTimeout,
+		ResumeWait:          cfg.ResumeWait,
+		CloneTimeout:        cfg.CloneTimeout,
+		SetupTimeout:        cfg.SetupTimeout,
 		PollInterval:        20 * time.Millisecond,
 	}
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow})

@@ -50,6 +50,11 @@ type Local struct {
 	// SecretKey seals stored secrets (ACS_SECRET_KEY); when empty a random
 	// key is generated and kept in the data dir.
 	SecretKey string
+	// ResumeWait bounds a transparent resume (ACS_RESUME_WAIT, default
+	// 60s); CloneTimeout and SetupTimeout bound cloning the repository
+	// (ACS_CLONE_TIMEOUT, default 120s) and .openhands/setup.sh
+	// (ACS_SETUP_TIMEOUT, default 600s).
+	ResumeWait, CloneTimeout, SetupTimeout time.Duration
 	// SpecsFile is a JSON array of sandbox specs (ACS_SANDBOX_SPECS); empty
 	// means the built-in default spec.
 	SpecsFile string
@@ -140,6 +145,9 @@ func LoadLocal(getenv func(string) string) (Local, error) {
 	c.IdlePause = dur("ACS_IDLE_PAUSE_AFTER", 30*time.Minute, true)
 	c.IdleCleanup = dur("ACS_IDLE_CLEANUP_AFTER", 7*24*time.Hour, true)
 	c.ReconcileInterval = dur("ACS_RECONCILE_INTERVAL", 30*time.Second, false)
+	c.ResumeWait = dur("ACS_RESUME_WAIT", 60*time.Second, false)
+	c.CloneTimeout = dur("ACS_CLONE_TIMEOUT", 120*time.Second, false)
+	c.SetupTimeout = dur("ACS_SETUP_TIMEOUT", 600*time.Second, false)
 	c.SecretKey = getenv("ACS_SECRET_KEY")
 	if c.SecretKey != "" && len(c.SecretKey) < 16 {
 		problems = append(problems, "ACS_SECRET_KEY must be at least 16 characters")
