@@ -356,6 +356,18 @@ func TestConversationRoutes(t *testing.T) {
 		t.Fatalf("zip holds %d events (want %d) and meta %v", events, count, meta)
 	}
 
+	// Events by id, in request order, null for unknown ids.
+	var evPage struct {
+		Items []map[string]any `json:"items"`
+	}
+	s.admin("GET", "/api/v1/conversation/"+id+"/events/search?limit=2&sort_order=TIMESTAMP_DESC", nil).into(&evPage)
+	var byID []map[string]any
+	last := evPage.Items[0]["id"].(string)
+	s.admin("GET", "/api/v1/conversation/"+id+"/events?id=00000000-0000-0000-0000-000000000000&id="+last, nil).into(&byID)
+	if len(byID) != 2 || byID[0] != nil || byID[1]["id"] != last {
+		t.Fatalf("events by id: %v", byID)
+	}
+
 	// Sandbox specs by id: the default, and null for an unknown id.
 	var specs []*struct {
 		ID string `json:"id"`
