@@ -155,21 +155,10 @@ type SkillJSON struct {
 // listSkills: GET /api/v1/app-conversations/{id}/skills — the skills the
 // agent server loads for the project directory.
 func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
-	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	_, client, err := a.liveConversation(r.Context(), c)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
 	var resp struct {
 		Skills []SkillJSON `json:"skills"`
 	}
-	if err := client.Post(r.Context(), "/api/skills", map[string]any{"project_dir": projectDir(c)}, &resp); err != nil {
-		writeAgentErr(w, err)
+	if !a.postProject(w, r, "/api/skills", &resp) {
 		return
 	}
 	if resp.Skills == nil {
@@ -192,21 +181,10 @@ type HookEventJSON struct {
 // listHooks: GET /api/v1/app-conversations/{id}/hooks — the project's
 // .openhands/hooks.json, by event type in the reference's order.
 func (a *API) listHooks(w http.ResponseWriter, r *http.Request) {
-	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	_, client, err := a.liveConversation(r.Context(), c)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
 	var resp struct {
 		HookConfig map[string]json.RawMessage `json:"hook_config"`
 	}
-	if err := client.Post(r.Context(), "/api/hooks", map[string]any{"project_dir": projectDir(c)}, &resp); err != nil {
-		writeAgentErr(w, err)
+	if !a.postProject(w, r, "/api/hooks", &resp) {
 		return
 	}
 	out := struct {
@@ -218,4 +196,25 @@ func (a *API) listHooks(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	wire.WriteJSON(w, http.StatusOK, out)
+}
+
+// postProject POSTs {"project_dir"} of the path's conversation to its agent
+// server (resuming a paused sandbox) and decodes the answer into out. On
+// failure it writes the error and returns false.
+func (a *API) postProject(w http.ResponseWriter, r *http.Request, path string, out any) bool {
+	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
+	if err != nil {
+		writeErr(w, err)
+		return false
+	}
+	_, client, err := a.liveConversation(r.Context(), c)
+	if err != nil {
+		writeErr(w, err)
+		return false
+	}
+	if err := client.Post(r.Context(), path, map[string]any{"project_dir": projectDir(c)}, out); err != nil {
+		writeAgentErr(w, err)
+		return false
+	}
+	return true
 }
