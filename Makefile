@@ -25,7 +25,7 @@ lint:
 	scripts/lint.sh
 
 test: setup lint
-	$(GO) test -race -count=1 -timeout 25m $(PKGS)
+	PKGS="$(PKGS)" scripts/test.sh
 
 bench: build
 	scripts/bench.sh

@@ -17,7 +17,10 @@ fi
 
 # Debian packages the tests use.
 missing=()
-for pair in bash:bash git:git rg:ripgrep chromium:chromium; do
+# java, node and npm run the local AWS servers; ip and unshare give the test
+# run its private network namespace.
+for pair in bash:bash git:git rg:ripgrep chromium:chromium curl:curl java:openjdk-17-jre-headless \
+  node:nodejs npm:npm ip:iproute2 unshare:util-linux; do
   cmd=${pair%%:*}; pkg=${pair#*:}
   command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
 done
@@ -27,6 +30,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   else sudo apt-get update -qq && sudo apt-get install -y -qq "${missing[@]}"; fi
 fi
 
-# Module downloads (pinned in go.mod) are cached after the first run.
+# Module downloads (pinned in go.mod) are cached after the first run; the
+# tests run offline.
 go mod download
+# The local AWS servers (DynamoDB Local, fauxqs).
+scripts/aws-services.sh install
 echo "setup: ok (go $have_go)"

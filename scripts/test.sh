@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs every test with the local AWS servers (scripts/aws-services.sh)
+# started for the run and stopped after it. As root, the run happens in a
+# private network namespace: DynamoDB Local, which listens on every
+# interface, is then reachable from nothing but the tests, and the tests
+# cannot reach the network.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/aws-services.sh install
+pkgs=${PKGS:-./...}
+run='set -euo pipefail
+ip link set lo up 2>/dev/null || true
+trap "scripts/aws-services.sh stop" EXIT
+eval "$(scripts/aws-services.sh start)"
+go test -race -count=1 -timeout 25m '"$pkgs"
+if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+  GOPROXY=off exec unshare -n bash -c "$run"
+fi
+echo "test: no private network namespace (it needs root): DynamoDB Local listens on every interface during the run" >&2
+exec bash -c "$run"
