@@ -3,6 +3,7 @@
 //	acs serve          the control plane (V1 API) on the embedded store, with process sandboxes
 //	acs agent-server   the agent server that runs inside a sandbox
 //	acs llmtest        a scripted OpenAI-compatible LLM for trying ACS without a model
+//	acs runtime-api    process sandboxes behind the runtime API (a stand-in for Kubernetes)
 //	acs version        print the version
 package main
 
@@ -42,6 +43,8 @@ func main() {
 		err = agentServer(ctx, os.Args[2:])
 	case "llmtest":
 		err = llmTest(ctx, os.Args[2:])
+	case "runtime-api":
+		err = runtimeAPI(ctx, os.Args[2:])
 	case "version", "--version", "-v":
 		fmt.Println(agentserver.Version)
 	case "help", "-h", "--help":
@@ -64,6 +67,7 @@ Commands:
   serve          run the control plane (V1 API) locally: embedded store, process sandboxes
   agent-server   run the agent server (inside a sandbox)
   llmtest        serve a scripted OpenAI-compatible LLM from a JSON file
+  runtime-api    serve process sandboxes over the runtime API (ACS_RUNTIME_API_KEY)
   version        print the version
 
 Run "acs <command> -h" for a command's flags.
