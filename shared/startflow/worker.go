@@ -175,21 +175,44 @@ func (w *Worker) Run(ctx context.Context, n int) {
 	wg.Wait()
 }
 
-// Handle runs one step of the delivered task, then acknowledges the delivery
-// (task done) or makes it visible again when the next step is due. An
-// infrastructure error leaves the message for redelivery with backoff, and
-// ends the task with ERROR after MaxAttempts. While a step runs, the
-// delivery's visibility is extended so no other worker takes it.
+// Outcome says what became of a delivery.
+type Outcome int
+
+// The outcomes of a delivery.
+const (
+	// Acknowledged: the message is deleted (the task is done, or gone).
+	Acknowledged Outcome = iota
+	// Rescheduled: the task's next step was queued as a new message
+	// (delayed) and this one deleted, so receive counts only grow on
+	// failures.
+	Rescheduled
+	// Retrying: the message stays, visible again after a backoff (a failed
+	// step); a Lambda event source must not delete it.
+	Retrying
+)
+
+// Handle runs the delivered task's steps (those due at once, in one
+// delivery), then acknowledges the delivery (task done), reschedules the
+// task (its next step is due later), or leaves the message for a retry
+// with backoff (an infrastructure error; the task ends with ERROR after
+// MaxAttempts). While steps run, the delivery's visibility is extended so
+// no other worker takes it.
 func (w *Worker) Handle(ctx context.Context, d acs.Delivery) error {
+	_, err := w.Process(ctx, d)
+	return err
+}
+
+// Process is Handle, reporting the outcome.
+func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 	t, err := w.Store.GetStartTask(ctx, d.TaskID)
 	if errors.Is(err, acs.ErrNotFound) {
-		return w.Queue.Delete(ctx, d.Receipt)
+		return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 	}
 	if err != nil {
-		return err
+		return Retrying, err
 	}
 	if t.Status.Done() {
-		return w.Queue.Delete(ctx, d.Receipt)
+		return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 	}
 	stop := w.heartbeat(ctx, d.Receipt)
 	delay, done, err := w.Step(ctx, t)
@@ -210,29 +233,35 @@ func (w *Worker) Handle(ctx context.Context, d acs.Delivery) error {
 		var ue *userError
 		if errors.As(err, &ue) {
 			if ferr := w.fail(ctx, t.ID, ue.msg); ferr != nil {
-				return ferr
+				return Retrying, ferr
 			}
-			return w.Queue.Delete(ctx, d.Receipt)
+			return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 		}
 		attempts := t.Attempts + 1
 		if attempts >= w.cfg().MaxAttempts {
 			if ferr := w.fail(ctx, t.ID, fmt.Sprintf("%s failed after %d attempts: %v", t.Status, attempts, err)); ferr != nil {
-				return ferr
+				return Retrying, ferr
 			}
-			return w.Queue.Delete(ctx, d.Receipt)
+			return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 		}
 		_, _ = w.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error { tk.Attempts = attempts; return nil })
 		backoff := time.Duration(1<<min(attempts, 5)) * 500 * time.Millisecond
 		slog.Warn("startflow: step failed; retrying", "task", t.ID, "status", t.Status, "attempt", attempts, "error", err)
 		if derr := w.Queue.Delay(ctx, d.Receipt, backoff); derr != nil {
-			return derr
+			return Retrying, derr
 		}
-		return err
+		return Retrying, err
 	}
 	if done {
-		return w.Queue.Delete(ctx, d.Receipt)
+		return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 	}
-	return w.Queue.Delay(ctx, d.Receipt, delay)
+	// The next step is due later: a new message (so the receive count of
+	// the delivery measures failures only), then this one goes.
+	if err := w.Queue.Send(ctx, acs.Message{TaskID: t.ID}, delay); err != nil {
+		slog.Warn("startflow: reschedule by a new message failed; delaying this one", "task", t.ID, "error", err)
+		return Retrying, w.Queue.Delay(ctx, d.Receipt, delay)
+	}
+	return Rescheduled, w.Queue.Delete(ctx, d.Receipt)
 }
 
 // heartbeat keeps a delivery invisible while its step runs.
