@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -13,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
@@ -72,15 +69,7 @@ func serve(ctx context.Context, args []string) error {
 		publicURL = "http://" + ln.Addr().String()
 	}
 
-	llmCfg := llm.DefaultConfig()
-	llmCfg.Model = cfg.LLMModel
-	if cfg.LLMBaseURL != "" {
-		llmCfg.BaseURL = &cfg.LLMBaseURL
-	}
-	if cfg.LLMAPIKey != "" {
-		llmCfg.APIKey = &cfg.LLMAPIKey
-	}
-	specs, err := loadSpecs(cfg.SpecsFile, bin, cfg.DataDir)
+	specs, err := config.ParseSpecs(cfg.Specs, defaultSpecs(bin, cfg.DataDir))
 	if err != nil {
 		return err
 	}
@@ -92,20 +81,10 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	flow := startflow.Config{
-		WebhookBaseURL:      publicURL + "/api/v1/webhooks",
-		LLM:                 llmCfg,
-		Specs:               specs,
-		GitHost:             cfg.GitHost,
-		MaxRunningSandboxes: cfg.MaxRunningSandboxes,
-		IdlePause:           cfg.IdlePause,
-		IdleCleanup:         cfg.IdleCleanup,
-		StartupTimeout:      cfg.SandboxStartupTimeout,
-		ResumeWait:          cfg.ResumeWait,
-		CloneTimeout:        cfg.CloneTimeout,
-		SetupTimeout:        cfg.SetupTimeout,
-		PollInterval:        20 * time.Millisecond,
-	}
+	common := cfg.Common
+	common.PublicURL = publicURL
+	flow := startflow.ConfigFrom(common, specs)
+	flow.PollInterval = 20 * time.Millisecond
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
 	wctx, stopWorkers := context.WithCancel(ctx)
@@ -148,44 +127,11 @@ func secretBox(cfg config.Local) (*sealbox.Box, error) {
 	return sealbox.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "secret.key"))
 }
 
-// loadSpecs reads the sandbox specs (a JSON array of
-// {id, command, initial_env, working_dir}) or returns the built-in default:
-// the acs binary's agent server with a workspace per sandbox. Specs are
-// configuration: the first is the default.
-func loadSpecs(path, bin, dataDir string) ([]acs.SandboxSpec, error) {
-	def := []acs.SandboxSpec{{ID: "acs-local", Command: []string{bin, "agent-server"}, CreatedAt: time.Unix(0, 0).UTC(),
+// defaultSpecs is the built-in sandbox spec: the acs binary's agent server
+// with a workspace per sandbox.
+func defaultSpecs(bin, dataDir string) []acs.SandboxSpec {
+	return []acs.SandboxSpec{{ID: "acs-local", Command: []string{bin, "agent-server"}, CreatedAt: time.Unix(0, 0).UTC(),
 		InitialEnv: map[string]string{}, WorkingDir: filepath.Join(dataDir, "sandboxes", "{sandbox_id}", "workspace")}}
-	if path == "" {
-		return def, nil
-	}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("ACS_SANDBOX_SPECS: %w", err)
-	}
-	var specs []acs.SandboxSpec
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&specs); err != nil {
-		return nil, fmt.Errorf("ACS_SANDBOX_SPECS %s: %w", path, err)
-	}
-	if len(specs) == 0 {
-		return nil, fmt.Errorf("ACS_SANDBOX_SPECS %s: no specs", path)
-	}
-	seen := map[string]bool{}
-	for i := range specs {
-		s := &specs[i]
-		if s.ID == "" || seen[s.ID] {
-			return nil, fmt.Errorf("ACS_SANDBOX_SPECS %s: spec %d needs a unique id", path, i)
-		}
-		seen[s.ID] = true
-		if s.InitialEnv == nil {
-			s.InitialEnv = map[string]string{}
-		}
-		if s.CreatedAt.IsZero() {
-			s.CreatedAt = time.Unix(0, 0).UTC()
-		}
-	}
-	return specs, nil
 }
 
 // ensureAdmin makes sure the admin user exists and owns the configured (or

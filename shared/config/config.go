@@ -3,34 +3,29 @@
 package config
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/acs-project/acs/shared/acs"
 )
 
-// Local is the configuration of `acs serve`.
-type Local struct {
-	// Addr is where the V1 API listens (ACS_ADDR, default 127.0.0.1:3000).
-	Addr string
-	// DataDir holds the store, queue and sandboxes (ACS_DATA_DIR, default
-	// ./.acs).
-	DataDir string
-	// APIKey is the admin user's key (ACS_API_KEY); when empty one is
-	// generated on first start and kept in the data dir.
-	APIKey string
-	// PublicURL is how sandboxes reach the control plane (ACS_PUBLIC_URL,
-	// default http://<Addr>, with 0.0.0.0 replaced by 127.0.0.1).
+// Common is the configuration both deployments share: the agents' LLM, the
+// start flow and the lifecycle rules.
+type Common struct {
+	// PublicURL is how sandboxes reach the control plane (ACS_PUBLIC_URL);
+	// their webhooks go to PublicURL/api/v1/webhooks.
 	PublicURL string
 	// LLMBaseURL, LLMAPIKey and LLMModel configure the agents' LLM.
 	LLMBaseURL, LLMAPIKey, LLMModel string
-	// Workers is how many start tasks are processed at once (ACS_WORKERS,
-	// default 4).
-	Workers int
 	// SandboxStartupTimeout bounds waiting for a sandbox
 	// (ACS_SANDBOX_STARTUP_TIMEOUT, default 120s).
 	SandboxStartupTimeout time.Duration
@@ -44,39 +39,152 @@ type Local struct {
 	// default 30m); IdleCleanup archives and cleans up one paused this long
 	// (ACS_IDLE_CLEANUP_AFTER, default 168h). 0 disables.
 	IdlePause, IdleCleanup time.Duration
-	// ReconcileInterval spaces the idle reconciler's passes
-	// (ACS_RECONCILE_INTERVAL, default 30s).
-	ReconcileInterval time.Duration
-	// SecretKey seals stored secrets (ACS_SECRET_KEY); when empty a random
-	// key is generated and kept in the data dir.
+	// SecretKey seals stored secrets (ACS_SECRET_KEY).
 	SecretKey string
 	// ResumeWait bounds a transparent resume (ACS_RESUME_WAIT, default
 	// 60s); CloneTimeout and SetupTimeout bound cloning the repository
 	// (ACS_CLONE_TIMEOUT, default 120s) and .openhands/setup.sh
 	// (ACS_SETUP_TIMEOUT, default 600s).
 	ResumeWait, CloneTimeout, SetupTimeout time.Duration
-	// SpecsFile is a JSON array of sandbox specs (ACS_SANDBOX_SPECS); empty
-	// means the built-in default spec.
-	SpecsFile string
+	// Specs is ACS_SANDBOX_SPECS: a JSON array of sandbox specs, inline or
+	// the path of a file holding it; empty means the deployment's default
+	// spec. ParseSpecs reads it.
+	Specs string
+}
+
+// Local is the configuration of `acs serve`.
+type Local struct {
+	Common
+	// Addr is where the V1 API listens (ACS_ADDR, default 127.0.0.1:3000).
+	Addr string
+	// DataDir holds the store, queue and sandboxes (ACS_DATA_DIR, default
+	// ./.acs).
+	DataDir string
+	// APIKey is the admin user's key (ACS_API_KEY); when empty one is
+	// generated on first start and kept in the data dir.
+	APIKey string
+	// Workers is how many start tasks are processed at once (ACS_WORKERS,
+	// default 4).
+	Workers int
+	// ReconcileInterval spaces the idle reconciler's passes
+	// (ACS_RECONCILE_INTERVAL, default 30s).
+	ReconcileInterval time.Duration
+}
+
+// parser collects every problem of one load.
+type parser struct {
+	getenv   func(string) string
+	problems []string
+}
+
+func (p *parser) problem(format string, args ...any) {
+	p.problems = append(p.problems, fmt.Sprintf(format, args...))
+}
+
+func (p *parser) err() error {
+	if len(p.problems) == 0 {
+		return nil
+	}
+	return errors.New("configuration: " + strings.Join(p.problems, "; "))
+}
+
+// required returns the variable, noting it as missing when empty.
+func (p *parser) required(name, what string) string {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		p.problem("%s is required (%s)", name, what)
+	}
+	return v
+}
+
+func (p *parser) httpURL(name, def string) string {
+	v := strings.TrimRight(or(p.getenv(name), def), "/")
+	if v == "" {
+		return ""
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.problem("%s %q must be an http(s) URL", name, v)
+	}
+	return v
+}
+
+func (p *parser) duration(name string, def time.Duration, allowZero bool) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	if v == "0" && allowZero {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || (d == 0 && !allowZero) {
+		hint := ""
+		if allowZero {
+			hint = " (0 disables)"
+		}
+		p.problem("%s must be a duration such as 30m%s", name, hint)
+		return def
+	}
+	return d
+}
+
+func (p *parser) integer(name string, def, lo, hi int) int {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		p.problem("%s must be an integer from %d to %d", name, lo, hi)
+		return def
+	}
+	return n
+}
+
+// common reads the shared part; the public URL is left to the caller.
+func (p *parser) common() Common {
+	var c Common
+	c.LLMBaseURL = p.httpURL("LLM_BASE_URL", "")
+	c.LLMAPIKey = p.getenv("LLM_API_KEY")
+	c.LLMModel = or(p.getenv("LLM_MODEL"), "gpt-4o")
+	c.SandboxStartupTimeout = p.duration("ACS_SANDBOX_STARTUP_TIMEOUT", 120*time.Second, false)
+	c.GitHost = p.httpURL("ACS_GIT_HOST", "https://github.com")
+	c.MaxRunningSandboxes = p.integer("ACS_MAX_RUNNING_SANDBOXES", 10, 0, 1<<20)
+	c.IdlePause = p.duration("ACS_IDLE_PAUSE_AFTER", 30*time.Minute, true)
+	c.IdleCleanup = p.duration("ACS_IDLE_CLEANUP_AFTER", 7*24*time.Hour, true)
+	c.ResumeWait = p.duration("ACS_RESUME_WAIT", 60*time.Second, false)
+	c.CloneTimeout = p.duration("ACS_CLONE_TIMEOUT", 120*time.Second, false)
+	c.SetupTimeout = p.duration("ACS_SETUP_TIMEOUT", 600*time.Second, false)
+	c.SecretKey = p.getenv("ACS_SECRET_KEY")
+	if c.SecretKey != "" && len(c.SecretKey) < 16 {
+		p.problem("ACS_SECRET_KEY must be at least 16 characters")
+	}
+	c.Specs = p.getenv("ACS_SANDBOX_SPECS")
+	if c.Specs != "" {
+		if _, err := ParseSpecs(c.Specs, nil); err != nil {
+			p.problem("%v", err)
+		}
+	}
+	return c
 }
 
 // LoadLocal reads the local configuration through getenv.
 func LoadLocal(getenv func(string) string) (Local, error) {
-	var c Local
-	var problems []string
+	p := &parser{getenv: getenv}
+	c := Local{Common: p.common()}
 	c.Addr = or(getenv("ACS_ADDR"), "127.0.0.1:3000")
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("ACS_ADDR %q must be host:port", c.Addr))
+		p.problem("ACS_ADDR %q must be host:port", c.Addr)
 	}
-	dir, err := filepath.Abs(or(getenv("ACS_DATA_DIR"), ".acs"))
-	if err != nil {
-		problems = append(problems, "ACS_DATA_DIR: "+err.Error())
+	dir, derr := filepath.Abs(or(getenv("ACS_DATA_DIR"), ".acs"))
+	if derr != nil {
+		p.problem("ACS_DATA_DIR: %v", derr)
 	}
 	c.DataDir = dir
 	c.APIKey = getenv("ACS_API_KEY")
 	if c.APIKey != "" && len(c.APIKey) < 16 {
-		problems = append(problems, "ACS_API_KEY must be at least 16 characters")
+		p.problem("ACS_API_KEY must be at least 16 characters")
 	}
 	c.PublicURL = strings.TrimRight(getenv("ACS_PUBLIC_URL"), "/")
 	if c.PublicURL == "" && err == nil {
@@ -86,77 +194,156 @@ func LoadLocal(getenv func(string) string) (Local, error) {
 		c.PublicURL = "http://" + net.JoinHostPort(host, port)
 	}
 	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || u.Scheme == "" || u.Host == "") {
-		problems = append(problems, fmt.Sprintf("ACS_PUBLIC_URL %q must be an absolute URL", c.PublicURL))
+		p.problem("ACS_PUBLIC_URL %q must be an absolute URL", c.PublicURL)
 	}
-	c.LLMBaseURL = getenv("LLM_BASE_URL")
-	if c.LLMBaseURL != "" {
-		if u, err := url.Parse(c.LLMBaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			problems = append(problems, fmt.Sprintf("LLM_BASE_URL %q must be an http(s) URL", c.LLMBaseURL))
+	c.Workers = p.integer("ACS_WORKERS", 4, 1, 64)
+	c.ReconcileInterval = p.duration("ACS_RECONCILE_INTERVAL", 30*time.Second, false)
+	return c, p.err()
+}
+
+// Need names what an AWS function uses beyond the table, so that it is
+// configured (and checked) only where it is used.
+type Need uint8
+
+// The needs of AWS functions.
+const (
+	// NeedQueue: the start-task queue (ACS_QUEUE_URL).
+	NeedQueue Need = 1 << iota
+	// NeedDeadLetter: the start-task dead-letter queue (ACS_DLQ_URL).
+	NeedDeadLetter
+	// NeedBlobs: the archive bucket (ACS_BUCKET).
+	NeedBlobs
+	// NeedRuntime: the sandbox runtime and what sandboxes are given
+	// (ACS_RUNTIME_URL, ACS_RUNTIME_API_KEY, ACS_PUBLIC_URL).
+	NeedRuntime
+)
+
+// AWS is the configuration of a Lambda function, set by the
+// infrastructure.
+type AWS struct {
+	Common
+	// Region is AWS_REGION (set by Lambda).
+	Region string
+	// Table is the DynamoDB table (ACS_TABLE).
+	Table string
+	// QueueURL and DeadLetterURL are the start-task queue and its
+	// dead-letter queue (ACS_QUEUE_URL, ACS_DLQ_URL).
+	QueueURL, DeadLetterURL string
+	// Bucket and BucketPrefix locate blobs (ACS_BUCKET, ACS_BUCKET_PREFIX).
+	Bucket, BucketPrefix string
+	// DynamoDBEndpoint, SQSEndpoint and S3Endpoint override the AWS
+	// endpoints (ACS_DYNAMODB_ENDPOINT, ACS_SQS_ENDPOINT, ACS_S3_ENDPOINT:
+	// local servers); S3PathStyle forces path-style bucket addressing
+	// (ACS_S3_PATH_STYLE, default true when S3Endpoint is set).
+	DynamoDBEndpoint, SQSEndpoint, S3Endpoint string
+	S3PathStyle                               bool
+	// RuntimeURL and RuntimeAPIKey locate the sandbox runtime API
+	// (ACS_RUNTIME_URL, ACS_RUNTIME_API_KEY).
+	RuntimeURL, RuntimeAPIKey string
+	// StartTaskTTL expires start tasks that never finished
+	// (ACS_START_TASK_TTL, default 1h): the reconciler turns them ERROR.
+	StartTaskTTL time.Duration
+}
+
+// LoadAWS reads a function's configuration through getenv. The table, the
+// region and the secret key are always required; need adds what the
+// function uses. Every missing or invalid variable is named in one error.
+func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
+	p := &parser{getenv: getenv}
+	c := AWS{Common: p.common()}
+	c.Region = or(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
+	if c.Region == "" {
+		p.problem("AWS_REGION is required (set by Lambda)")
+	}
+	c.Table = p.required("ACS_TABLE", "the DynamoDB table")
+	if c.SecretKey == "" {
+		p.required("ACS_SECRET_KEY", "seals stored secrets")
+	}
+	c.DynamoDBEndpoint = p.httpURL("ACS_DYNAMODB_ENDPOINT", "")
+	c.SQSEndpoint = p.httpURL("ACS_SQS_ENDPOINT", "")
+	c.S3Endpoint = p.httpURL("ACS_S3_ENDPOINT", "")
+	c.S3PathStyle = c.S3Endpoint != ""
+	if v := getenv("ACS_S3_PATH_STYLE"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.problem("ACS_S3_PATH_STYLE must be true or false")
+		}
+		c.S3PathStyle = b
+	}
+	c.StartTaskTTL = p.duration("ACS_START_TASK_TTL", time.Hour, false)
+	if need&NeedQueue != 0 {
+		c.QueueURL = p.queueURL("ACS_QUEUE_URL", "the start-task queue")
+	}
+	if need&NeedDeadLetter != 0 {
+		c.DeadLetterURL = p.queueURL("ACS_DLQ_URL", "the start-task dead-letter queue")
+	}
+	if need&NeedBlobs != 0 {
+		c.Bucket = p.required("ACS_BUCKET", "the archive bucket")
+		c.BucketPrefix = strings.Trim(getenv("ACS_BUCKET_PREFIX"), "/")
+	}
+	if need&NeedRuntime != 0 {
+		if p.required("ACS_RUNTIME_URL", "the sandbox runtime API") != "" {
+			c.RuntimeURL = p.httpURL("ACS_RUNTIME_URL", "")
+		}
+		c.RuntimeAPIKey = p.required("ACS_RUNTIME_API_KEY", "the sandbox runtime API key")
+		if p.required("ACS_PUBLIC_URL", "the API's public URL, for sandbox webhooks") != "" {
+			c.PublicURL = p.httpURL("ACS_PUBLIC_URL", "")
 		}
 	}
-	c.LLMAPIKey = getenv("LLM_API_KEY")
-	c.LLMModel = or(getenv("LLM_MODEL"), "gpt-4o")
-	c.Workers = 4
-	if v := getenv("ACS_WORKERS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 64 {
-			problems = append(problems, "ACS_WORKERS must be an integer from 1 to 64")
-		} else {
-			c.Workers = n
+	return c, p.err()
+}
+
+func (p *parser) queueURL(name, what string) string {
+	v := p.required(name, what)
+	if v == "" {
+		return ""
+	}
+	if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		p.problem("%s %q must be a queue URL", name, v)
+	}
+	return v
+}
+
+// ParseSpecs reads ACS_SANDBOX_SPECS: a JSON array of {id, command,
+// initial_env, working_dir} inline (starting with '[') or in the named
+// file. It returns def when v is empty. Ids must be unique; the first spec
+// is the default.
+func ParseSpecs(v string, def []acs.SandboxSpec) ([]acs.SandboxSpec, error) {
+	if strings.TrimSpace(v) == "" {
+		return def, nil
+	}
+	raw, where := []byte(v), "ACS_SANDBOX_SPECS"
+	if !strings.HasPrefix(strings.TrimSpace(v), "[") {
+		b, err := os.ReadFile(v)
+		if err != nil {
+			return nil, fmt.Errorf("ACS_SANDBOX_SPECS: %w", err)
+		}
+		raw, where = b, "ACS_SANDBOX_SPECS "+v
+	}
+	var specs []acs.SandboxSpec
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&specs); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("%s: no specs", where)
+	}
+	seen := map[string]bool{}
+	for i := range specs {
+		s := &specs[i]
+		if s.ID == "" || seen[s.ID] {
+			return nil, fmt.Errorf("%s: spec %d needs a unique id", where, i)
+		}
+		seen[s.ID] = true
+		if s.InitialEnv == nil {
+			s.InitialEnv = map[string]string{}
+		}
+		if s.CreatedAt.IsZero() {
+			s.CreatedAt = time.Unix(0, 0).UTC()
 		}
 	}
-	c.SandboxStartupTimeout = 120 * time.Second
-	if v := getenv("ACS_SANDBOX_STARTUP_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			problems = append(problems, "ACS_SANDBOX_STARTUP_TIMEOUT must be a positive duration such as 2m")
-		} else {
-			c.SandboxStartupTimeout = d
-		}
-	}
-	c.GitHost = strings.TrimRight(or(getenv("ACS_GIT_HOST"), "https://github.com"), "/")
-	if u, err := url.Parse(c.GitHost); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		problems = append(problems, fmt.Sprintf("ACS_GIT_HOST %q must be an http(s) URL", c.GitHost))
-	}
-	c.MaxRunningSandboxes = 10
-	if v := getenv("ACS_MAX_RUNNING_SANDBOXES"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			problems = append(problems, "ACS_MAX_RUNNING_SANDBOXES must be a non-negative integer (0: no cap)")
-		} else {
-			c.MaxRunningSandboxes = n
-		}
-	}
-	dur := func(name string, def time.Duration, allowZero bool) time.Duration {
-		v := getenv(name)
-		if v == "" {
-			return def
-		}
-		if v == "0" && allowZero {
-			return 0
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || (d == 0 && !allowZero) {
-			problems = append(problems, name+" must be a duration such as 30m"+map[bool]string{true: " (0 disables)", false: ""}[allowZero])
-			return def
-		}
-		return d
-	}
-	c.IdlePause = dur("ACS_IDLE_PAUSE_AFTER", 30*time.Minute, true)
-	c.IdleCleanup = dur("ACS_IDLE_CLEANUP_AFTER", 7*24*time.Hour, true)
-	c.ReconcileInterval = dur("ACS_RECONCILE_INTERVAL", 30*time.Second, false)
-	c.ResumeWait = dur("ACS_RESUME_WAIT", 60*time.Second, false)
-	c.CloneTimeout = dur("ACS_CLONE_TIMEOUT", 120*time.Second, false)
-	c.SetupTimeout = dur("ACS_SETUP_TIMEOUT", 600*time.Second, false)
-	c.SecretKey = getenv("ACS_SECRET_KEY")
-	if c.SecretKey != "" && len(c.SecretKey) < 16 {
-		problems = append(problems, "ACS_SECRET_KEY must be at least 16 characters")
-	}
-	c.SpecsFile = getenv("ACS_SANDBOX_SPECS")
-	if len(problems) > 0 {
-		return c, errors.New("configuration: " + strings.Join(problems, "; "))
-	}
-	return c, nil
+	return specs, nil
 }
 
 func or(v, def string) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/config"
 )
 
 // Config configures the start flow and the sandbox lifecycle.
@@ -525,4 +526,32 @@ func mustNorm(id string) string {
 		return id
 	}
 	return h
+}
+
+// ConfigFrom is the start-flow configuration of a deployment's shared
+// configuration, with the given sandbox specs.
+func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
+	l := llm.DefaultConfig()
+	l.Model = c.LLMModel
+	if c.LLMBaseURL != "" {
+		base := c.LLMBaseURL
+		l.BaseURL = &base
+	}
+	if c.LLMAPIKey != "" {
+		key := c.LLMAPIKey
+		l.APIKey = &key
+	}
+	return Config{
+		WebhookBaseURL:      strings.TrimRight(c.PublicURL, "/") + "/api/v1/webhooks",
+		LLM:                 l,
+		Specs:               specs,
+		GitHost:             c.GitHost,
+		MaxRunningSandboxes: c.MaxRunningSandboxes,
+		IdlePause:           c.IdlePause,
+		IdleCleanup:         c.IdleCleanup,
+		StartupTimeout:      c.SandboxStartupTimeout,
+		ResumeWait:          c.ResumeWait,
+		CloneTimeout:        c.CloneTimeout,
+		SetupTimeout:        c.SetupTimeout,
+	}
 }
