@@ -70,6 +70,13 @@ func (s *acsServe) stop() {
 		if err != nil {
 			s.t.Errorf("acs serve exited with %v:\n%s", err, s.log)
 		}
+		// A route that touched an adapter its Needs does not declare would
+		// fail in its Lambda function.
+		for _, line := range strings.Split(s.log.String(), "\n") {
+			if strings.Contains(line, "Needs does not declare") {
+				s.t.Errorf("acs serve: %s", line)
+			}
+		}
 	case <-time.After(20 * time.Second):
 		s.cmd.Process.Kill()
 		s.t.Errorf("acs serve did not stop on SIGTERM")

@@ -35,6 +35,11 @@ type Deps struct {
 	// environment, caps, timeouts).
 	Flow startflow.Config
 	Now  func() time.Time
+	// ContextAuthOnly makes user routes trust only a user already in the
+	// request context (put there from the API Gateway authorizer's
+	// context): no Bearer key is looked up, and a request without one is
+	// 401. Behind API Gateway the authorizer is the only authority.
+	ContextAuthOnly bool
 }
 
 // API serves the V1 routes.
@@ -61,28 +66,35 @@ func (a *API) Lifecycle() *startflow.Lifecycle { return a.life }
 
 func (a *API) now() time.Time { return a.d.Now().UTC() }
 
-// Handler mounts every route of the table.
+// Handler mounts every route of the table. Each route runs on an API
+// restricted to the adapters its Needs declares (Route.Restrict), exactly
+// as its Lambda function does, so local mode and AWS cannot differ in what
+// a route may touch.
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
-		mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
+		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
 	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
 	return mux
 }
 
-// RouteHandler mounts only the named route (one Lambda function per route).
-// It returns nil for an unknown name.
+// RouteHandler mounts only the named route (one Lambda function per route),
+// restricted to its Needs. It returns nil for an unknown name.
 func (a *API) RouteHandler(name string) http.Handler {
-	for _, rt := range Routes {
-		if rt.Name == name {
-			mux := http.NewServeMux()
-			mux.Handle(rt.Method+" "+rt.Path, a.wrap(rt))
-			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
-			return mux
-		}
+	rt, ok := RouteNamed(name)
+	if !ok {
+		return nil
 	}
-	return nil
+	mux := http.NewServeMux()
+	mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	return mux
+}
+
+// restricted is a copy of a that has only the adapters rt declares.
+func (a *API) restricted(rt Route) *API {
+	return New(rt.Restrict(a.d))
 }
 
 // wrap adds panic recovery and the route's authentication.
@@ -97,6 +109,10 @@ func (a *API) wrap(rt Route) http.Handler {
 		switch rt.Auth {
 		case AuthUser:
 			if _, ok := acs.UserFrom(r.Context()); !ok {
+				if a.d.ContextAuthOnly {
+					writeErr(w, fmt.Errorf("no authorizer context: %w", acs.ErrUnauthorized))
+					return
+				}
 				u, err := a.authenticateUser(r)
 				if err != nil {
 					writeErr(w, err)

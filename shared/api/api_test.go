@@ -474,3 +474,42 @@ func TestWebhooks(t *testing.T) {
 		t.Fatalf("not an array: %d", r.status)
 	}
 }
+
+// Behind API Gateway the authorizer is the only authority: with
+// ContextAuthOnly a valid Bearer key alone is refused, and a user in the
+// request context is served.
+func TestContextAuthOnly(t *testing.T) {
+	dir := t.TempDir()
+	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	ctx := context.Background()
+	if err := store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "alice", Hash: acs.HashKey(aliceKey)}); err != nil {
+		t.Fatal(err)
+	}
+	h := api.New(api.Deps{Store: store, Sealer: sealbox.FromPassphrase("context auth passphrase"), ContextAuthOnly: true}).RouteHandler("get_me")
+	for _, tc := range []struct {
+		name string
+		user *acs.User
+		want int
+	}{
+		{"bearer key only", nil, 401},
+		{"authorizer context", &acs.User{ID: "alice", Name: "alice"}, 200},
+	} {
+		req := httptest.NewRequest("GET", "/api/v1/users/me", nil)
+		req.Header.Set("Authorization", "Bearer "+aliceKey)
+		if tc.user != nil {
+			req = req.WithContext(acs.WithUser(req.Context(), *tc.user))
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, rec.Code, rec.Body, tc.want)
+		}
+	}
+}

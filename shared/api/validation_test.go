@@ -102,7 +102,7 @@ func (l *vLogs) bad() []string {
 	defer l.mu.Unlock()
 	var out []string
 	for _, s := range l.lines {
-		if strings.Contains(strings.ToLower(s), "panic") || strings.Contains(s, "api: request failed") {
+		if strings.Contains(strings.ToLower(s), "panic") || strings.Contains(s, "api: request failed") || strings.Contains(s, "Needs does not declare") {
 			out = append(out, s)
 		}
 	}
