@@ -1,0 +1,153 @@
+// Package apigw adapts the V1 API to Amazon API Gateway (REST, Lambda proxy
+// integration): the REQUEST authorizer that resolves Bearer API keys, the
+// authorizer context that carries the user to the route functions, and the
+// proxy handler each route function serves.
+//
+// The authorizer answers API Gateway the documented way: an error whose
+// message is exactly "Unauthorized" for a missing or unknown key (API
+// Gateway answers 401, the UNAUTHORIZED gateway response), any other error
+// when the store is unavailable (AUTHORIZER_FAILURE, which the stack maps
+// to 503 with Retry-After), and otherwise an Allow policy over the whole
+// stage (arn:…:{api}/{stage}/*/*), so a cached decision is valid for every
+// route and not only the first one the key called.
+package apigw
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/api"
+)
+
+// The authorizer context keys. API Gateway passes context values to the
+// integration as strings.
+const (
+	CtxUserID    = "user_id"
+	CtxUserName  = "user_name"
+	CtxAdmin     = "admin"
+	CtxCreatedAt = "created_at"
+)
+
+// ErrUnauthorized is the authorizer error API Gateway turns into 401.
+var ErrUnauthorized = errors.New("Unauthorized")
+
+// Authorizer resolves the Authorization header of a REQUEST authorizer
+// event to its user. It returns ErrUnauthorized for a missing, malformed or
+// unknown key; another error when the store failed (never a Deny for a
+// store failure, so an outage is not cached as a refusal).
+func Authorizer(store acs.Store) func(context.Context, events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+	return func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+		u, err := api.Authenticate(ctx, store, header(req.Headers, req.MultiValueHeaders, "Authorization"))
+		if errors.Is(err, acs.ErrUnauthorized) {
+			return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
+		}
+		if err != nil {
+			slog.Error("authorizer: resolve API key", "error", err)
+			return events.APIGatewayCustomAuthorizerResponse{}, errors.New("authorizer: the key store is unavailable")
+		}
+		resource, err := stageWildcard(req.MethodArn)
+		if err != nil {
+			slog.Error("authorizer: method ARN", "arn", req.MethodArn, "error", err)
+			return events.APIGatewayCustomAuthorizerResponse{}, err
+		}
+		return events.APIGatewayCustomAuthorizerResponse{
+			PrincipalID: u.ID,
+			PolicyDocument: events.APIGatewayCustomAuthorizerPolicy{
+				Version: "2012-10-17",
+				Statement: []events.IAMPolicyStatement{{
+					Action: []string{"execute-api:Invoke"}, Effect: "Allow", Resource: []string{resource},
+				}},
+			},
+			Context: map[string]any{
+				CtxUserID: u.ID, CtxUserName: u.Name, CtxAdmin: strconv.FormatBool(u.Admin),
+				CtxCreatedAt: u.CreatedAt.UTC().Format(time.RFC3339Nano),
+			},
+		}, nil
+	}
+}
+
+// stageWildcard turns arn:aws:execute-api:{region}:{account}:{api}/{stage}/
+// {method}/{path} into arn:aws:execute-api:{region}:{account}:{api}/{stage}/*/*.
+func stageWildcard(methodArn string) (string, error) {
+	parts := strings.SplitN(methodArn, ":", 6)
+	if len(parts) != 6 || parts[0] != "arn" || parts[2] != "execute-api" {
+		return "", errors.New("authorizer: not an execute-api method ARN")
+	}
+	segs := strings.SplitN(parts[5], "/", 3)
+	if len(segs) < 2 || segs[0] == "" || segs[1] == "" {
+		return "", errors.New("authorizer: method ARN without api id and stage")
+	}
+	parts[5] = segs[0] + "/" + segs[1] + "/*/*"
+	return strings.Join(parts, ":"), nil
+}
+
+// header reads a header case-insensitively (API Gateway keeps the client's
+// case).
+func header(single map[string]string, multi map[string][]string, name string) string {
+	for k, v := range single {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	for k, v := range multi {
+		if strings.EqualFold(k, name) && len(v) > 0 {
+			return v[len(v)-1]
+		}
+	}
+	return ""
+}
+
+// UserFromAuthorizer puts the user of the API Gateway authorizer context
+// (set by Authorizer) into the request context, where the API's
+// ContextAuthOnly mode looks for it. A request without that context (a
+// webhook route, which has no authorizer) passes unchanged.
+func UserFromAuthorizer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gw, ok := core.GetAPIGatewayContextFromContext(r.Context())
+		if ok {
+			if u, ok := userOf(gw.Authorizer); ok {
+				r = r.WithContext(acs.WithUser(r.Context(), u))
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func userOf(m map[string]any) (acs.User, bool) {
+	str := func(k string) string {
+		switch v := m[k].(type) {
+		case string:
+			return v
+		case bool:
+			return strconv.FormatBool(v)
+		case nil:
+			return ""
+		default:
+			return ""
+		}
+	}
+	id := str(CtxUserID)
+	if id == "" {
+		return acs.User{}, false
+	}
+	admin, _ := strconv.ParseBool(str(CtxAdmin))
+	created, _ := time.Parse(time.RFC3339Nano, str(CtxCreatedAt))
+	return acs.User{ID: id, Name: str(CtxUserName), Admin: admin, CreatedAt: created}, true
+}
+
+// Handler is the Lambda handler of a route function: the API Gateway REST
+// proxy event becomes an http.Request for h (with the authorizer's user),
+// and its response the proxy response.
+func Handler(h http.Handler) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
+	return httpadapter.New(UserFromAuthorizer(h)).ProxyWithContext
+}
