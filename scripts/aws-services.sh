@@ -16,6 +16,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 dir=$root/.cache/aws
+# run holds pid files and logs; concurrent runs (each in its own network
+# namespace) use their own.
+run=${ACS_AWS_RUN_DIR:-$dir/run}
 ddb_port=${ACS_DDB_PORT:-18001}
 sqs_port=${ACS_SQS_PORT:-18013}
 
@@ -63,13 +66,13 @@ wait_http() { # url, what, seconds
 
 start() {
   install
-  mkdir -p "$dir/run"
+  mkdir -p "$run"
   (cd "$dir/dynamodb" && exec java -Xmx512m -Djava.library.path=./DynamoDBLocal_lib -jar DynamoDBLocal.jar \
-      -inMemory -sharedDb -disableTelemetry -port "$ddb_port" >"$dir/run/dynamodb.log" 2>&1) &
-  echo $! > "$dir/run/dynamodb.pid"
+      -inMemory -sharedDb -disableTelemetry -port "$ddb_port" >"$run/dynamodb.log" 2>&1) &
+  echo $! > "$run/dynamodb.pid"
   (cd "$dir/fauxqs" && FAUXQS_PORT=$sqs_port exec node --require "$dir/force-loopback.cjs" node_modules/fauxqs/dist/cli.js \
-      >"$dir/run/fauxqs.log" 2>&1) &
-  echo $! > "$dir/run/fauxqs.pid"
+      >"$run/fauxqs.log" 2>&1) &
+  echo $! > "$run/fauxqs.pid"
   wait_http "http://127.0.0.1:$sqs_port/health" fauxqs 30
   wait_http "http://127.0.0.1:$ddb_port/" "DynamoDB Local" 60
   echo "export ACS_TEST_DYNAMODB_ENDPOINT=http://127.0.0.1:$ddb_port"
@@ -78,7 +81,7 @@ start() {
 
 stop() {
   local f
-  for f in "$dir"/run/*.pid; do
+  for f in "$run"/*.pid; do
     [ -f "$f" ] || continue
     kill "$(cat "$f")" 2>/dev/null || true
     rm -f "$f"

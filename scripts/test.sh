@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/aws-services.sh install
 pkgs=${PKGS:-./...}
+ACS_AWS_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-aws-run.XXXXXX")
+export ACS_AWS_RUN_DIR
 run='set -euo pipefail
 ip link set lo up 2>/dev/null || true
 trap "scripts/aws-services.sh stop" EXIT

@@ -1,0 +1,179 @@
+package dynamostore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// TaskRetention is how long a finished (READY or ERROR) start task is kept
+// after its last update: its expires_at.
+const TaskRetention = 30 * 24 * time.Hour
+
+// Start-task filter attributes.
+const (
+	aCreated = "created" // timeKey(CreatedAt)
+	aConv    = "conv"    // ConversationID
+	aApp     = "app"     // AppConversationID
+)
+
+func (s *Store) taskItem(t *acs.StartTask) (item, error) {
+	it, err := record(pTask+t.ID, sRecord, t)
+	if err != nil {
+		return nil, err
+	}
+	it[aGSI1PK], it[aGSI1SK] = sv(pTasksOwner+t.OwnerID), sv(timeIDKey(t.CreatedAt, t.ID))
+	it[aGSI2PK], it[aGSI2SK] = sv(pTasksUpd+t.OwnerID), sv(timeIDKey(t.UpdatedAt, t.ID))
+	it[aCreated] = sv(timeKey(t.CreatedAt))
+	setS(it, aConv, t.ConversationID)
+	if t.AppConversationID != nil {
+		setS(it, aApp, *t.AppConversationID)
+	}
+	if t.Status.Done() {
+		it[aExpires] = nv(s.now().Add(TaskRetention).Unix())
+	}
+	return it, nil
+}
+
+// CreateStartTask implements acs.Store.
+func (s *Store) CreateStartTask(ctx context.Context, t acs.StartTask) error {
+	if t.ID == "" {
+		return fmt.Errorf("start task without an id: %w", acs.ErrInvalid)
+	}
+	it, err := s.taskItem(&t)
+	if err != nil {
+		return err
+	}
+	return s.create(ctx, it, "start task", t.ID)
+}
+
+// GetStartTask implements acs.Store.
+func (s *Store) GetStartTask(ctx context.Context, id string) (acs.StartTask, error) {
+	var t acs.StartTask
+	it, err := s.getItem(ctx, key(pTask+id, sRecord))
+	if err != nil {
+		return t, err
+	}
+	if it == nil || s.expired(it) {
+		return t, notFound("start task", id)
+	}
+	return t, decode(it, &t, "start task", id)
+}
+
+// UpdateStartTask implements acs.Store: a conditional put on the version;
+// the indexes follow the item.
+func (s *Store) UpdateStartTask(ctx context.Context, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
+	var t acs.StartTask
+	_, err := s.update(ctx, "start task", id, key(pTask+id, sRecord), false, func(cur item) (writePlan, error) {
+		t = acs.StartTask{}
+		if err := decode(cur, &t, "start task", id); err != nil {
+			return writePlan{}, err
+		}
+		owner, created := t.OwnerID, t.CreatedAt
+		if err := fn(&t); err != nil {
+			return writePlan{}, err
+		}
+		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
+		it, err := s.taskItem(&t)
+		return writePlan{item: it}, err
+	})
+	if err != nil {
+		return acs.StartTask{}, err
+	}
+	return t, nil
+}
+
+// ListStartTasks implements acs.Store: SearchStartTasks without a filter.
+func (s *Store) ListStartTasks(ctx context.Context, ownerID string, opts acs.ListOptions) (acs.Page[acs.StartTask], error) {
+	return s.SearchStartTasks(ctx, ownerID, acs.StartTaskFilter{}, acs.SortCreatedAtDesc, opts)
+}
+
+// taskQuery is the query of an owner's tasks in an order (by creation:
+// GSI1; by update: GSI2) matching f.
+func (s *Store) taskQuery(owner string, f acs.StartTaskFilter, byUpdate, desc bool) *rangeQuery {
+	e := newExpr()
+	q := &rangeQuery{index: idxGSI1, pkAttr: aGSI1PK, skAttr: aGSI1SK, pk: pTasksOwner + owner, desc: desc, e: e}
+	if byUpdate {
+		q.index, q.pkAttr, q.skAttr, q.pk = idxGSI2, aGSI2PK, aGSI2SK, pTasksUpd+owner
+	}
+	q.filter = append(q.filter, e.notExpired(s.now()))
+	if f.CreatedGTE != nil {
+		if byUpdate {
+			q.filter = append(q.filter, fmt.Sprintf("%s >= %s", e.n(aCreated), e.v(sv(timeKey(*f.CreatedGTE)))))
+		} else {
+			q.lo = timeKey(*f.CreatedGTE)
+		}
+	}
+	if f.ConversationID != "" {
+		c := e.v(sv(f.ConversationID))
+		q.filter = append(q.filter, fmt.Sprintf("(%s = %s OR %s = %s)", e.n(aApp), c, e.n(aConv), c))
+	}
+	return q
+}
+
+func taskOrder(o acs.StartTaskSort) (byUpdate, desc bool, tag byte, err error) {
+	switch o {
+	case acs.SortCreatedAt:
+		return false, false, tagTasksCreated, nil
+	case acs.SortCreatedAtDesc, "":
+		return false, true, tagTasksCreatedD, nil
+	case acs.SortUpdatedAt:
+		return true, false, tagTasksUpdated, nil
+	case acs.SortUpdatedAtDesc:
+		return true, true, tagTasksUpdatedD, nil
+	}
+	return false, false, 0, fmt.Errorf("start task sort order %q: %w", o, acs.ErrInvalid)
+}
+
+// SearchStartTasks implements acs.Store.
+func (s *Store) SearchStartTasks(ctx context.Context, ownerID string, f acs.StartTaskFilter, order acs.StartTaskSort, opts acs.ListOptions) (acs.Page[acs.StartTask], error) {
+	var page acs.Page[acs.StartTask]
+	byUpdate, desc, tag, err := taskOrder(order)
+	if err != nil {
+		return page, err
+	}
+	last, err := decodeToken(opts.PageToken, tag, ownerID, validTimeIDKey)
+	if err != nil {
+		return page, err
+	}
+	q := s.taskQuery(ownerID, f, byUpdate, desc)
+	q.lo, q.hi = after(q.lo, q.hi, last, desc)
+	limit := clamp(opts.Limit)
+	items, err := s.collect(ctx, q, limit, last)
+	if err != nil {
+		return page, err
+	}
+	if len(items) > limit {
+		items = items[:limit]
+		page.Next = encodeToken(tag, ownerID, str(items[limit-1], q.skAttr))
+	}
+	for _, it := range items {
+		var t acs.StartTask
+		if err := decode(it, &t, "start task", str(it, aPK)); err != nil {
+			return page, err
+		}
+		page.Items = append(page.Items, t)
+	}
+	return page, nil
+}
+
+// CountStartTasks implements acs.Store.
+func (s *Store) CountStartTasks(ctx context.Context, ownerID string, f acs.StartTaskFilter) (int, error) {
+	return s.count(ctx, s.taskQuery(ownerID, f, false, false))
+}
+
+// DeleteStartTask implements acs.Store.
+func (s *Store) DeleteStartTask(ctx context.Context, id string) error {
+	e := newExpr()
+	cond := fmt.Sprintf("attribute_exists(%s) AND %s", e.n(aPK), e.notExpired(s.now()))
+	_, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{Key: key(pTask+id, sRecord), ConditionExpression: &cond,
+		ExpressionAttributeNames: e.nameMap(), ExpressionAttributeValues: e.valueMap()})
+	if isCondFailed(err) {
+		return notFound("start task", id)
+	}
+	return err
+}
