@@ -12,7 +12,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/llm/llmconfig"
 )
 
 // ExecutionStatus is a conversation's agent state, in the reference's
@@ -66,18 +66,18 @@ type AgentContext struct {
 
 // Agent is the agent configuration of a conversation.
 type Agent struct {
-	Kind                   string          `json:"kind" acs:"default=Agent"`
-	LLM                    llm.Config      `json:"llm" acs:"required"`
-	Tools                  []ToolRef       `json:"tools"`
-	MCPConfig              json.RawMessage `json:"mcp_config" acs:"object,nullable"`
-	FilterToolsRegex       *string         `json:"filter_tools_regex"`
-	AgentContext           *AgentContext   `json:"agent_context"`
-	SystemPromptFilename   *string         `json:"system_prompt_filename"`
-	SecurityPolicyFilename *string         `json:"security_policy_filename"`
-	SystemPromptKwargs     json.RawMessage `json:"system_prompt_kwargs" acs:"object,nullable"`
-	Condenser              *Condenser      `json:"condenser"`
-	Critic                 json.RawMessage `json:"critic" acs:"object,nullable"`
-	IncludeDefaultTools    []string        `json:"include_default_tools" acs:"nullable"`
+	Kind                   string           `json:"kind" acs:"default=Agent"`
+	LLM                    llmconfig.Config `json:"llm" acs:"required"`
+	Tools                  []ToolRef        `json:"tools"`
+	MCPConfig              json.RawMessage  `json:"mcp_config" acs:"object,nullable"`
+	FilterToolsRegex       *string          `json:"filter_tools_regex"`
+	AgentContext           *AgentContext    `json:"agent_context"`
+	SystemPromptFilename   *string          `json:"system_prompt_filename"`
+	SecurityPolicyFilename *string          `json:"security_policy_filename"`
+	SystemPromptKwargs     json.RawMessage  `json:"system_prompt_kwargs" acs:"object,nullable"`
+	Condenser              *Condenser       `json:"condenser"`
+	Critic                 json.RawMessage  `json:"critic" acs:"object,nullable"`
+	IncludeDefaultTools    []string         `json:"include_default_tools" acs:"nullable"`
 }
 
 // ValidateStrict accepts the two agent kinds.
@@ -258,11 +258,11 @@ func RedactSecrets(in map[string]SecretSource) map[string]SecretSource {
 		if v.Kind == "LookupSecret" {
 			h := map[string]string{}
 			for hk := range v.Headers {
-				h[hk] = llm.Redacted
+				h[hk] = llmconfig.Redacted
 			}
 			v.Headers = h
 		} else {
-			v.Value = llm.Redacted
+			v.Value = llmconfig.Redacted
 		}
 		out[k] = v
 	}
@@ -577,12 +577,12 @@ func (CondenserKind) EnumValues() []string {
 // summary of it when the view exceeds MaxSize events (or MaxTokens prompt
 // tokens), when asked, or when the context window overflows.
 type Condenser struct {
-	Kind            CondenserKind `json:"kind" acs:"required"`
-	LLM             *llm.Config   `json:"llm"`
-	MaxSize         int           `json:"max_size" acs:"default=240,ge=4"`
-	KeepFirst       int           `json:"keep_first" acs:"default=2,ge=0"`
-	MaxTokens       *int          `json:"max_tokens" acs:"ge=1"`
-	MinimumProgress float64       `json:"minimum_progress" acs:"default=0.1,ge=0,le=1"`
+	Kind            CondenserKind     `json:"kind" acs:"required"`
+	LLM             *llmconfig.Config `json:"llm"`
+	MaxSize         int               `json:"max_size" acs:"default=240,ge=4"`
+	KeepFirst       int               `json:"keep_first" acs:"default=2,ge=0"`
+	MaxTokens       *int              `json:"max_tokens" acs:"ge=1"`
+	MinimumProgress float64           `json:"minimum_progress" acs:"default=0.1,ge=0,le=1"`
 }
 
 // ValidateStrict requires an LLM for the summarizing condenser and

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/llm/llmconfig"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/config"
@@ -24,7 +24,7 @@ type Config struct {
 	CORSOrigin string
 	// LLM is the installation's LLM configuration (model, base URL, key);
 	// a user's settings override the model, base URL and key.
-	LLM llm.Config
+	LLM llmconfig.Config
 	// Specs are the sandbox specs; the first is the default.
 	Specs []acs.SandboxSpec
 	// Tools are the tools every agent gets.
@@ -531,7 +531,7 @@ func mustNorm(id string) string {
 // ConfigFrom is the start-flow configuration of a deployment's shared
 // configuration, with the given sandbox specs.
 func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
-	l := llm.DefaultConfig()
+	l := llmconfig.Default()
 	l.Model = c.LLMModel
 	if c.LLMBaseURL != "" {
 		base := c.LLMBaseURL

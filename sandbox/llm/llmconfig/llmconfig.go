@@ -1,8 +1,7 @@
-// Package llm is the agent's client for any OpenAI-compatible chat
-// completions endpoint (github.com/openai/openai-go): message and tool
-// conversion, retries with backoff for transient errors, error classification,
-// streaming deltas, usage, cost and token ids.
-package llm
+// Package llmconfig is the agent's LLM configuration (the OpenHands "llm"
+// object), apart from the client so that the control plane can carry it
+// without linking the client.
+package llmconfig
 
 import (
 	"encoding/json"
@@ -99,9 +98,9 @@ func (c *Config) APIModel() string {
 	return m
 }
 
-// DefaultConfig returns a Config with every default applied (as decoding
-// "{}" gives), for building agent configurations in code.
-func DefaultConfig() Config {
+// Default returns a Config with every default applied (as decoding "{}"
+// gives), for building agent configurations in code.
+func Default() Config {
 	var c Config
 	if err := strictjson.Unmarshal([]byte("{}"), &c); err != nil {
 		panic(err)
