@@ -92,6 +92,11 @@ type Store interface {
 	CountStartTasks(ctx context.Context, ownerID string, f StartTaskFilter) (int, error)
 	// DeleteStartTask removes a task; ErrNotFound when absent.
 	DeleteStartTask(ctx context.Context, id string) error
+	// ListUnfinishedStartTasks lists every user's tasks that are neither
+	// READY nor ERROR and were last updated before the given time, least
+	// recently updated first, at most limit (clamped to 1..100): the
+	// reconciler expires those whose worker stopped advancing them.
+	ListUnfinishedStartTasks(ctx context.Context, updatedBefore time.Time, limit int) ([]StartTask, error)
 
 	// CreateSandbox stores a new sandbox; ErrConflict when the id exists.
 	CreateSandbox(ctx context.Context, s Sandbox) error

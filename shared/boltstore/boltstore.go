@@ -29,6 +29,7 @@ var (
 	bTasks        = []byte("tasks")
 	bTasksOwner   = []byte("tasks_owner")
 	bTasksUpdated = []byte("tasks_owner_updated")
+	bTasksOpen    = []byte("tasks_open") // unfinished tasks by update time
 	bSandboxes    = []byte("sandboxes")
 	bSandboxHash  = []byte("sandbox_keyhash")
 	bSandboxOwner = []byte("sandboxes_owner")
@@ -44,7 +45,7 @@ var (
 	bMeta         = []byte("meta")
 	bQuotas       = []byte("quotas")
 
-	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bSandboxes, bSandboxHash,
+	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bTasksOpen, bSandboxes, bSandboxHash,
 		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bSettings, bSecrets, bPending, bMeta, bQuotas}
 )
 

@@ -13,8 +13,9 @@ import (
 
 // schemaVersion is the layout this code writes. Version 1 (no meta bucket)
 // had empty owner-index values, no update-time task index, no conversation
-// counts, and a sandbox conversation counter instead of slots.
-const schemaVersion = 2
+// counts, and a sandbox conversation counter instead of slots. Version 2 had
+// no index of unfinished tasks.
+const schemaVersion = 3
 
 var metaSchema = []byte("schema")
 
@@ -22,9 +23,38 @@ var metaSchema = []byte("schema")
 // Open's transaction.
 func migrate(tx *bolt.Tx) error {
 	meta := tx.Bucket(bMeta)
-	if v := meta.Get(metaSchema); len(v) == 1 && v[0] >= schemaVersion {
+	version := byte(1)
+	if v := meta.Get(metaSchema); len(v) == 1 {
+		version = v[0]
+	}
+	if version >= schemaVersion {
 		return nil
 	}
+	if version < 2 {
+		if err := migrateV2(tx); err != nil {
+			return err
+		}
+	}
+	if version < 3 {
+		err := tx.Bucket(bTasks).ForEach(func(id, raw []byte) error {
+			var t acs.StartTask
+			if err := json.Unmarshal(raw, &t); err != nil {
+				return fmt.Errorf("migrate start task %s: %w", id, err)
+			}
+			if t.Status.Done() {
+				return nil
+			}
+			return tx.Bucket(bTasksOpen).Put(openKey(&t), nil)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return meta.Put(metaSchema, []byte{schemaVersion})
+}
+
+// migrateV2 brings a version 1 file to version 2.
+func migrateV2(tx *bolt.Tx) error {
 	type kv struct {
 		bucket []byte
 		k, v   []byte
@@ -95,5 +125,5 @@ func migrate(tx *bolt.Tx) error {
 			return fmt.Errorf("migrate %s: %w", p.bucket, err)
 		}
 	}
-	return meta.Put(metaSchema, []byte{schemaVersion})
+	return nil
 }

@@ -153,3 +153,52 @@ func TestIndexEntryWithoutValue(t *testing.T) {
 		t.Fatalf("task count %d, %v", n, err)
 	}
 }
+
+// A version 2 file has no index of unfinished tasks: opening it indexes the
+// unfinished ones (and only those) for the reconciler.
+func TestOpenMigratesVersion2(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "acs.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i, st := range []acs.StartTaskStatus{acs.TaskWorking, acs.TaskReady, acs.TaskWaitingForSandbox, acs.TaskError} {
+		tk := acs.StartTask{ID: fmt.Sprint("t", i), OwnerID: "u1", Status: st, CreatedAt: sec(i), UpdatedAt: sec(10 - i)}
+		if err := s.CreateStartTask(ctx, tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to version 2: no open-task index.
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bTasksOpen); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(bTasksOpen); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put(metaSchema, []byte{2})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ListUnfinishedStartTasks(ctx, sec(100), 100); len(got) != 0 {
+		t.Fatalf("version 2 fixture still indexed: %v", got)
+	}
+	s.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.ListUnfinishedStartTasks(ctx, sec(100), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, tk := range got {
+		ids = append(ids, tk.ID)
+	}
+	if fmt.Sprint(ids) != "[t2 t0]" {
+		t.Fatalf("unfinished after migration: %v, want [t2 t0]", ids)
+	}
+}

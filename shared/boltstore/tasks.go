@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -59,8 +60,16 @@ func putTaskIndexes(tx *bolt.Tx, t *acs.StartTask) error {
 	if err := tx.Bucket(bTasksUpdated).Put(ownerKey(t.OwnerID, t.UpdatedAt, t.ID), v); err != nil {
 		return fmt.Errorf("index start task %s: %w", t.ID, err)
 	}
+	if !t.Status.Done() {
+		if err := tx.Bucket(bTasksOpen).Put(openKey(t), nil); err != nil {
+			return fmt.Errorf("index start task %s: %w", t.ID, err)
+		}
+	}
 	return nil
 }
+
+// openKey orders unfinished tasks by update time, then id.
+func openKey(t *acs.StartTask) []byte { return append(appendTime(nil, t.UpdatedAt), t.ID...) }
 
 // CreateStartTask implements acs.Store.
 func (s *Store) CreateStartTask(_ context.Context, t acs.StartTask) error {
@@ -92,9 +101,12 @@ func (s *Store) UpdateStartTask(_ context.Context, id string, fn func(*acs.Start
 			return err
 		}
 		owner, created := t.OwnerID, t.CreatedAt
-		oldUpdated := ownerKey(owner, t.UpdatedAt, id)
+		oldUpdated, oldOpen := ownerKey(owner, t.UpdatedAt, id), openKey(&t)
 		if err := fn(&t); err != nil {
 			return err
+		}
+		if err := tx.Bucket(bTasksOpen).Delete(oldOpen); err != nil {
+			return fmt.Errorf("index start task %s: %w", id, err)
 		}
 		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
 		if !bytes.Equal(oldUpdated, ownerKey(owner, t.UpdatedAt, id)) {
@@ -220,6 +232,28 @@ func (s *Store) DeleteStartTask(_ context.Context, id string) error {
 		if err := tx.Bucket(bTasksUpdated).Delete(ownerKey(t.OwnerID, t.UpdatedAt, id)); err != nil {
 			return fmt.Errorf("unindex start task %s: %w", id, err)
 		}
+		if err := tx.Bucket(bTasksOpen).Delete(openKey(&t)); err != nil {
+			return fmt.Errorf("unindex start task %s: %w", id, err)
+		}
 		return tx.Bucket(bTasks).Delete([]byte(id))
 	})
+}
+
+// ListUnfinishedStartTasks implements acs.Store.
+func (s *Store) ListUnfinishedStartTasks(_ context.Context, updatedBefore time.Time, limit int) ([]acs.StartTask, error) {
+	var out []acs.StartTask
+	end := appendTime(nil, updatedBefore)
+	limit = clamp(limit)
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bTasksOpen).Cursor()
+		for k, _ := c.First(); k != nil && len(out) < limit && bytes.Compare(k[:8], end) < 0; k, _ = c.Next() {
+			var t acs.StartTask
+			if err := get(tx, bTasks, string(k[8:]), &t, "start task"); err != nil {
+				return err
+			}
+			out = append(out, t)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -25,7 +25,8 @@
 //	conversation counters USER#<user>           CONVCOUNT        all top (numbers)
 //	start task            TASK#<id>             #                d v w, gsi1 TASKS#<owner> <created>#<id>,
 //	                                                             gsi2 TASKSUPDATED#<owner> <updated>#<id>,
-//	                                                             created conv app, expires_at when done
+//	                                                             created conv app, expires_at when done,
+//	                                                             gsi4 OPENTASKS#<shard> <updated>#<id> until done
 //	sandbox               SANDBOX#<id>          #                d v w status, gsi3 SANDBOXES#<owner> <created>#<id>,
 //	                                                             gsi4 ALLSANDBOXES#<shard> <id>
 //	sandbox by session    SESSIONKEY#<sha256>   #                id
@@ -43,7 +44,8 @@
 //	gsi2 (gsi2pk, gsi2sk) ALL        an owner's start tasks by update time
 //	gsi3 (gsi3pk, gsi3sk) INCLUDE    an owner's sandboxes by creation time (status projected);
 //	                      status     a sandbox's conversations
-//	gsi4 (gsi4pk, gsi4sk) KEYS_ONLY  every sandbox, in AllSandboxShards range shards of the id
+//	gsi4 (gsi4pk, gsi4sk) KEYS_ONLY  every sandbox, in AllSandboxShards range shards of the id;
+//	                                 unfinished start tasks by update time, in the same shards (sparse)
 //
 // Index keys are attributes of the record itself, so an index follows its
 // record in the same write: a conversation moved to another sandbox or a
@@ -84,6 +86,8 @@
 //	                                   changes (delete the old lookup, put the new one, attribute_not_exists(pk) OR id = :id)
 //	ListSandboxes                      Query gsi3 gsi3pk = SANDBOXES#<owner> [AND gsi3sk <= :last] descending, BatchGetItem
 //	ListSandboxesByStatus (extra)      the same Query, filter status = :s
+//	ListUnfinishedStartTasks           Query gsi4 gsi4pk = OPENTASKS#<shard> AND gsi4sk <= :before, each shard,
+//	                                   merged by update time; BatchGetItem of the records
 //	ListAllSandboxes                   Query gsi4 gsi4pk = ALLSANDBOXES#<shard> [AND gsi4sk >= :last], shard by shard,
 //	                                   BatchGetItem: every sandbox in id order
 //	DeleteSandbox                      GetItem, TransactWriteItems: record on v = :v + session lookup

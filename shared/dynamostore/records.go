@@ -25,6 +25,7 @@ const (
 	pTask        = "TASK#"         // + id
 	pTasksOwner  = "TASKS#"        // gsi1pk: + owner
 	pTasksUpd    = "TASKSUPDATED#" // gsi2pk: + owner
+	pOpenTasks   = "OPENTASKS#"    // gsi4pk: + shard (unfinished tasks)
 	pSandbox     = "SANDBOX#"      // + id
 	pSandboxes   = "SANDBOXES#"    // gsi3pk: + owner
 	pAllSandbox  = "ALLSANDBOXES#" // gsi4pk: + shard

@@ -3,6 +3,8 @@ package dynamostore
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -35,6 +37,9 @@ func (s *Store) taskItem(t *acs.StartTask) (item, error) {
 	}
 	if t.Status.Done() {
 		it[aExpires] = nv(s.now().Add(TaskRetention).Unix())
+	} else {
+		// Sparse: only unfinished tasks are in the reconciler's index.
+		it[aGSI4PK], it[aGSI4SK] = sv(pOpenTasks+strconv.Itoa(sandboxShard(t.ID))), sv(timeIDKey(t.UpdatedAt, t.ID))
 	}
 	return it, nil
 }
@@ -176,4 +181,47 @@ func (s *Store) DeleteStartTask(ctx context.Context, id string) error {
 		return notFound("start task", id)
 	}
 	return err
+}
+
+// ListUnfinishedStartTasks implements acs.Store: a Query of each GSI4
+// OPENTASKS shard up to the bound, merged by update time, then the records
+// themselves (strongly consistent BatchGetItem), dropping those that
+// finished or moved since the index was written.
+func (s *Store) ListUnfinishedStartTasks(ctx context.Context, updatedBefore time.Time, limit int) ([]acs.StartTask, error) {
+	limit = clamp(limit)
+	var keys []item
+	for shard := 0; shard < AllSandboxShards; shard++ {
+		q := &rangeQuery{index: idxGSI4, pkAttr: aGSI4PK, skAttr: aGSI4SK, pk: pOpenTasks + strconv.Itoa(shard),
+			hi: timeKey(updatedBefore)}
+		items, err := s.collect(ctx, q, limit, "")
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, items...)
+	}
+	sort.Slice(keys, func(i, j int) bool { return str(keys[i], aGSI4SK) < str(keys[j], aGSI4SK) })
+	if len(keys) > limit {
+		keys = keys[:limit]
+	}
+	got, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []acs.StartTask
+	for _, k := range keys {
+		it := got[str(k, aPK)+"\x00"+str(k, aSK)]
+		if it == nil || s.expired(it) {
+			continue
+		}
+		var t acs.StartTask
+		if err := decode(it, &t, "start task", str(it, aPK)); err != nil {
+			return nil, err
+		}
+		if t.Status.Done() || !t.UpdatedAt.Before(updatedBefore) {
+			continue
+		}
+		out = append(out, t)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].UpdatedAt.Before(out[j].UpdatedAt) })
+	return out, nil
 }

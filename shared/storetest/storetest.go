@@ -3,6 +3,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -28,6 +29,7 @@ func Run(t *testing.T, newStore func(t *testing.T) acs.Store) {
 	t.Run("StartTaskSearch", func(t *testing.T) { testStartTaskSearch(t, newStore(t)) })
 	t.Run("StartTaskDelete", func(t *testing.T) { testStartTaskDelete(t, newStore(t)) })
 	t.Run("StartTaskLimitClamp", func(t *testing.T) { testStartTaskLimit(t, newStore(t)) })
+	t.Run("UnfinishedStartTasks", func(t *testing.T) { testUnfinishedStartTasks(t, newStore(t)) })
 	t.Run("ListAllSandboxes", func(t *testing.T) { testListAllSandboxes(t, newStore(t)) })
 	t.Run("ConversationIndexFollowsUpdates", func(t *testing.T) { testConversationUpdatesReindex(t, newStore(t)) })
 	t.Run("Settings", func(t *testing.T) { testSettings(t, newStore(t)) })
@@ -575,4 +577,70 @@ func testEventPaging(t *testing.T, s acs.Store) {
 			}
 		}
 	}
+}
+
+// testUnfinishedStartTasks: the reconciler's listing of stale tasks across
+// owners follows every update (a task that finishes leaves it, one updated
+// recently is not stale yet) and deletion.
+func testUnfinishedStartTasks(t *testing.T, s acs.Store) {
+	mk := func(id, owner string, st acs.StartTaskStatus, updated int) {
+		must(t, s.CreateStartTask(ctx, acs.StartTask{ID: id, OwnerID: owner, Status: st, CreatedAt: at(0), UpdatedAt: at(updated),
+			Request: json.RawMessage(`{}`)}))
+	}
+	// Ids spread over the hex range so sharded stores hold them apart.
+	mk("0a0000000000000000000000000000a1", "u1", acs.TaskWorking, 5)
+	mk("5b0000000000000000000000000000b2", "u2", acs.TaskWaitingForSandbox, 3)
+	mk("9c0000000000000000000000000000c3", "u1", acs.TaskReady, 1)
+	mk("dd0000000000000000000000000000d4", "u3", acs.TaskError, 2)
+	mk("ee0000000000000000000000000000e5", "u2", acs.TaskPreparingRepository, 8)
+	mk("ff0000000000000000000000000000f6", "u1", acs.TaskWorking, 20)
+	ids := func(ts []acs.StartTask) []string {
+		var out []string
+		for _, tk := range ts {
+			out = append(out, tk.ID[:2])
+		}
+		return out
+	}
+	list := func(before, limit int) []string {
+		t.Helper()
+		var got []acs.StartTask
+		var err error
+		for i := 0; i < 20; i++ { // indexes may lag a moment
+			got, err = s.ListUnfinishedStartTasks(ctx, at(before), limit)
+			must(t, err)
+			if i == 19 || len(got) > 0 {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		return ids(got)
+	}
+	eventually := func(what string, before, limit int, want string) {
+		t.Helper()
+		var got []string
+		for i := 0; i < 40; i++ {
+			if got = list(before, limit); fmt.Sprint(got) == want {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("%s: got %v, want %s", what, got, want)
+	}
+	eventually("stale, oldest first", 10, 100, "[5b 0a ee]")
+	eventually("limit", 10, 2, "[5b 0a]")
+	eventually("updated exactly at the bound is not stale", 5, 100, "[5b]")
+	_, err := s.UpdateStartTask(ctx, "5b0000000000000000000000000000b2", func(tk *acs.StartTask) error {
+		tk.Status, tk.UpdatedAt = acs.TaskReady, at(9)
+		return nil
+	})
+	must(t, err)
+	_, err = s.UpdateStartTask(ctx, "0a0000000000000000000000000000a1", func(tk *acs.StartTask) error {
+		tk.Status, tk.UpdatedAt = acs.TaskWaitingForSandbox, at(30)
+		return nil
+	})
+	must(t, err)
+	eventually("finished and advanced tasks leave", 10, 100, "[ee]")
+	eventually("advanced task is stale later", 31, 100, "[ee ff 0a]")
+	must(t, s.DeleteStartTask(ctx, "ee0000000000000000000000000000e5"))
+	eventually("deleted task leaves", 31, 100, "[ff 0a]")
 }
