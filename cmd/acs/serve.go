@@ -90,7 +90,10 @@ func serve(ctx context.Context, args []string) error {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, cfg.Workers); done <- struct{}{} }()
-	go func() { reconcileLoop(wctx, v1.Lifecycle(), cfg.ReconcileInterval); done <- struct{}{} }()
+	go func() {
+		reconcileLoop(wctx, v1.Lifecycle(), worker, cfg.ReconcileInterval, cfg.StartTaskTTL)
+		done <- struct{}{}
+	}()
 	defer func() { stopWorkers(); <-done; <-done }()
 
 	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
@@ -102,8 +105,9 @@ func serve(ctx context.Context, args []string) error {
 	return serveHTTP(ctx, ln, v1.Handler())
 }
 
-// reconcileLoop runs the idle reconciler every interval until ctx ends.
-func reconcileLoop(ctx context.Context, life *startflow.Lifecycle, interval time.Duration) {
+// reconcileLoop runs the idle reconciler and expires stale start tasks
+// every interval until ctx ends.
+func reconcileLoop(ctx context.Context, life *startflow.Lifecycle, worker *startflow.Worker, interval, taskTTL time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -113,6 +117,9 @@ func reconcileLoop(ctx context.Context, life *startflow.Lifecycle, interval time
 		case <-t.C:
 			if _, err := life.Reconcile(ctx); err != nil && ctx.Err() == nil {
 				slog.Warn("reconcile", "error", err)
+			}
+			if _, err := worker.ExpireStale(ctx, taskTTL); err != nil && ctx.Err() == nil {
+				slog.Warn("expire stale start tasks", "error", err)
 			}
 		}
 	}

@@ -46,6 +46,9 @@ type Common struct {
 	// (ACS_CLONE_TIMEOUT, default 120s) and .openhands/setup.sh
 	// (ACS_SETUP_TIMEOUT, default 600s).
 	ResumeWait, CloneTimeout, SetupTimeout time.Duration
+	// StartTaskTTL bounds how long a start task may go without advancing
+	// (ACS_START_TASK_TTL, default 1h): the reconciler then ends it ERROR.
+	StartTaskTTL time.Duration
 	// Specs is ACS_SANDBOX_SPECS: a JSON array of sandbox specs, inline or
 	// the path of a file holding it; empty means the deployment's default
 	// spec. ParseSpecs reads it.
@@ -155,6 +158,7 @@ func (p *parser) common() Common {
 	c.ResumeWait = p.duration("ACS_RESUME_WAIT", 60*time.Second, false)
 	c.CloneTimeout = p.duration("ACS_CLONE_TIMEOUT", 120*time.Second, false)
 	c.SetupTimeout = p.duration("ACS_SETUP_TIMEOUT", 600*time.Second, false)
+	c.StartTaskTTL = p.duration("ACS_START_TASK_TTL", time.Hour, false)
 	c.SecretKey = p.getenv("ACS_SECRET_KEY")
 	if c.SecretKey != "" && len(c.SecretKey) < 16 {
 		p.problem("ACS_SECRET_KEY must be at least 16 characters")
@@ -240,9 +244,6 @@ type AWS struct {
 	// RuntimeURL and RuntimeAPIKey locate the sandbox runtime API
 	// (ACS_RUNTIME_URL, ACS_RUNTIME_API_KEY).
 	RuntimeURL, RuntimeAPIKey string
-	// StartTaskTTL expires start tasks that never finished
-	// (ACS_START_TASK_TTL, default 1h): the reconciler turns them ERROR.
-	StartTaskTTL time.Duration
 }
 
 // LoadAWS reads a function's configuration through getenv. The table, the
@@ -270,7 +271,6 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 		}
 		c.S3PathStyle = b
 	}
-	c.StartTaskTTL = p.duration("ACS_START_TASK_TTL", time.Hour, false)
 	if need&NeedQueue != 0 {
 		c.QueueURL = p.queueURL("ACS_QUEUE_URL", "the start-task queue")
 	}
