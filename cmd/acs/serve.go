@@ -90,10 +90,8 @@ func serve(ctx context.Context, args []string) error {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, cfg.Workers); done <- struct{}{} }()
-	go func() {
-		reconcileLoop(wctx, v1.Lifecycle(), worker, cfg.ReconcileInterval, cfg.StartTaskTTL)
-		done <- struct{}{}
-	}()
+	pass := startflow.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
+	go func() { reconcileLoop(wctx, pass, cfg.ReconcileInterval); done <- struct{}{} }()
 	defer func() { stopWorkers(); <-done; <-done }()
 
 	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
@@ -105,9 +103,9 @@ func serve(ctx context.Context, args []string) error {
 	return serveHTTP(ctx, ln, v1.Handler())
 }
 
-// reconcileLoop runs the idle reconciler and expires stale start tasks
+// reconcileLoop runs a reconciler pass (idle rules, stale start tasks)
 // every interval until ctx ends.
-func reconcileLoop(ctx context.Context, life *startflow.Lifecycle, worker *startflow.Worker, interval, taskTTL time.Duration) {
+func reconcileLoop(ctx context.Context, pass startflow.Pass, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -115,11 +113,8 @@ func reconcileLoop(ctx context.Context, life *startflow.Lifecycle, worker *start
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := life.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			if _, err := pass.Run(ctx); err != nil && ctx.Err() == nil {
 				slog.Warn("reconcile", "error", err)
-			}
-			if _, err := worker.ExpireStale(ctx, taskTTL); err != nil && ctx.Err() == nil {
-				slog.Warn("expire stale start tasks", "error", err)
 			}
 		}
 	}

@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -442,5 +445,65 @@ func TestErrorClassification(t *testing.T) {
 	cancel()
 	if err := q.Send(cctx, acs.Message{TaskID: "t"}, 0); !errors.Is(err, context.Canceled) || errors.Is(err, acs.ErrUnavailable) {
 		t.Errorf("send with a canceled context: %v", err)
+	}
+}
+
+func TestBatchHandlerReportsOnlyKeptRecords(t *testing.T) {
+	raw, err := os.ReadFile("testdata/sqs-event.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	keepFirst := ""
+	h := sqsqueue.BatchHandler(func(_ context.Context, d acs.Delivery) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[d.TaskID] = true
+		return d.TaskID == keepFirst
+	})
+	var valid []events.SQSMessage
+	for _, r := range ev.Records {
+		if _, err := sqsqueue.Record(r); err == nil {
+			valid = append(valid, r)
+		}
+	}
+	if len(valid) < 2 || len(valid) == len(ev.Records) {
+		t.Fatalf("the sample event needs valid records and a bad one: %d of %d valid", len(valid), len(ev.Records))
+	}
+	d0, _ := sqsqueue.Record(valid[0])
+	keepFirst = d0.TaskID
+	resp, err := h(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	want := []string{valid[0].MessageId}
+	for _, r := range ev.Records {
+		if _, err := sqsqueue.Record(r); err != nil {
+			want = append(want, r.MessageId)
+		}
+	}
+	sort.Strings(failed)
+	sort.Strings(want)
+	if fmt.Sprint(failed) != fmt.Sprint(want) {
+		t.Fatalf("batch item failures %v, want %v", failed, want)
+	}
+	if len(seen) != len(valid) {
+		t.Fatalf("processed %d records, want %d", len(seen), len(valid))
+	}
+	// The response is what Lambda reads: an empty list, not null, when
+	// everything succeeded.
+	keepFirst = "none"
+	resp, _ = h(context.Background(), events.SQSEvent{Records: valid})
+	if b, _ := json.Marshal(resp); !strings.Contains(string(b), `"batchItemFailures":[]`) {
+		t.Fatalf("all-success response %s", b)
 	}
 }

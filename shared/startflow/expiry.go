@@ -107,3 +107,40 @@ func (w *Worker) DrainDeadLetters(ctx context.Context, dl DeadLetters) ([]string
 		}
 	}
 }
+
+// Pass is one pass of the reconciler: the idle rules over every sandbox
+// (Lifecycle.Reconcile), stale start tasks (Worker.ExpireStale) and, when
+// Dead is set, the dead-letter queue (Worker.DrainDeadLetters).
+type Pass struct {
+	Lifecycle *Lifecycle
+	Worker    *Worker
+	Dead      DeadLetters
+	// TaskTTL bounds how long a start task may go without advancing.
+	TaskTTL time.Duration
+}
+
+// PassReport says what a pass did.
+type PassReport struct {
+	ReconcileReport
+	ExpiredTasks      []string `json:"expired_tasks"`
+	DeadLetteredTasks []string `json:"dead_lettered_tasks"`
+}
+
+// Run runs every part of the pass, even when one fails, and returns the
+// report with the parts' errors joined.
+func (p Pass) Run(ctx context.Context) (PassReport, error) {
+	var rep PassReport
+	var errs []error
+	r, err := p.Lifecycle.Reconcile(ctx)
+	rep.ReconcileReport = r
+	errs = append(errs, err)
+	if p.TaskTTL > 0 {
+		rep.ExpiredTasks, err = p.Worker.ExpireStale(ctx, p.TaskTTL)
+		errs = append(errs, err)
+	}
+	if p.Dead != nil {
+		rep.DeadLetteredTasks, err = p.Worker.DrainDeadLetters(ctx, p.Dead)
+		errs = append(errs, err)
+	}
+	return rep, errors.Join(errs...)
+}

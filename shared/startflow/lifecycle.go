@@ -415,7 +415,9 @@ func (l *Lifecycle) Touch(ctx context.Context, sb acs.Sandbox, used bool) {
 
 // ReconcileReport says what a reconciler pass did.
 type ReconcileReport struct {
-	Paused, CleanedUp, Failed []string
+	Paused    []string `json:"paused"`
+	CleanedUp []string `json:"cleaned_up"`
+	Failed    []string `json:"failed"`
 }
 
 // Reconcile is one pass of the idle rules over every sandbox: a RUNNING one

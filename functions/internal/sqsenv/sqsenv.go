@@ -1,0 +1,22 @@
+// Package sqsenv gives the functions that use the start-task queue their
+// SQS adapter.
+package sqsenv
+
+import (
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/acs-project/acs/functions/internal/awsenv"
+	"github.com/acs-project/acs/shared/sqsqueue"
+)
+
+// Queue is the start-task queue (and its dead-letter queue when
+// configured).
+func Queue(e *awsenv.Env) *sqsqueue.Queue {
+	c := sqs.NewFromConfig(e.AWS, func(o *sqs.Options) {
+		if e.Config.SQSEndpoint != "" {
+			o.BaseEndpoint = aws.String(e.Config.SQSEndpoint)
+		}
+	})
+	return sqsqueue.New(sqsqueue.Options{Client: c, QueueURL: e.Config.QueueURL, DeadLetterURL: e.Config.DeadLetterURL})
+}

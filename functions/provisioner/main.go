@@ -1,0 +1,33 @@
+// Command provisioner consumes the start-task queue (an SQS event source
+// mapping with ReportBatchItemFailures) and runs the start-flow worker: each
+// record advances its task by the steps due now; a later step is queued as
+// a delayed message, so no invocation waits while a sandbox boots.
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/acs-project/acs/functions/internal/awsenv"
+	"github.com/acs-project/acs/functions/internal/runtimeenv"
+	"github.com/acs-project/acs/functions/internal/sqsenv"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/sqsqueue"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+func main() {
+	env := awsenv.Load(config.NeedQueue | config.NeedRuntime)
+	worker := &startflow.Worker{Store: env.Store(nil), Queue: sqsenv.Queue(env), Runtime: runtimeenv.Runtime(env),
+		Sealer: env.Sealer(), Config: env.Flow()}
+	lambda.Start(sqsqueue.BatchHandler(func(ctx context.Context, d acs.Delivery) bool {
+		out, err := worker.Process(ctx, d)
+		if err != nil {
+			slog.Warn("provisioner: start task step", "task", d.TaskID, "outcome", out, "error", err)
+		}
+		return out == startflow.Retrying || err != nil
+	}))
+}

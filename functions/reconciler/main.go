@@ -1,0 +1,41 @@
+// Command reconciler runs on a schedule (EventBridge): it pauses idle
+// sandboxes, archives and cleans up long-idle ones, repairs sandbox statuses
+// against the runtime, expires start tasks that stopped advancing and ends
+// those whose messages reached the dead-letter queue.
+package main
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/acs-project/acs/functions/internal/awsenv"
+	"github.com/acs-project/acs/functions/internal/runtimeenv"
+	"github.com/acs-project/acs/functions/internal/s3env"
+	"github.com/acs-project/acs/functions/internal/sqsenv"
+	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/startflow"
+)
+
+func main() {
+	env := awsenv.Load(config.NeedQueue | config.NeedDeadLetter | config.NeedRuntime | config.NeedBlobs)
+	blobs := s3env.Blobs(env)
+	store := env.Store(blobs)
+	rt := runtimeenv.Runtime(env)
+	queue := sqsenv.Queue(env)
+	flow := env.Flow()
+	pass := startflow.Pass{
+		Lifecycle: &startflow.Lifecycle{Store: store, Runtime: rt, Blobs: blobs, Config: flow},
+		Worker:    &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: env.Sealer(), Config: flow},
+		Dead:      queue,
+		TaskTTL:   env.Config.StartTaskTTL,
+	}
+	// The scheduled event carries nothing the pass needs.
+	lambda.Start(func(ctx context.Context) (startflow.PassReport, error) {
+		rep, err := pass.Run(ctx)
+		slog.Info("reconciler: pass", "paused", len(rep.Paused), "cleaned_up", len(rep.CleanedUp), "failed", len(rep.Failed),
+			"expired_tasks", len(rep.ExpiredTasks), "dead_lettered_tasks", len(rep.DeadLetteredTasks), "error", err)
+		return rep, err
+	})
+}
