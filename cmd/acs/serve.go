@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -21,9 +20,6 @@ import (
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
-
-// adminID is the id of the installation's admin user.
-const adminID = "admin"
 
 func serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
@@ -139,13 +135,6 @@ func defaultSpecs(bin, dataDir string) []acs.SandboxSpec {
 // ensureAdmin makes sure the admin user exists and owns the configured (or
 // generated) API key. It returns the key and whether it was generated now.
 func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string, bool, error) {
-	if _, err := store.GetUser(ctx, adminID); errors.Is(err, acs.ErrNotFound) {
-		if err := store.CreateUser(ctx, acs.User{ID: adminID, Name: "admin", Admin: true, CreatedAt: time.Now().UTC()}); err != nil && !errors.Is(err, acs.ErrConflict) {
-			return "", false, err
-		}
-	} else if err != nil {
-		return "", false, err
-	}
 	keyFile := filepath.Join(cfg.DataDir, "api_key")
 	key, generated := cfg.APIKey, false
 	if key == "" {
@@ -158,14 +147,7 @@ func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string
 			}
 		}
 	}
-	hash := acs.HashKey(key)
-	if _, err := store.GetAPIKeyByHash(ctx, hash); errors.Is(err, acs.ErrNotFound) {
-		err := store.CreateAPIKey(ctx, acs.APIKey{ID: acs.NewID(), UserID: adminID, Name: "admin", Hash: hash,
-			Prefix: key[:min(8, len(key))], CreatedAt: time.Now().UTC()})
-		if err != nil && !errors.Is(err, acs.ErrConflict) {
-			return "", false, err
-		}
-	} else if err != nil {
+	if err := api.EnsureAdmin(ctx, store, acs.HashKey(key), key[:min(8, len(key))]); err != nil {
 		return "", false, err
 	}
 	return key, generated, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/functions/internal/runtimeenv"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
+	"github.com/acs-project/acs/internal/failpoint"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/sqsqueue"
@@ -22,7 +23,11 @@ import (
 func main() {
 	env := awsenv.Load(config.NeedQueue | config.NeedRuntime)
 	worker := &startflow.Worker{Store: env.Store(nil), Queue: sqsenv.Queue(env), Runtime: runtimeenv.Runtime(env),
-		Sealer: env.Sealer(), Config: env.Flow()}
+		Sealer: env.Sealer(), Config: env.Flow(),
+		// Fault tests crash here (ACS_FAILPOINTS); inert otherwise.
+		AfterStep: func(_ context.Context, ran acs.StartTaskStatus, _ acs.Delivery) {
+			failpoint.Crash("provisioner.after." + string(ran))
+		}}
 	lambda.Start(sqsqueue.BatchHandler(func(ctx context.Context, d acs.Delivery) bool {
 		out, err := worker.Process(ctx, d)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -144,4 +145,32 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+// AdminID is the id of the installation's admin user.
+const AdminID = "admin"
+
+// EnsureAdmin makes sure the admin user exists and owns the API key whose
+// SHA-256 hash (hex) is keyHash; prefix is the key's first characters, as
+// listed by GET /api/v1/keys. It is idempotent and safe to run
+// concurrently (conditional creates).
+func EnsureAdmin(ctx context.Context, store acs.Store, keyHash, prefix string) error {
+	if _, err := store.GetUser(ctx, AdminID); errors.Is(err, acs.ErrNotFound) {
+		err := store.CreateUser(ctx, acs.User{ID: AdminID, Name: "admin", Admin: true, CreatedAt: time.Now().UTC()})
+		if err != nil && !errors.Is(err, acs.ErrConflict) {
+			return fmt.Errorf("create the admin user: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("read the admin user: %w", err)
+	}
+	if _, err := store.GetAPIKeyByHash(ctx, keyHash); errors.Is(err, acs.ErrNotFound) {
+		err := store.CreateAPIKey(ctx, acs.APIKey{ID: "admin-" + keyHash[:16], UserID: AdminID, Name: "admin", Hash: keyHash,
+			Prefix: prefix, CreatedAt: time.Now().UTC()})
+		if err != nil && !errors.Is(err, acs.ErrConflict) {
+			return fmt.Errorf("create the admin API key: %w", err)
+		}
+	} else if err != nil {
+		return fmt.Errorf("read the admin API key: %w", err)
+	}
+	return nil
 }

@@ -151,3 +151,38 @@ func userOf(m map[string]any) (acs.User, bool) {
 func Handler(h http.Handler) func(context.Context, events.APIGatewayProxyRequest) (events.APIGatewayProxyResponse, error) {
 	return httpadapter.New(UserFromAuthorizer(h)).ProxyWithContext
 }
+
+// GatewayResponse is an answer API Gateway gives itself (no function
+// answered: no route, no or a refused key, an authorizer or integration
+// failure). The stack sets these on the REST API so that clients see the
+// V1 error shape ({"detail": ...}) and the statuses `acs serve` gives.
+type GatewayResponse struct {
+	// Type is API Gateway's response type (UNAUTHORIZED, ...).
+	Type       string
+	StatusCode int
+	Body       string
+	// Headers are literal values (the stack quotes them for API Gateway).
+	Headers map[string]string
+}
+
+// GatewayResponses are the API's gateway responses.
+var GatewayResponses = []GatewayResponse{
+	// No key, or a key the authorizer refused.
+	{Type: "UNAUTHORIZED", StatusCode: 401, Body: `{"detail":"Unauthorized: missing or invalid API key (Authorization: Bearer <API_KEY>)"}`,
+		Headers: map[string]string{"WWW-Authenticate": "Bearer"}},
+	{Type: "ACCESS_DENIED", StatusCode: 401, Body: `{"detail":"Unauthorized: invalid API key"}`,
+		Headers: map[string]string{"WWW-Authenticate": "Bearer"}},
+	// The authorizer could not reach the key store: retry, never a refusal.
+	{Type: "AUTHORIZER_FAILURE", StatusCode: 503, Body: `{"detail":"Service temporarily unavailable; retry shortly"}`,
+		Headers: map[string]string{"Retry-After": "2"}},
+	{Type: "AUTHORIZER_CONFIGURATION_ERROR", StatusCode: 503, Body: `{"detail":"Service temporarily unavailable; retry shortly"}`,
+		Headers: map[string]string{"Retry-After": "2"}},
+	// No such route (API Gateway says "Missing Authentication Token").
+	{Type: "MISSING_AUTHENTICATION_TOKEN", StatusCode: 404, Body: `{"detail":"Not Found"}`},
+	{Type: "THROTTLED", StatusCode: 429, Body: `{"detail":"Too many requests; retry shortly"}`,
+		Headers: map[string]string{"Retry-After": "1"}},
+	{Type: "REQUEST_TOO_LARGE", StatusCode: 413, Body: `{"detail":"Request body too large"}`},
+	{Type: "INTEGRATION_FAILURE", StatusCode: 503, Body: `{"detail":"Service temporarily unavailable; retry shortly"}`,
+		Headers: map[string]string{"Retry-After": "2"}},
+	{Type: "INTEGRATION_TIMEOUT", StatusCode: 504, Body: `{"detail":"The request timed out; retry shortly"}`},
+}

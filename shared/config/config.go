@@ -4,6 +4,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -244,6 +245,10 @@ type AWS struct {
 	// RuntimeURL and RuntimeAPIKey locate the sandbox runtime API
 	// (ACS_RUNTIME_URL, ACS_RUNTIME_API_KEY).
 	RuntimeURL, RuntimeAPIKey string
+	// AdminKeySHA256 is the hex SHA-256 of the admin user's API key
+	// (ACS_ADMIN_KEY_SHA256, optional): the authorizer makes sure the admin
+	// user and that key exist. Only the hash is in the configuration.
+	AdminKeySHA256 string
 }
 
 // LoadAWS reads a function's configuration through getenv. The table, the
@@ -270,6 +275,12 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 			p.problem("ACS_S3_PATH_STYLE must be true or false")
 		}
 		c.S3PathStyle = b
+	}
+	c.AdminKeySHA256 = strings.ToLower(strings.TrimSpace(getenv("ACS_ADMIN_KEY_SHA256")))
+	if c.AdminKeySHA256 != "" {
+		if b, err := hex.DecodeString(c.AdminKeySHA256); err != nil || len(b) != 32 {
+			p.problem("ACS_ADMIN_KEY_SHA256 must be 64 hex digits (the SHA-256 of the admin API key)")
+		}
 	}
 	if need&NeedQueue != 0 {
 		c.QueueURL = p.queueURL("ACS_QUEUE_URL", "the start-task queue")

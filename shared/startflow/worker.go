@@ -66,6 +66,10 @@ type Worker struct {
 	Sealer acs.Sealer
 	Config Config
 	Now    func() time.Time
+	// AfterStep, when set, is called after each step completes (its
+	// progress stored), with the status the step ran from: an observer for
+	// metrics and fault tests.
+	AfterStep func(ctx context.Context, ran acs.StartTaskStatus, d acs.Delivery)
 }
 
 func (w *Worker) now() time.Time {
@@ -216,7 +220,14 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 		return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 	}
 	stop := w.heartbeat(ctx, d.Receipt)
-	delay, done, err := w.Step(ctx, t)
+	step := func(t acs.StartTask) (time.Duration, bool, error) {
+		delay, done, err := w.Step(ctx, t)
+		if err == nil && w.AfterStep != nil {
+			w.AfterStep(ctx, t.Status, d)
+		}
+		return delay, done, err
+	}
+	delay, done, err := step(t)
 	// Steps due at once run in this delivery (each is stored as it
 	// completes), saving a queue round trip per step.
 	for err == nil && !done && delay == 0 && ctx.Err() == nil {
@@ -227,7 +238,7 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 			done = true
 			break
 		}
-		delay, done, err = w.Step(ctx, t)
+		delay, done, err = step(t)
 	}
 	stop()
 	if err != nil {
