@@ -40,6 +40,11 @@ type Deps struct {
 	// context): no Bearer key is looked up, and a request without one is
 	// 401. Behind API Gateway the authorizer is the only authority.
 	ContextAuthOnly bool
+	// StreamLimit ends a stream-start response (a JSON array of the task's
+	// states) after this long even when the task is not done; 0 streams
+	// until it is. Behind API Gateway, which buffers responses and gives up
+	// after 29 s, it is set below that.
+	StreamLimit time.Duration
 }
 
 // API serves the V1 routes.

@@ -513,3 +513,39 @@ func TestContextAuthOnly(t *testing.T) {
 		}
 	}
 }
+
+// Behind a buffering proxy the stream ends (well-formed) at StreamLimit even
+// though the task is still starting.
+func TestStreamStartLimit(t *testing.T) {
+	dir := t.TempDir()
+	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	queue, err := localqueue.Open(filepath.Join(dir, "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { queue.Close() })
+	ctx := context.Background()
+	store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"})
+	store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "alice", Hash: acs.HashKey(aliceKey)})
+	h := api.New(api.Deps{Store: store, Queue: queue, Sealer: sealbox.FromPassphrase("stream limit passphrase"),
+		Flow: startflow.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}, StreamLimit: 200 * time.Millisecond}).Handler()
+	req := httptest.NewRequest("POST", "/api/v1/app-conversations/stream-start", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	rec := httptest.NewRecorder()
+	start := time.Now()
+	h.ServeHTTP(rec, req)
+	var states []map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &states); err != nil || rec.Code != 200 {
+		t.Fatalf("%d %s: %v", rec.Code, rec.Body, err)
+	}
+	if len(states) != 1 || states[0]["status"] != "WORKING" {
+		t.Fatalf("states %v", states)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the stream did not end at its limit (%s)", d)
+	}
+}

@@ -125,9 +125,20 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	if poll > 500*time.Millisecond {
 		poll = 500 * time.Millisecond
 	}
+	var limit <-chan time.Time
+	if a.d.StreamLimit > 0 {
+		limit = time.After(a.d.StreamLimit)
+	}
 	for !last.Done() {
 		select {
 		case <-r.Context().Done():
+			return
+		case <-limit:
+			// A buffering proxy (API Gateway) answers only once the body
+			// is complete: end a well-formed array before its timeout;
+			// the client polls the start task from here.
+			w.Write([]byte("]"))
+			flush()
 			return
 		case <-time.After(poll):
 		}

@@ -83,7 +83,8 @@ func (e *Env) Flow() startflow.Config {
 // caller adds the queue and runtime when its route needs them. Users come
 // only from the authorizer's context.
 func (e *Env) Deps(blobs acs.Blobs) api.Deps {
-	d := api.Deps{Store: e.Store(blobs), Sealer: e.Sealer(), Flow: e.Flow(), ContextAuthOnly: true}
+	d := api.Deps{Store: e.Store(blobs), Sealer: e.Sealer(), Flow: e.Flow(), ContextAuthOnly: true,
+		StreamLimit: 25 * time.Second}
 	if blobs != nil {
 		d.Blobs = blobs
 	}
