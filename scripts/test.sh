@@ -14,7 +14,7 @@ run='set -euo pipefail
 ip link set lo up 2>/dev/null || true
 trap "scripts/aws-services.sh stop" EXIT
 eval "$(scripts/aws-services.sh start)"
-go test -race -count=1 -timeout 25m '"$pkgs"
+go test -race -count=1 -timeout 25m ${TESTFLAGS:-} '"$pkgs"
 if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
   GOPROXY=off exec unshare -n bash -c "$run"
 fi

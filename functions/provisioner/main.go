@@ -29,6 +29,7 @@ func main() {
 			failpoint.Crash("provisioner.after." + string(ran))
 		}}
 	lambda.Start(sqsqueue.BatchHandler(func(ctx context.Context, d acs.Delivery) bool {
+		failpoint.Crash("provisioner.receive")
 		out, err := worker.Process(ctx, d)
 		if err != nil {
 			slog.Warn("provisioner: start task step", "task", d.TaskID, "outcome", out, "error", err)

@@ -195,6 +195,10 @@ type Sealer interface {
 // Message is a queued start-task step.
 type Message struct {
 	TaskID string `json:"task_id"`
+	// Step is the task's status when the message was sent (optional): a
+	// redelivery that finds the task past it knows the worker made
+	// progress before it died.
+	Step StartTaskStatus `json:"step,omitempty"`
 }
 
 // Delivery is a received message.

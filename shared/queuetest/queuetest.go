@@ -31,9 +31,9 @@ func Run(t *testing.T, newQueue func(t *testing.T) acs.Queue) {
 
 	t.Run("SendReceiveDelete", func(t *testing.T) {
 		q := newQueue(t)
-		must(t, q.Send(ctx, acs.Message{TaskID: "t1"}, 0))
+		must(t, q.Send(ctx, acs.Message{TaskID: "t1", Step: acs.TaskWaitingForSandbox}, 0))
 		d := receive(t, q, 10, 2*time.Second, 30*time.Second)
-		if len(d) != 1 || d[0].TaskID != "t1" || d[0].ReceiveCount != 1 || d[0].Receipt == "" {
+		if len(d) != 1 || d[0].TaskID != "t1" || d[0].Step != acs.TaskWaitingForSandbox || d[0].ReceiveCount != 1 || d[0].Receipt == "" {
 			t.Fatalf("deliveries %+v", d)
 		}
 		must(t, q.Delete(ctx, d[0].Receipt))

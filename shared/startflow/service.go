@@ -129,7 +129,7 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	if err := s.Store.CreateStartTask(ctx, t); err != nil {
 		return acs.StartTask{}, fmt.Errorf("store start task: %w", err)
 	}
-	if err := s.Queue.Send(ctx, acs.Message{TaskID: t.ID}, 0); err != nil {
+	if err := s.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, 0); err != nil {
 		slog.Error("startflow: enqueue failed", "task", t.ID, "error", err)
 		_, _ = s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
 			tk.Fail("The start could not be queued; please retry.", s.now())

@@ -219,6 +219,15 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 	if t.Status.Done() {
 		return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 	}
+	if d.ReceiveCount > 1 && d.Step != "" && d.Step != t.Status {
+		// A redelivery after progress: the worker died after completing a
+		// step. Go on under a fresh message, so that the receive count
+		// (which sends a message to the dead-letter queue) counts only
+		// deliveries that made no progress.
+		if err := w.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, 0); err == nil {
+			return Rescheduled, w.Queue.Delete(ctx, d.Receipt)
+		}
+	}
 	stop := w.heartbeat(ctx, d.Receipt)
 	step := func(t acs.StartTask) (time.Duration, bool, error) {
 		delay, done, err := w.Step(ctx, t)
@@ -269,7 +278,7 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 	}
 	// The next step is due later: a new message (so the receive count of
 	// the delivery measures failures only), then this one goes.
-	if err := w.Queue.Send(ctx, acs.Message{TaskID: t.ID}, delay); err != nil {
+	if err := w.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, delay); err != nil {
 		slog.Warn("startflow: reschedule by a new message failed; delaying this one", "task", t.ID, "error", err)
 		return Retrying, w.Queue.Delay(ctx, d.Receipt, delay)
 	}

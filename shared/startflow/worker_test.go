@@ -194,3 +194,32 @@ func TestSubmitRefusesUsedConversationID(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// A redelivery that finds the task past the message's step (the worker died
+// after a step) continues under a fresh message, so the receive count that
+// leads to the dead-letter queue counts only deliveries without progress.
+func TestRedeliveryAfterProgressGetsAFreshMessage(t *testing.T) {
+	e := newEnv(t, "/nonexistent/acs", time.Second)
+	now := time.Now().UTC()
+	if err := e.store.CreateStartTask(ctx, acs.StartTask{ID: "t1", OwnerID: "alice", Status: acs.TaskWaitingForSandbox,
+		CreatedAt: now, UpdatedAt: now, Request: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.queue.Send(ctx, acs.Message{TaskID: "t1", Step: acs.TaskWorking}, 0); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := e.queue.Receive(ctx, 1, time.Second, 10*time.Millisecond)
+	time.Sleep(20 * time.Millisecond)
+	again, _ := e.queue.Receive(ctx, 1, time.Second, time.Minute)
+	if len(first) != 1 || len(again) != 1 || again[0].ReceiveCount != 2 {
+		t.Fatalf("setup: deliveries %+v then %+v", first, again)
+	}
+	out, err := e.w.Process(ctx, again[0])
+	if err != nil || out != startflow.Rescheduled {
+		t.Fatalf("process: %v %v", out, err)
+	}
+	fresh, _ := e.queue.Receive(ctx, 10, time.Second, time.Minute)
+	if len(fresh) != 1 || fresh[0].ReceiveCount != 1 || fresh[0].Step != acs.TaskWaitingForSandbox {
+		t.Fatalf("after a redelivery with progress: %+v, want one fresh message at WAITING_FOR_SANDBOX", fresh)
+	}
+}
