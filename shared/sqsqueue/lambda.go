@@ -30,7 +30,9 @@ func BatchHandler(process func(ctx context.Context, d acs.Delivery) (keep bool))
 			d, err := Record(rec)
 			if err != nil {
 				slog.Error("sqsqueue: not a start-task message; left for the dead-letter queue", "message", rec.MessageId, "error", err)
+				mu.Lock()
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rec.MessageId})
+				mu.Unlock()
 				continue
 			}
 			wg.Add(1)

@@ -273,15 +273,17 @@ func connectOne(ctx context.Context, name string, raw ServerConfig, opts Options
 func (s *server) failureReason(ctx, cctx context.Context, phase string, err error, timeout time.Duration) string {
 	var reason string
 	switch {
-	case s.proc != nil && !s.proc.killed.Load() && s.proc.exited(2*time.Second):
-		reason = fmt.Sprintf("the process %s during %s", s.proc.exitStatus(), phase)
-	case ctx.Err() != nil:
-		reason = "connecting was cancelled during " + phase
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+	// The deadline first: once it passed, the process is killed for it,
+	// and its death (seen a moment later) is not the cause.
+	case ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded):
 		reason = fmt.Sprintf("no answer within %s during %s", timeout, phase)
 		if s.proc != nil {
 			reason += "; the process was killed (is it an MCP server speaking stdio?)"
 		}
+	case s.proc != nil && !s.proc.killed.Load() && s.proc.exited(2*time.Second):
+		reason = fmt.Sprintf("the process %s during %s", s.proc.exitStatus(), phase)
+	case ctx.Err() != nil:
+		reason = "connecting was cancelled during " + phase
 	default:
 		reason = phase + " failed: " + err.Error()
 	}
