@@ -5,12 +5,13 @@
 #   make build   build bin/acs
 #   make bench   run the headline benchmarks and print the figures
 #   make lint    gofmt and go vet
+#   make lambdas build every Lambda function (arm64, provided.al2023) into dist/lambda
 
 GO      ?= go
 BIN     := bin/acs
 PKGS    := ./...
 
-.PHONY: run test build bench lint setup clean
+.PHONY: run test build bench lint setup clean lambdas
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acs
@@ -30,5 +31,8 @@ test: setup lint
 bench: build
 	scripts/bench.sh
 
+lambdas:
+	scripts/build-lambdas.sh
+
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -381,7 +381,14 @@ func TestAWSProvisionerCrashes(t *testing.T) {
 	}
 	r.into(t, &tk)
 	ready := e.waitReady(tk.ID, 180*time.Second)
-	fired, _ := os.ReadDir(marks)
+	// The last point fires after READY is stored: READY can be seen first.
+	var fired []os.DirEntry
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		fired, _ = os.ReadDir(marks)
+		if (len(fired) == len(points) && e.fns["provisioner"].Restarts() >= len(points)) || time.Now().After(deadline) {
+			break
+		}
+	}
 	if len(fired) != len(points) || e.fns["provisioner"].Restarts() < len(points) {
 		t.Fatalf("%d of %d failpoints fired, %d provisioner restarts:\n%s", len(fired), len(points), e.fns["provisioner"].Restarts(), e.fns["provisioner"].Stderr())
 	}

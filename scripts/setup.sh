@@ -15,20 +15,11 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_
   exit 1
 fi
 
-# Debian packages the tests use.
-missing=()
-# java, node and npm run the local AWS servers; ip and unshare give the test
-# run its private network namespace.
-for pair in bash:bash git:git rg:ripgrep chromium:chromium curl:curl java:openjdk-17-jre-headless \
-  node:nodejs npm:npm ip:iproute2 unshare:util-linux; do
-  cmd=${pair%%:*}; pkg=${pair#*:}
-  command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "${missing[@]}"
-  else sudo apt-get update -qq && sudo apt-get install -y -qq "${missing[@]}"; fi
-fi
+# Debian packages the tests use: java, node and npm run the local AWS
+# servers; ip and unshare give the test run its private network namespace.
+. scripts/lib/apt.sh
+ensure_commands bash:bash git:git rg:ripgrep chromium:chromium curl:curl java:openjdk-17-jre-headless \
+  node:nodejs npm:npm ip:iproute2 unshare:util-linux
 
 # Module downloads (pinned in go.mod) are cached after the first run; the
 # tests run offline.

@@ -157,7 +157,23 @@ func SortSandboxes(s []Sandbox) {
 // started or resumed, counted against the per-user running cap until their
 // records show them (see startflow.Lifecycle). Claims are made in one atomic
 // update, so concurrent starts cannot all pass the cap.
+//
+// Placement is the user's placement lock: with a grouping strategy, only
+// the start task holding it chooses or creates a sandbox, so concurrent
+// starts that find no sandbox share the one the first of them creates
+// instead of each creating their own.
 type Quota struct {
-	UserID string               `json:"user_id"`
-	Claims map[string]time.Time `json:"claims"`
+	UserID    string               `json:"user_id"`
+	Claims    map[string]time.Time `json:"claims"`
+	Placement *PlacementLock       `json:"placement,omitempty"`
+}
+
+// PlacementLock is held by one start task until Until (a crashed holder's
+// lock lapses). Created names the sandbox the last holder created, which a
+// later holder considers even when the owner's sandbox index (eventually
+// consistent in some stores) does not list it yet.
+type PlacementLock struct {
+	Task    string    `json:"task"`
+	Until   time.Time `json:"until"`
+	Created string    `json:"created,omitempty"`
 }

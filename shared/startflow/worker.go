@@ -328,7 +328,8 @@ func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration
 	}
 	switch t.Status {
 	case acs.TaskWorking:
-		return 0, false, w.place(ctx, t, req)
+		delay, err := w.place(ctx, t, req)
+		return delay, false, err
 	case acs.TaskWaitingForSandbox:
 		return w.waitForSandbox(ctx, t)
 	case acs.TaskPreparingRepository:
@@ -385,12 +386,84 @@ func (w *Worker) settings(ctx context.Context, owner string) (acs.Settings, erro
 // sandbox whose id is the conversation id. A slot reservation is atomic and
 // idempotent, so concurrent starts never overfill a sandbox and a
 // redelivered step finds the slot it reserved.
-func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) error {
+//
+// With a grouping strategy the choice runs under the owner's placement lock
+// (acs.PlacementLock); while another start holds it, place returns the delay
+// after which to try again.
+func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (time.Duration, error) {
 	settings, err := w.settings(ctx, t.OwnerID)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	grouping := settings.SandboxGroupingStrategy != "" && settings.SandboxGroupingStrategy != acs.NoGrouping
+	if !grouping || req.SandboxID != nil {
+		_, err := w.placeLocked(ctx, t, req, settings, grouping, "")
+		return 0, err
+	}
+	lock, err := w.lockPlacement(ctx, t)
+	if errors.Is(err, errPlacementBusy) {
+		return w.cfg().PollInterval / 4, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	created, err := w.placeLocked(ctx, t, req, settings, grouping, lock.Created)
+	// Unlock even when placing failed (a retry locks again); an unlock that
+	// fails leaves a lock that lapses on its own.
+	if uerr := w.unlockPlacement(ctx, t, created); uerr != nil {
+		slog.Warn("startflow: release the placement lock", "task", t.ID, "error", uerr)
+	}
+	return 0, err
+}
+
+// placementLockTTL bounds how long a crashed start can hold its owner's
+// placement lock.
+const placementLockTTL = 30 * time.Second
+
+var errPlacementBusy = errors.New("another start of this owner is placing")
+
+// lockPlacement takes the owner's placement lock for t (again, for a
+// redelivery of the holder); errPlacementBusy while another start holds it.
+func (w *Worker) lockPlacement(ctx context.Context, t acs.StartTask) (acs.PlacementLock, error) {
+	var held acs.PlacementLock
+	now := w.now()
+	_, err := w.Store.UpdateQuota(ctx, t.OwnerID, func(q *acs.Quota) error {
+		if p := q.Placement; p != nil && p.Task != t.ID && p.Until.After(now) {
+			return errPlacementBusy
+		}
+		held = acs.PlacementLock{Task: t.ID, Until: now.Add(placementLockTTL)}
+		if q.Placement != nil {
+			held.Created = q.Placement.Created
+		}
+		q.Placement = &held
+		return nil
+	})
+	if err != nil && !errors.Is(err, errPlacementBusy) {
+		err = fmt.Errorf("lock placement for %s: %w", t.OwnerID, err)
+	}
+	return held, err
+}
+
+// unlockPlacement releases t's placement lock, recording the sandbox it
+// created (if any).
+func (w *Worker) unlockPlacement(ctx context.Context, t acs.StartTask, created string) error {
+	_, err := w.Store.UpdateQuota(ctx, t.OwnerID, func(q *acs.Quota) error {
+		if q.Placement == nil || q.Placement.Task != t.ID {
+			return nil
+		}
+		q.Placement.Until = time.Time{}
+		if created != "" {
+			q.Placement.Created = created
+		}
+		return nil
+	})
+	return err
+}
+
+// placeLocked is place's choice; it returns the id of the sandbox it
+// created, if any. lastCreated is the sandbox the previous placement lock
+// holder created (considered even before the owner's listing shows it).
+func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, grouping bool, lastCreated string) (string, error) {
 	chosen := func(id, reason string) error {
 		return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
 			tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
@@ -399,31 +472,49 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) e
 	if req.SandboxID != nil {
 		sb, err := w.Store.GetSandbox(ctx, *req.SandboxID)
 		if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != t.OwnerID) {
-			return failf("Sandbox not found: %s", *req.SandboxID)
+			return "", failf("Sandbox not found: %s", *req.SandboxID)
 		}
 		if err != nil {
-			return err
+			return "", err
 		}
 		if sb.Status.ReadOnly() {
-			return failf("Sandbox %s is %s and not startable; choose another sandbox or start without sandbox_id", sb.ID, sb.Status)
+			return "", failf("Sandbox %s is %s and not startable; choose another sandbox or start without sandbox_id", sb.ID, sb.Status)
 		}
 		if _, err := w.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
 			return s.Reserve(t.ConversationID, 0)
 		}); err != nil {
 			if errors.Is(err, acs.ErrConflict) {
-				return failf("Sandbox %s is no longer startable: %v", sb.ID, err)
+				return "", failf("Sandbox %s is no longer startable: %v", sb.ID, err)
 			}
-			return err
+			return "", err
 		}
-		return chosen(sb.ID, "explicit sandbox_id (no capacity check)")
+		return "", chosen(sb.ID, "explicit sandbox_id (no capacity check)")
 	}
 	var mine []acs.Sandbox
-	if err := eachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) { mine = append(mine, sb) }); err != nil {
-		return err
+	listed := false
+	if err := eachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) {
+		mine = append(mine, sb)
+		listed = listed || sb.ID == lastCreated
+	}); err != nil {
+		return "", err
+	}
+	if lastCreated != "" && !listed {
+		sb, err := w.Store.GetSandbox(ctx, lastCreated)
+		switch {
+		case err == nil && sb.OwnerID == t.OwnerID:
+			mine = append(mine, sb)
+			acs.SortSandboxes(mine)
+		case err != nil && !errors.Is(err, acs.ErrNotFound):
+			return "", err
+		}
 	}
 	for _, sb := range mine {
 		if sb.HasSlot(t.ConversationID) { // a redelivery: the slot is ours
-			return chosen(sb.ID, "the sandbox this start reserved earlier")
+			created := ""
+			if sb.CreatedByTask == t.ID {
+				created = sb.ID
+			}
+			return created, chosen(sb.ID, "the sandbox this start reserved earlier")
 		}
 	}
 	max := settings.MaxConversationsPerSandbox
@@ -451,10 +542,10 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) e
 			return nil
 		})
 		if err == nil {
-			return chosen(p.Sandbox.ID, p.Reason)
+			return "", chosen(p.Sandbox.ID, p.Reason)
 		}
 		if !errors.Is(err, acs.ErrCapacity) && !errors.Is(err, acs.ErrConflict) && !errors.Is(err, acs.ErrNotFound) {
-			return err
+			return "", err
 		}
 		// Lost a race for the last slot: choose again without it.
 		rest := cands[:0:0]
@@ -470,15 +561,15 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) e
 	if _, err := w.lifecycle().Create(ctx, sb); err != nil {
 		switch {
 		case errors.Is(err, acs.ErrCapacity):
-			return failf("%s", strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
+			return "", failf("%s", strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
 		case errors.Is(err, acs.ErrConflict):
-			return failf("sandbox id %s is already in use", sb.ID)
+			return "", failf("sandbox id %s is already in use", sb.ID)
 		case errors.Is(err, acs.ErrInvalid):
-			return failf("no usable sandbox spec is configured: %v", err)
+			return "", failf("no usable sandbox spec is configured: %v", err)
 		}
-		return err
+		return "", err
 	}
-	return chosen(sb.ID, reason)
+	return sb.ID, chosen(sb.ID, reason)
 }
 
 // waitForSandbox resumes a paused sandbox and waits until it is RUNNING and

@@ -2,6 +2,7 @@ package startflow_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -222,4 +223,86 @@ func TestRedeliveryAfterProgressGetsAFreshMessage(t *testing.T) {
 	if len(fresh) != 1 || fresh[0].ReceiveCount != 1 || fresh[0].Step != acs.TaskWaitingForSandbox {
 		t.Fatalf("after a redelivery with progress: %+v, want one fresh message at WAITING_FOR_SANDBOX", fresh)
 	}
+}
+
+// Concurrent starts that find no sandbox to join share the one the first of
+// them creates (the owner's placement lock), up to the per-sandbox maximum.
+func TestConcurrentGroupedStartsShareSandboxes(t *testing.T) {
+	cases := []struct {
+		strategy  acs.GroupingStrategy
+		starts    int
+		max       int
+		sandboxes int
+	}{
+		{acs.AddToAny, 4, 10, 1},
+		{acs.GroupByNewest, 4, 10, 1},
+		{acs.FewestConversations, 3, 10, 1},
+		{acs.LeastRecentlyUsed, 3, 10, 1},
+		{acs.AddToAny, 4, 2, 2},
+	}
+	for _, c := range cases {
+		t.Run(fmt.Sprintf("%s/%d-starts/max-%d", c.strategy, c.starts, c.max), func(t *testing.T) {
+			e := newEnv(t, testbin.ACS(t), 30*time.Second)
+			st := acs.DefaultSettings("alice")
+			st.SandboxGroupingStrategy, st.MaxConversationsPerSandbox = c.strategy, c.max
+			if err := e.store.PutSettings(ctx, st); err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for i := 0; i < c.starts; i++ {
+				tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, tk.ID)
+			}
+			errs := make(chan error, len(ids))
+			for _, id := range ids {
+				go func() { errs <- e.placeOnly(id) }()
+			}
+			for range ids {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			sbs, err := e.store.ListSandboxes(ctx, "alice", acs.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			total := 0
+			for _, sb := range sbs.Items {
+				total += sb.ConversationCount()
+				if sb.ConversationCount() > c.max {
+					t.Errorf("sandbox %s holds %d conversations (max %d)", sb.ID, sb.ConversationCount(), c.max)
+				}
+			}
+			if len(sbs.Items) != c.sandboxes || total != c.starts {
+				t.Fatalf("%d starts made %d sandboxes holding %d conversations, want %d sandboxes", c.starts, len(sbs.Items), total, c.sandboxes)
+			}
+			q, _ := e.store.UpdateQuota(ctx, "alice", func(*acs.Quota) error { return nil })
+			if q.Placement == nil || !q.Placement.Until.IsZero() {
+				t.Fatalf("placement lock after the starts: %+v", q.Placement)
+			}
+		})
+	}
+}
+
+// placeOnly runs the task's WORKING step (honouring its delays) until the
+// task has chosen a sandbox.
+func (e *env) placeOnly(id string) error {
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		tk, err := e.store.GetStartTask(ctx, id)
+		if err != nil {
+			return err
+		}
+		if tk.Status != acs.TaskWorking {
+			return nil
+		}
+		delay, _, err := e.w.Step(ctx, tk)
+		if err != nil {
+			return fmt.Errorf("placing %s: %w", id, err)
+		}
+		time.Sleep(delay)
+	}
+	return fmt.Errorf("task %s was not placed", id)
 }

@@ -321,4 +321,12 @@ func testQuota(t *testing.T, s acs.Store) {
 	if len(q.Claims) != limit {
 		t.Fatal("a failed update changed the quota")
 	}
+	// The placement lock is stored with the claims.
+	lock := acs.PlacementLock{Task: "t1", Until: at(5), Created: "sb-new"}
+	_, err = s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error { q.Placement = &lock; return nil })
+	must(t, err)
+	q, _ = s.UpdateQuota(ctx, "u1", func(*acs.Quota) error { return nil })
+	if q.Placement == nil || q.Placement.Task != lock.Task || !q.Placement.Until.Equal(lock.Until) || q.Placement.Created != lock.Created || len(q.Claims) != limit {
+		t.Fatalf("placement lock stored as %+v (claims %d)", q.Placement, len(q.Claims))
+	}
 }
