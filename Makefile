@@ -6,12 +6,14 @@
 #   make bench   run the headline benchmarks and print the figures
 #   make lint    gofmt and go vet
 #   make lambdas build every Lambda function (arm64, provided.al2023) into dist/lambda
+#   make image   build the sandbox image (sandbox/Dockerfile) as $ACS_IMAGE (acs-sandbox:dev);
+#                ACS_IMAGE_TARGET=browser adds Chromium; needs docker, podman or buildah
 
 GO      ?= go
 BIN     := bin/acs
 PKGS    := ./...
 
-.PHONY: run test build bench lint setup clean lambdas
+.PHONY: run test build bench lint setup clean lambdas image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/acs
@@ -33,6 +35,9 @@ bench: build
 
 lambdas:
 	scripts/build-lambdas.sh
+
+image:
+	scripts/build-image.sh
 
 clean:
 	rm -rf bin dist

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -29,6 +30,7 @@ import (
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/wsarchive"
 )
 
 // Server serves one sandbox's conversations.
@@ -129,7 +131,19 @@ func (s *Server) Close() {
 
 // Handler returns the HTTP handler. Every response body passes through the
 // secret masker.
-func (s *Server) Handler() http.Handler { return s.cors(s.masker.Middleware(s.mux)) }
+func (s *Server) Handler() http.Handler {
+	masked := s.masker.Middleware(s.mux)
+	return s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/workspace/archive" {
+			// The workspace archive is compressed binary for the control
+			// plane's internal archive: masking its bytes could only
+			// corrupt it (secrets never reach the workspace on disk).
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		masked.ServeHTTP(w, r)
+	}))
+}
 
 // Masker is the server's secret masker (for wrapping the process's log
 // handler).
@@ -226,6 +240,7 @@ func (s *Server) routes() {
 	api("POST /api/hooks", s.listHooks)
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
+	api("GET /api/workspace/archive", s.workspaceArchive)
 	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
 	gitreview.Routes(m, s.roots, wrap)
 	s.bash.Routes(m, wrap)
@@ -309,6 +324,83 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 
 func (s *Server) listTools(w http.ResponseWriter, _ *http.Request) {
 	wire.WriteJSON(w, 200, tools.Names())
+}
+
+// workspaceArchive streams a gzip-compressed tar of the workspace
+// (wsarchive), leaving out the server's own state directories that lie
+// inside it. An archive that fails before its first byte is a JSON error (404
+// for a missing workspace, 500 otherwise); one that fails midway aborts the
+// response, so the client sees a broken transfer rather than a short archive.
+func (s *Server) workspaceArchive(w http.ResponseWriter, r *http.Request) {
+	aw := &archiveResponse{w: w}
+	opts := wsarchive.Options{Exclude: s.stateInWorkspace()}
+	err := opts.Write(r.Context(), s.cfg.WorkspaceDir, aw)
+	switch {
+	case err == nil:
+		return
+	case aw.started || r.Context().Err() != nil:
+		// Mid-stream, or the client is gone: no answer can be given.
+		if r.Context().Err() == nil {
+			slog.Error("workspace archive failed midway", "error", err)
+		}
+		panic(http.ErrAbortHandler)
+	case errors.Is(err, fs.ErrNotExist):
+		wire.WriteDetail(w, http.StatusNotFound, "Workspace not found")
+	default:
+		slog.Error("workspace archive", "error", err)
+		wire.WriteDetail(w, http.StatusInternalServerError, "Could not archive the workspace: "+err.Error())
+	}
+}
+
+// stateInWorkspace lists the conversations and bash-events directories that
+// lie inside the workspace (OH_CONVERSATIONS_PATH defaults to
+// <workspace>/conversations), relative to it: the agent's own state, not the
+// user's files. Symbolic links in the configured paths are resolved first.
+func (s *Server) stateInWorkspace() []string {
+	ws := resolvePath(s.cfg.WorkspaceDir)
+	var out []string
+	for _, d := range []string{s.cfg.ConversationsDir, s.cfg.BashEventsDir} {
+		if d == "" {
+			continue
+		}
+		rel, err := filepath.Rel(ws, resolvePath(d))
+		if err != nil || rel == "." || !filepath.IsLocal(rel) {
+			continue
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
+}
+
+// resolvePath makes p absolute and resolves its symbolic links, as far as
+// possible.
+func resolvePath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return p
+}
+
+// archiveResponse sends the archive headers and status with the first byte,
+// so that an archive failing before it can still be answered with an error.
+type archiveResponse struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (a *archiveResponse) Write(p []byte) (int, error) {
+	if !a.started {
+		a.started = true
+		h := a.w.Header()
+		h.Set("Content-Type", "application/gzip")
+		h.Set("Content-Disposition", `attachment; filename="workspace.tar.gz"`)
+		h.Set("Cache-Control", "no-store")
+		a.w.WriteHeader(http.StatusOK)
+	}
+	return a.w.Write(p)
 }
 
 // roots are the directories the file and git routes may touch: the

@@ -235,6 +235,24 @@ type RuntimeStatus struct {
 	SessionKey string
 	WorkingDir string
 	Detail     string
+	// WarmPool is "hit" when the sandbox was given a pre-started runtime
+	// from a warm pool, "miss" when its spec has a pool but none was
+	// available, and "" without a pool.
+	WarmPool string
+}
+
+// WarmPool is implemented by runtimes that keep pre-started, unclaimed
+// sandboxes per spec (Kubernetes). Fill brings each spec's pool to its
+// configured size, replacing failed or outdated members.
+type WarmPool interface {
+	Fill(ctx context.Context, specs []SandboxSpec) (PoolReport, error)
+}
+
+// PoolReport says what a Fill changed.
+type PoolReport struct {
+	Created int `json:"created"`
+	Removed int `json:"removed"`
+	Warm    int `json:"warm"`
 }
 
 // StartRequest asks a runtime for a sandbox.

@@ -147,6 +147,10 @@ type Sandbox struct {
 	// while it could not take them; the next time it is ready they are
 	// delivered.
 	PendingFlush bool `json:"pending_flush,omitempty"`
+	// WarmPool is "hit" when the runtime gave the sandbox a pre-started
+	// pod from its warm pool, "miss" when it had none ready ("" without a
+	// pool).
+	WarmPool string `json:"warm_pool,omitempty"`
 }
 
 // IsTombstone reports whether conversation id was deleted.

@@ -88,22 +88,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		return fmt.Errorf("agent server %s %s: read: %w", method, path, err)
 	}
 	if res.StatusCode/100 != 2 {
-		detail := strings.TrimSpace(string(raw))
-		var d struct {
-			Detail json.RawMessage `json:"detail"`
-		}
-		if json.Unmarshal(raw, &d) == nil && len(d.Detail) > 0 {
-			var s string
-			if json.Unmarshal(d.Detail, &s) == nil {
-				detail = s
-			} else {
-				detail = string(d.Detail)
-			}
-		}
-		if len(detail) > 1000 {
-			detail = detail[:1000]
-		}
-		return &HTTPError{Status: res.StatusCode, Detail: detail}
+		return &HTTPError{Status: res.StatusCode, Detail: errorDetail(raw)}
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
@@ -111,6 +96,27 @@ func (c *Client) do(ctx context.Context, method, path string, body any, out any)
 		}
 	}
 	return nil
+}
+
+// errorDetail is the detail of an error answer: its JSON "detail" (a string
+// as is, anything else as JSON), else the trimmed body; at most 1000 bytes.
+func errorDetail(raw []byte) string {
+	detail := strings.TrimSpace(string(raw))
+	var d struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &d) == nil && len(d.Detail) > 0 {
+		var s string
+		if json.Unmarshal(d.Detail, &s) == nil {
+			detail = s
+		} else {
+			detail = string(d.Detail)
+		}
+	}
+	if len(detail) > 1000 {
+		detail = detail[:1000]
+	}
+	return detail
 }
 
 // Alive checks GET /alive.
@@ -271,6 +277,58 @@ func (c *Client) Download(ctx context.Context, path string, max int64) ([]byte, 
 		return nil, ErrTooLarge
 	}
 	return b, nil
+}
+
+// WorkspaceArchive streams the agent server's workspace archive (GET
+// /api/workspace/archive: a gzip-compressed tar of the workspace, without the
+// agent's own state) to w. A non-200 answer is an *HTTPError, and nothing is
+// written to w. A transfer that breaks off (the server aborts an archive that
+// fails midway) is an error wrapping io.ErrUnexpectedEOF or the transport's
+// error, and a failure of w is returned wrapped; w may then hold part of the
+// archive. Checking the gzip and tar data is the caller's business. The
+// client's timeout bounds only the wait for the answer's headers: the
+// transfer itself takes as long as it takes, within ctx.
+func (c *Client) WorkspaceArchive(ctx context.Context, w io.Writer) error {
+	const path = "/api/workspace/archive"
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
+	if err != nil {
+		return err
+	}
+	if c.Key != "" {
+		req.Header.Set("X-Session-API-Key", c.Key)
+	}
+	hc := http.Client{}
+	if c.HTTP != nil {
+		hc = *c.HTTP
+	}
+	stop := func() bool { return true }
+	timeout := hc.Timeout
+	if timeout > 0 {
+		hc.Timeout = 0
+		stop = time.AfterFunc(timeout, cancel).Stop
+	}
+	res, err := hc.Do(req)
+	if !stop() { // the timer fired: the request is canceled
+		if err == nil {
+			res.Body.Close()
+		}
+		return fmt.Errorf("agent server GET %s: no answer within %v: %w", path, timeout, context.DeadlineExceeded)
+	}
+	if err != nil {
+		return fmt.Errorf("agent server GET %s: %w", path, err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		raw, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+		return &HTTPError{Status: res.StatusCode, Detail: errorDetail(raw)}
+	}
+	n, err := io.Copy(w, res.Body)
+	if err != nil {
+		return fmt.Errorf("agent server GET %s: after %d bytes: %w", path, n, err)
+	}
+	return nil
 }
 
 // ErrTooLarge is returned by Download for a file over the limit.

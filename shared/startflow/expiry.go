@@ -117,13 +117,17 @@ type Pass struct {
 	Dead      DeadLetters
 	// TaskTTL bounds how long a start task may go without advancing.
 	TaskTTL time.Duration
+	// Pool, when the runtime keeps warm sandboxes, is refilled for the
+	// configured specs.
+	Pool acs.WarmPool
 }
 
 // PassReport says what a pass did.
 type PassReport struct {
 	ReconcileReport
-	ExpiredTasks      []string `json:"expired_tasks"`
-	DeadLetteredTasks []string `json:"dead_lettered_tasks"`
+	ExpiredTasks      []string        `json:"expired_tasks"`
+	DeadLetteredTasks []string        `json:"dead_lettered_tasks"`
+	WarmPool          *acs.PoolReport `json:"warm_pool,omitempty"`
 }
 
 // Run runs every part of the pass, even when one fails, and returns the
@@ -140,6 +144,11 @@ func (p Pass) Run(ctx context.Context) (PassReport, error) {
 	}
 	if p.Dead != nil {
 		rep.DeadLetteredTasks, err = p.Worker.DrainDeadLetters(ctx, p.Dead)
+		errs = append(errs, err)
+	}
+	if p.Pool != nil {
+		pr, err := p.Pool.Fill(ctx, p.Lifecycle.Config.Specs)
+		rep.WarmPool = &pr
 		errs = append(errs, err)
 	}
 	return rep, errors.Join(errs...)

@@ -32,6 +32,9 @@ func ApplyRuntimeStatus(s *acs.Sandbox, st acs.RuntimeStatus, now time.Time) {
 	if st.WorkingDir != "" {
 		s.WorkingDir = st.WorkingDir
 	}
+	if st.WarmPool != "" {
+		s.WarmPool = st.WarmPool
+	}
 }
 
 // shellQuote quotes s for a POSIX shell.

@@ -558,7 +558,8 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 	}
 	reason := acs.ChooseSandbox(settings.SandboxGroupingStrategy, nil, max).Reason
 	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, Slots: []string{t.ConversationID}, CreatedByTask: t.ID}
-	if _, err := w.lifecycle().Create(ctx, sb); err != nil {
+	made, err := w.lifecycle().Create(ctx, sb)
+	if err != nil {
 		switch {
 		case errors.Is(err, acs.ErrCapacity):
 			return "", failf("%s", strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
@@ -568,6 +569,9 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			return "", failf("no usable sandbox spec is configured: %v", err)
 		}
 		return "", err
+	}
+	if made.WarmPool != "" {
+		reason += " (warm pool " + made.WarmPool + ")"
 	}
 	return sb.ID, chosen(sb.ID, reason)
 }
