@@ -16,10 +16,11 @@ if [ "$(printf '%s\n%s\n' "$need_go" "$have_go" | sort -V | head -1)" != "$need_
 fi
 
 # Debian packages the tests use: java, node and npm run the local AWS
-# servers; ip and unshare give the test run its private network namespace.
+# servers; ip and unshare give the test run its private network namespace;
+# openssl makes the local Kubernetes cluster's service-account keys.
 . scripts/lib/apt.sh
 ensure_commands bash:bash git:git rg:ripgrep chromium:chromium curl:curl java:openjdk-17-jre-headless \
-  node:nodejs npm:npm ip:iproute2 unshare:util-linux
+  node:nodejs npm:npm ip:iproute2 unshare:util-linux openssl:openssl
 
 # Module downloads (pinned in go.mod) are cached after the first run; the
 # tests run offline.

@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Runs every test with the local AWS servers (scripts/aws-services.sh)
-# started for the run and stopped after it. As root, the run happens in a
-# private network namespace: DynamoDB Local, which listens on every
-# interface, is then reachable from nothing but the tests, and the tests
-# cannot reach the network.
+# Runs every test with the local AWS servers (scripts/aws-services.sh) and a
+# local Kubernetes control plane (scripts/kube-cluster.sh) started for the
+# run and stopped after it. As root, the run happens in a private network
+# namespace: DynamoDB Local, which listens on every interface, is then
+# reachable from nothing but the tests, and the tests cannot reach the
+# network. The first run builds Kubernetes (about 9 minutes, then cached in
+# .cache/k8s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/aws-services.sh install
+scripts/kube-cluster.sh install
 pkgs=${PKGS:-./...}
 ACS_AWS_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-aws-run.XXXXXX")
 export ACS_AWS_RUN_DIR
+ACS_KUBE_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-kube-run.XXXXXX")
+export ACS_KUBE_RUN_DIR
 run='set -euo pipefail
 ip link set lo up 2>/dev/null || true
-trap "scripts/aws-services.sh stop" EXIT
-eval "$(scripts/aws-services.sh start)"
+trap "scripts/kube-cluster.sh stop || true; scripts/aws-services.sh stop" EXIT
+# env=$(...) rather than eval "$(...)", so that a failed start stops the run.
+env=$(scripts/aws-services.sh start); eval "$env"
+env=$(scripts/kube-cluster.sh start); eval "$env"
 go test -race -count=1 -timeout 25m ${TESTFLAGS:-} '"$pkgs"
 if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
   GOPROXY=off exec unshare -n bash -c "$run"

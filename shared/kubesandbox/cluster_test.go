@@ -12,11 +12,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
+	storagev1client "k8s.io/client-go/kubernetes/typed/storage/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/acs-project/acs/internal/testbin"
@@ -48,6 +52,20 @@ func cluster(t *testing.T) (*rest.Config, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { core.Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	// The templates ask for gVisor: the API server admits only pods whose
+	// RuntimeClass exists (kwok runs them whatever the handler).
+	_, err = nodev1client.NewForConfigOrDie(rc).RuntimeClasses().Create(ctx, &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "gvisor"}, Handler: "runsc"}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// Claims of this class are provisioned by the test's stand-in.
+	immediate := storagev1.VolumeBindingImmediate
+	_, err = storagev1client.NewForConfigOrDie(rc).StorageClasses().Create(ctx, &storagev1.StorageClass{
+		ObjectMeta: metav1.ObjectMeta{Name: standinClass}, Provisioner: "acs.dev/standin", VolumeBindingMode: &immediate}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	return rc, ns
 }
 
@@ -73,17 +91,23 @@ type kube struct {
 
 func testTemplate() kubesandbox.PodTemplate {
 	return kubesandbox.PodTemplate{Image: "registry.example/acs-sandbox:test", WorkspaceSize: resource.MustParse("2Gi"),
-		RuntimeClassName: "gvisor",
+		RuntimeClassName: "gvisor", StorageClass: standinClass,
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
 }
 
 func newKube(t *testing.T, rc *rest.Config, ns string, mutate func(*kubesandbox.Config)) *kube {
+	return newKubeAs(t, rc, rc, ns, mutate)
+}
+
+// newKubeAs runs the runtime with the credentials of rc and the stand-in
+// (which creates volumes) with those of admin.
+func newKubeAs(t *testing.T, rc, admin *rest.Config, ns string, mutate func(*kubesandbox.Config)) *kube {
 	t.Helper()
 	core := corev1client.NewForConfigOrDie(rc)
 	net := networkingv1client.NewForConfigOrDie(rc)
-	st := newStandin(t, core, ns, testbin.ACS(t))
+	st := newStandin(t, corev1client.NewForConfigOrDie(admin), ns, testbin.ACS(t))
 	cfg := kubesandbox.Config{Namespace: ns, BaseHost: "sandboxes.example.test", Separator: "-",
 		Default: testTemplate(), Tolerations: tolerations(), URLFor: st.URLFor,
 		Env: map[string]string{"OH_WEBHOOKS_0_BASE_URL": "http://control-plane.test/api/v1/webhooks"}, ReadyTimeout: 60 * time.Second}
@@ -317,6 +341,40 @@ func TestWarmPool(t *testing.T) {
 	if err != nil || rep.Created != 2 || rep.Warm != 2 {
 		t.Fatalf("refill: %+v %v", rep, err)
 	}
+	// Create to RUNNING, from a ready warm pod and from nothing (the
+	// figures in the closing note: kwok makes scheduling and pulls
+	// instant, so the difference here is the API work and kwok's status
+	// round trips; on a real cluster a miss adds scheduling, volume
+	// provisioning, image pull and agent-server start).
+	waitFor(t, "two ready warm pods again", func() bool {
+		pods, _ := k.core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelPool + "=warm"})
+		n := 0
+		for _, p := range pods.Items {
+			if s, _ := kubesandbox.PodStatus(&p); s == acs.SandboxRunning {
+				n++
+			}
+		}
+		return n == 2
+	})
+	timed := func(rt *kubesandbox.Runtime, id string) (time.Duration, string) {
+		t0 := time.Now()
+		st, err := rt.Start(ctx, acs.StartRequest{SandboxID: id, OwnerID: "alice", Spec: spec, SessionKey: acs.NewSecret(40)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitStatus(t, rt, id, acs.SandboxRunning)
+		return time.Since(t0), st.WarmPool
+	}
+	cold := newKube(t, rc, ns, nil)
+	dHit, hit := timed(k.rt, "sb-timed-hit")
+	dMiss, _ := timed(cold.rt, "sb-timed-miss")
+	if hit != "hit" {
+		t.Fatalf("timed start: warm pool %q", hit)
+	}
+	t.Logf("create to RUNNING: warm-pool hit %v, no pool %v", dHit.Round(time.Millisecond), dMiss.Round(time.Millisecond))
+	for _, id := range []string{"sb-timed-hit", "sb-timed-miss"} {
+		k.rt.Delete(ctx, id)
+	}
 	for i := range 3 {
 		if err := k.rt.Delete(ctx, fmt.Sprintf("sb-warm-%d", i)); err != nil {
 			t.Fatal(err)
@@ -332,7 +390,7 @@ func TestWarmPool(t *testing.T) {
 		c.Env = map[string]string{"OH_WEBHOOKS_0_BASE_URL": "http://elsewhere.test"}
 	})
 	rep, err = k2.rt.Fill(ctx, []acs.SandboxSpec{spec})
-	if err != nil || rep.Removed != 2 || rep.Created != 2 {
+	if err != nil || rep.Removed != 1 || rep.Created != 2 {
 		t.Fatalf("fill after an environment change: %+v %v", rep, err)
 	}
 }

@@ -492,10 +492,16 @@ func (r *Runtime) fetchArchive(ctx context.Context, rid string, w io.Writer) err
 		if err != nil && !apierrors.IsNotFound(err) {
 			return wrap("get the pod of runtime "+rid, err)
 		}
+		if apierrors.IsNotFound(err) {
+			last = fmt.Errorf("no pod")
+		}
 		if err == nil {
-			if st, detail := PodStatus(pod); st == acs.SandboxError {
+			st, detail := PodStatus(pod)
+			last = fmt.Errorf("pod %s: %s", st, detail)
+			if st == acs.SandboxError {
 				return fmt.Errorf("kubesandbox: archive runtime %s: %s", rid, detail)
-			} else if st == acs.SandboxRunning {
+			}
+			if st == acs.SandboxRunning {
 				sec, err := r.core.Secrets(r.cfg.Namespace).Get(ctx, objectName(rid), metav1.GetOptions{})
 				if err != nil {
 					return wrap("get the secret of runtime "+rid, err)

@@ -109,7 +109,7 @@ func TestRBACRoleIsExactlyWhatTheRuntimeUses(t *testing.T) {
 		return err == nil
 	})
 
-	k := newKube(t, as, ns, func(c *kubesandbox.Config) { c.Default.WarmPool = 1 })
+	k := newKubeAs(t, as, rc, ns, func(c *kubesandbox.Config) { c.Default.WarmPool = 1 })
 	spec := acs.SandboxSpec{ID: "acs-default"}
 	if _, err := k.rt.Fill(ctx, []acs.SandboxSpec{spec}); err != nil {
 		t.Fatal(err)

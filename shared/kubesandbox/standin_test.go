@@ -102,6 +102,7 @@ func (s *standin) workspace(rid string) string {
 
 func (s *standin) loop(ctx context.Context) {
 	for ctx.Err() == nil {
+		s.provision(ctx)
 		pods, err := s.core.Pods(s.ns).List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelComponent + "=agent-server"})
 		if err == nil {
 			live := map[string]bool{}
@@ -189,6 +190,35 @@ func (s *standin) stop(rid string, p *standinProc) {
 	p.cmd.Process.Kill()
 	<-p.done
 	delete(s.procs, rid)
+}
+
+// standinClass is the StorageClass whose claims the stand-in provisions.
+const standinClass = "acs-standin"
+
+// provision plays a dynamic volume provisioner: every pending claim of the
+// stand-in class gets a hostPath PersistentVolume bound to it (the
+// controller manager completes the binding).
+func (s *standin) provision(ctx context.Context) {
+	pvcs, err := s.core.PersistentVolumeClaims(s.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return
+	}
+	for _, c := range pvcs.Items {
+		if c.Status.Phase != corev1.ClaimPending || c.Spec.StorageClassName == nil || *c.Spec.StorageClassName != standinClass || c.Spec.VolumeName != "" {
+			continue
+		}
+		s.core.PersistentVolumes().Create(ctx, &corev1.PersistentVolume{
+			ObjectMeta: metav1.ObjectMeta{Name: "pv-" + s.ns + "-" + c.Name},
+			Spec: corev1.PersistentVolumeSpec{
+				Capacity:                      c.Spec.Resources.Requests,
+				AccessModes:                   c.Spec.AccessModes,
+				StorageClassName:              standinClass,
+				PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
+				ClaimRef:                      &corev1.ObjectReference{Namespace: c.Namespace, Name: c.Name, UID: c.UID},
+				PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: filepath.Join(s.dir, c.Name)}},
+			},
+		}, metav1.CreateOptions{})
+	}
 }
 
 // agentUp reports whether the runtime's agent server answers /alive.
