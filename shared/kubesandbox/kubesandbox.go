@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net/http"
 	"time"
 
@@ -114,11 +113,7 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 		return acs.RuntimeStatus{}, err
 	}
 	spec, _ := json.Marshal(req.Spec)
-	env := maps.Clone(r.cfg.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, req.Env)
+	env := r.env(req.Env)
 	rec := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: recordName(req.SandboxID), Namespace: r.cfg.Namespace,
 			Labels: map[string]string{LabelManagedBy: managedBy, LabelComponent: componentRoot,
@@ -340,11 +335,7 @@ func (r *Runtime) Resume(ctx context.Context, id, sessionKey string, env map[str
 	if err != nil {
 		return acs.RuntimeStatus{}, err
 	}
-	all := maps.Clone(r.cfg.Env)
-	if all == nil {
-		all = map[string]string{}
-	}
-	maps.Copy(all, env)
+	all := r.env(env)
 	ns := r.cfg.Namespace
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		sec, err := r.core.Secrets(ns).Get(ctx, objectName(rid), metav1.GetOptions{})
@@ -380,17 +371,15 @@ func (r *Runtime) Resume(ctx context.Context, id, sessionKey string, env map[str
 // podOwner returns the object that owns a runtime's objects (the record,
 // or a claimed warm runtime's root) and the runtime's labels.
 func (r *Runtime) podOwner(ctx context.Context, rec *corev1.ConfigMap, rid string) (*corev1.ConfigMap, map[string]string, error) {
+	labels := runtimeLabels(rid, rec.Annotations[AnnotationSpecID])
+	labels[LabelSandbox], labels[LabelOwner] = rec.Labels[LabelSandbox], rec.Labels[LabelOwner]
 	if rid == directRuntimeID(rec.Annotations[AnnotationSandboxID]) {
-		labels := runtimeLabels(rid, rec.Annotations[AnnotationSpecID])
-		labels[LabelSandbox], labels[LabelOwner] = rec.Labels[LabelSandbox], rec.Labels[LabelOwner]
 		return rec, labels, nil
 	}
 	root, err := r.core.ConfigMaps(r.cfg.Namespace).Get(ctx, objectName(rid), metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, wrap("get warm runtime "+rid, err)
 	}
-	labels := runtimeLabels(rid, rec.Annotations[AnnotationSpecID])
-	labels[LabelSandbox], labels[LabelOwner] = rec.Labels[LabelSandbox], rec.Labels[LabelOwner]
 	return root, labels, nil
 }
 

@@ -28,11 +28,11 @@ func poolHash(spec acs.SandboxSpec, env map[string]string) string {
 	return envHash(all)
 }
 
-func (r *Runtime) poolEnv() map[string]string {
-	env := maps.Clone(r.cfg.Env)
-	if env == nil {
-		env = map[string]string{}
-	}
+// env is the sandbox environment: Config.Env with extra over it (a new map).
+func (r *Runtime) env(extra map[string]string) map[string]string {
+	env := map[string]string{}
+	maps.Copy(env, r.cfg.Env)
+	maps.Copy(env, extra)
 	return env
 }
 
@@ -147,7 +147,7 @@ func (r *Runtime) release(ctx context.Context, rid string) {
 func (r *Runtime) Fill(ctx context.Context, specs []acs.SandboxSpec) (acs.PoolReport, error) {
 	var rep acs.PoolReport
 	ns := r.cfg.Namespace
-	env := r.poolEnv()
+	env := r.env(nil)
 	for _, spec := range specs {
 		t, err := r.cfg.template(spec.ID)
 		want := t.WarmPool
