@@ -41,3 +41,13 @@ go test ./shared/api -run '^$' -count "$count" -bench 'BenchmarkV1At10k' -bencht
 
 echo "== event ingestion through the webhook, batches of 50 (shared/api)"
 go test ./shared/api -run '^$' -count "$count" -bench 'BenchmarkWebhookIngestion' -benchtime 2s
+
+echo "== Kubernetes: create to RUNNING, warm-pool hit and no pool (shared/kubesandbox, local kwok cluster)"
+scripts/kube-cluster.sh install
+ACS_KUBE_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-kube-bench.XXXXXX")
+export ACS_KUBE_RUN_DIR
+(
+  trap 'scripts/kube-cluster.sh stop >/dev/null 2>&1 || true' EXIT
+  env=$(scripts/kube-cluster.sh start); eval "$env"
+  go test ./shared/kubesandbox -run '^$' -count "$count" -bench 'BenchmarkCreateToRunning' -benchtime 10x
+)

@@ -63,6 +63,8 @@ func TestRouteFunctionsLinkOnlyWhatTheyNeed(t *testing.T) {
 			"github.com/aws/aws-sdk-go-v2/service/sqs":      rt.Needs&api.NeedQueue != 0,
 			"github.com/aws/aws-sdk-go-v2/service/s3":       rt.Needs&api.NeedBlobs != 0,
 			mod + "shared/runtimeapi":                       rt.Needs&api.NeedRuntime != 0,
+			mod + "shared/kubesandbox":                      rt.Needs&api.NeedRuntime != 0,
+			"k8s.io/client-go/rest":                         rt.Needs&api.NeedRuntime != 0,
 			"github.com/aws/aws-sdk-go-v2/service/dynamodb": true,
 			mod + "shared/boltstore":                        false,
 			mod + "shared/localqueue":                       false,

@@ -1,7 +1,8 @@
 // Command reconciler runs on a schedule (EventBridge): it pauses idle
 // sandboxes, archives and cleans up long-idle ones, repairs sandbox statuses
-// against the runtime, expires start tasks that stopped advancing and ends
-// those whose messages reached the dead-letter queue.
+// against the runtime, expires start tasks that stopped advancing, ends
+// those whose messages reached the dead-letter queue and refills the
+// runtime's warm pool.
 package main
 
 import (
@@ -30,12 +31,14 @@ func main() {
 		Worker:    &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: env.Sealer(), Config: flow},
 		Dead:      queue,
 		TaskTTL:   env.Config.StartTaskTTL,
+		// Kubernetes keeps a warm pool per spec; each pass refills it.
+		Pool: runtimeenv.Pool(rt),
 	}
 	// The scheduled event carries nothing the pass needs.
 	lambda.Start(func(ctx context.Context) (startflow.PassReport, error) {
 		rep, err := pass.Run(ctx)
 		slog.Info("reconciler: pass", "paused", len(rep.Paused), "cleaned_up", len(rep.CleanedUp), "failed", len(rep.Failed),
-			"expired_tasks", len(rep.ExpiredTasks), "dead_lettered_tasks", len(rep.DeadLetteredTasks), "error", err)
+			"expired_tasks", len(rep.ExpiredTasks), "dead_lettered_tasks", len(rep.DeadLetteredTasks), "warm_pool", rep.WarmPool, "error", err)
 		return rep, err
 	})
 }

@@ -4,6 +4,7 @@ package config
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -219,7 +221,8 @@ const (
 	// NeedBlobs: the archive bucket (ACS_BUCKET).
 	NeedBlobs
 	// NeedRuntime: the sandbox runtime and what sandboxes are given
-	// (ACS_RUNTIME_URL, ACS_RUNTIME_API_KEY, ACS_PUBLIC_URL).
+	// (ACS_RUNTIME and the variables of the runtime it names,
+	// ACS_PUBLIC_URL).
 	NeedRuntime
 )
 
@@ -242,13 +245,72 @@ type AWS struct {
 	// (ACS_S3_PATH_STYLE, default true when S3Endpoint is set).
 	DynamoDBEndpoint, SQSEndpoint, S3Endpoint string
 	S3PathStyle                               bool
+	// Runtime is the sandbox runtime (ACS_RUNTIME): RuntimeKubernetes or
+	// RuntimeAPI. It defaults to RuntimeAPI when ACS_RUNTIME_URL is set and
+	// to RuntimeKubernetes otherwise.
+	Runtime string
 	// RuntimeURL and RuntimeAPIKey locate the sandbox runtime API
 	// (ACS_RUNTIME_URL, ACS_RUNTIME_API_KEY).
 	RuntimeURL, RuntimeAPIKey string
+	// Kube configures the Kubernetes runtime.
+	Kube Kube
 	// AdminKeySHA256 is the hex SHA-256 of the admin user's API key
 	// (ACS_ADMIN_KEY_SHA256, optional): the authorizer makes sure the admin
 	// user and that key exist. Only the hash is in the configuration.
 	AdminKeySHA256 string
+}
+
+// The sandbox runtimes an AWS deployment can use.
+const (
+	// RuntimeKubernetes runs sandboxes as pods through the Kubernetes API.
+	RuntimeKubernetes = "kubernetes"
+	// RuntimeAPI calls a sandbox runtime API (ACS_RUNTIME_URL), such as
+	// `acs runtime-api`.
+	RuntimeAPI = "runtime-api"
+)
+
+// Kube is the Kubernetes runtime's configuration. Pod templates are kept
+// as text here (the runtime parses them), so that functions that never
+// reach sandboxes do not link the Kubernetes API types.
+type Kube struct {
+	// Namespace holds the sandboxes (ACS_KUBE_NAMESPACE, default
+	// acs-sandboxes).
+	Namespace string
+	// BaseHost, Separator and Scheme build agent-server URLs:
+	// {Scheme}://{runtime_id}{Separator}{BaseHost} (ACS_KUBE_BASE_HOST,
+	// required; ACS_KUBE_HOST_SEPARATOR, default "."; ACS_KUBE_SCHEME,
+	// default https).
+	BaseHost, Separator, Scheme string
+	// Routing is how agent servers are reached (ACS_KUBE_ROUTING):
+	// "ingress" (default) or "gateway" (a Gateway API HTTPRoute per
+	// sandbox, attached to GatewayNamespace/GatewayName, from
+	// ACS_KUBE_GATEWAY "namespace/name" or "name" in Namespace).
+	Routing                       string
+	GatewayNamespace, GatewayName string
+	// IngressClass and TLSSecret shape each sandbox's Ingress
+	// (ACS_KUBE_INGRESS_CLASS, ACS_KUBE_TLS_SECRET; optional).
+	IngressClass, TLSSecret string
+	// Image is the default spec's sandbox image (ACS_SANDBOX_IMAGE);
+	// PodTemplates is ACS_KUBE_POD_TEMPLATES, a JSON object from spec id
+	// to pod template, inline (starting with '{') or the path of a file
+	// holding it. At least one of them is required.
+	Image, PodTemplates string
+	// WarmPool is the default spec's warm-pool size (ACS_KUBE_WARM_POOL,
+	// default 0).
+	WarmPool int
+	// NodeSelector places sandbox pods (ACS_KUBE_NODE_SELECTOR:
+	// "key=value,key=value").
+	NodeSelector map[string]string
+	// Credentials: exactly one of Kubeconfig (ACS_KUBECONFIG, a file),
+	// InCluster (ACS_KUBE_IN_CLUSTER=true) or an EKS cluster
+	// (ACS_EKS_CLUSTER with ACS_KUBE_SERVER and ACS_KUBE_CA_DATA, the
+	// base64 PEM of its certificate authority; the token is signed with
+	// the function's IAM role).
+	Kubeconfig string
+	InCluster  bool
+	EKSCluster string
+	Server     string
+	CAData     []byte
 }
 
 // LoadAWS reads a function's configuration through getenv. The table, the
@@ -293,16 +355,121 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 		c.BucketPrefix = strings.Trim(getenv("ACS_BUCKET_PREFIX"), "/")
 	}
 	if need&NeedRuntime != 0 {
-		if p.required("ACS_RUNTIME_URL", "the sandbox runtime API") != "" {
-			c.RuntimeURL = p.httpURL("ACS_RUNTIME_URL", "")
+		c.Runtime = getenv("ACS_RUNTIME")
+		if c.Runtime == "" {
+			c.Runtime = RuntimeKubernetes
+			if getenv("ACS_RUNTIME_URL") != "" {
+				c.Runtime = RuntimeAPI
+			}
 		}
-		c.RuntimeAPIKey = p.required("ACS_RUNTIME_API_KEY", "the sandbox runtime API key")
+		switch c.Runtime {
+		case RuntimeAPI:
+			if p.required("ACS_RUNTIME_URL", "the sandbox runtime API") != "" {
+				c.RuntimeURL = p.httpURL("ACS_RUNTIME_URL", "")
+			}
+			c.RuntimeAPIKey = p.required("ACS_RUNTIME_API_KEY", "the sandbox runtime API key")
+		case RuntimeKubernetes:
+			c.Kube = p.kube()
+		default:
+			p.problem("ACS_RUNTIME %q must be %s or %s", c.Runtime, RuntimeKubernetes, RuntimeAPI)
+		}
 		if p.required("ACS_PUBLIC_URL", "the API's public URL, for sandbox webhooks") != "" {
 			c.PublicURL = p.httpURL("ACS_PUBLIC_URL", "")
 		}
 	}
 	return c, p.err()
 }
+
+// kube reads the Kubernetes runtime's variables.
+func (p *parser) kube() Kube {
+	k := Kube{
+		Namespace:    or(p.getenv("ACS_KUBE_NAMESPACE"), "acs-sandboxes"),
+		BaseHost:     strings.TrimPrefix(p.required("ACS_KUBE_BASE_HOST", "the agent servers' base host name"), "."),
+		Separator:    or(p.getenv("ACS_KUBE_HOST_SEPARATOR"), "."),
+		Scheme:       or(p.getenv("ACS_KUBE_SCHEME"), "https"),
+		IngressClass: p.getenv("ACS_KUBE_INGRESS_CLASS"),
+		TLSSecret:    p.getenv("ACS_KUBE_TLS_SECRET"),
+		Image:        p.getenv("ACS_SANDBOX_IMAGE"),
+		PodTemplates: p.getenv("ACS_KUBE_POD_TEMPLATES"),
+		WarmPool:     p.integer("ACS_KUBE_WARM_POOL", 0, 0, 100),
+		Kubeconfig:   p.getenv("ACS_KUBECONFIG"),
+		EKSCluster:   p.getenv("ACS_EKS_CLUSTER"),
+		Server:       p.getenv("ACS_KUBE_SERVER"),
+	}
+	if !dnsLabel.MatchString(k.Namespace) || len(k.Namespace) > 63 {
+		p.problem("ACS_KUBE_NAMESPACE %q must be a DNS label", k.Namespace)
+	}
+	if k.BaseHost != "" && !hostName.MatchString(k.BaseHost) {
+		p.problem("ACS_KUBE_BASE_HOST %q must be a host name", k.BaseHost)
+	}
+	if k.Separator != "." && k.Separator != "-" {
+		p.problem("ACS_KUBE_HOST_SEPARATOR %q must be \".\" or \"-\"", k.Separator)
+	}
+	switch k.Routing = or(p.getenv("ACS_KUBE_ROUTING"), "ingress"); k.Routing {
+	case "ingress":
+	case "gateway":
+		gw := p.required("ACS_KUBE_GATEWAY", "the Gateway the sandboxes' HTTPRoutes attach to")
+		ns, name, ok := strings.Cut(gw, "/")
+		if !ok {
+			ns, name = k.Namespace, gw
+		}
+		if gw != "" && (!dnsLabel.MatchString(ns) || !hostName.MatchString(name)) {
+			p.problem("ACS_KUBE_GATEWAY %q must be \"namespace/name\" or \"name\"", gw)
+		}
+		k.GatewayNamespace, k.GatewayName = ns, name
+	default:
+		p.problem("ACS_KUBE_ROUTING %q must be ingress or gateway", k.Routing)
+	}
+	if k.Scheme != "http" && k.Scheme != "https" {
+		p.problem("ACS_KUBE_SCHEME %q must be http or https", k.Scheme)
+	}
+	if k.Image == "" && strings.TrimSpace(k.PodTemplates) == "" {
+		p.problem("ACS_SANDBOX_IMAGE or ACS_KUBE_POD_TEMPLATES is required (the sandbox image)")
+	}
+	if v := p.getenv("ACS_KUBE_NODE_SELECTOR"); v != "" {
+		k.NodeSelector = map[string]string{}
+		for _, kv := range strings.Split(v, ",") {
+			key, val, ok := strings.Cut(strings.TrimSpace(kv), "=")
+			if !ok || key == "" {
+				p.problem("ACS_KUBE_NODE_SELECTOR %q must be key=value pairs separated by commas", v)
+				break
+			}
+			k.NodeSelector[key] = val
+		}
+	}
+	if v := p.getenv("ACS_KUBE_IN_CLUSTER"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.problem("ACS_KUBE_IN_CLUSTER must be true or false")
+		}
+		k.InCluster = b
+	}
+	sources := 0
+	for _, set := range []bool{k.Kubeconfig != "", k.InCluster, k.EKSCluster != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources != 1 {
+		p.problem("the Kubernetes runtime needs exactly one of ACS_KUBECONFIG, ACS_KUBE_IN_CLUSTER=true or ACS_EKS_CLUSTER (got %d)", sources)
+	}
+	if k.EKSCluster != "" {
+		if u, err := url.Parse(k.Server); err != nil || u.Scheme != "https" || u.Host == "" {
+			p.problem("ACS_KUBE_SERVER %q must be the EKS cluster's https API server URL", k.Server)
+		}
+		ca, err := base64.StdEncoding.DecodeString(strings.TrimSpace(p.getenv("ACS_KUBE_CA_DATA")))
+		if err != nil || !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
+			p.problem("ACS_KUBE_CA_DATA must be the base64 of the EKS cluster's PEM certificate authority")
+		}
+		k.CAData = ca
+	}
+	return k
+}
+
+var (
+	dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+	hostName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+)
 
 func (p *parser) queueURL(name, what string) string {
 	v := p.required(name, what)

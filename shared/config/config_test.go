@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,10 +49,93 @@ func TestLoadAWSListsEverythingMissing(t *testing.T) {
 		t.Fatal("empty AWS configuration accepted")
 	}
 	for _, name := range []string{"AWS_REGION", "ACS_TABLE", "ACS_SECRET_KEY", "ACS_QUEUE_URL", "ACS_DLQ_URL",
-		"ACS_BUCKET", "ACS_RUNTIME_URL", "ACS_RUNTIME_API_KEY", "ACS_PUBLIC_URL"} {
+		"ACS_BUCKET", "ACS_KUBE_BASE_HOST", "ACS_SANDBOX_IMAGE", "ACS_KUBECONFIG", "ACS_PUBLIC_URL"} {
 		if !strings.Contains(err.Error(), name) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
+	}
+	_, err = config.LoadAWS(env(map[string]string{"ACS_RUNTIME": "runtime-api"}), config.NeedRuntime)
+	for _, name := range []string{"ACS_RUNTIME_URL", "ACS_RUNTIME_API_KEY", "ACS_PUBLIC_URL"} {
+		if err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("runtime-api: error does not name %s: %v", name, err)
+		}
+	}
+}
+
+func TestLoadAWSKubernetesRuntime(t *testing.T) {
+	ca := base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
+	base := map[string]string{"AWS_REGION": "eu-west-1", "ACS_TABLE": "acs", "ACS_SECRET_KEY": "0123456789abcdef0123",
+		"ACS_PUBLIC_URL": "https://api.example.com", "ACS_KUBE_BASE_HOST": "runtime.example.com",
+		"ACS_SANDBOX_IMAGE": "ghcr.io/acs/sandbox:1", "ACS_KUBECONFIG": "/etc/acs/kubeconfig"}
+	tests := []struct {
+		name    string
+		extra   map[string]string
+		wantErr string
+		check   func(c config.AWS) bool
+	}{
+		{"defaults", nil, "", func(c config.AWS) bool {
+			k := c.Kube
+			return c.Runtime == config.RuntimeKubernetes && k.Namespace == "acs-sandboxes" && k.Separator == "." &&
+				k.Scheme == "https" && k.BaseHost == "runtime.example.com" && k.Kubeconfig == "/etc/acs/kubeconfig" && k.WarmPool == 0
+		}},
+		{"runtime URL selects the runtime API", map[string]string{"ACS_RUNTIME_URL": "http://rt:5000", "ACS_RUNTIME_API_KEY": "k"}, "",
+			func(c config.AWS) bool { return c.Runtime == config.RuntimeAPI && c.RuntimeURL == "http://rt:5000" }},
+		{"explicit kubernetes ignores the runtime URL", map[string]string{"ACS_RUNTIME": "kubernetes", "ACS_RUNTIME_URL": "http://rt"}, "",
+			func(c config.AWS) bool { return c.Runtime == config.RuntimeKubernetes }},
+		{"everything set", map[string]string{"ACS_KUBE_NAMESPACE": "sb", "ACS_KUBE_HOST_SEPARATOR": "-", "ACS_KUBE_SCHEME": "http",
+			"ACS_KUBE_INGRESS_CLASS": "nginx", "ACS_KUBE_TLS_SECRET": "wild", "ACS_KUBE_WARM_POOL": "3",
+			"ACS_KUBE_NODE_SELECTOR": "pool=sandboxes, zone=a", "ACS_KUBE_ROUTING": "gateway", "ACS_KUBE_GATEWAY": "infra/acs"}, "",
+			func(c config.AWS) bool {
+				k := c.Kube
+				return k.Namespace == "sb" && k.Separator == "-" && k.Scheme == "http" && k.IngressClass == "nginx" &&
+					k.TLSSecret == "wild" && k.WarmPool == 3 && k.NodeSelector["pool"] == "sandboxes" && k.NodeSelector["zone"] == "a" &&
+					k.Routing == "gateway" && k.GatewayNamespace == "infra" && k.GatewayName == "acs"
+			}},
+		{"EKS", map[string]string{"ACS_KUBECONFIG": "", "ACS_EKS_CLUSTER": "prod", "ACS_KUBE_SERVER": "https://abc.eks.amazonaws.com",
+			"ACS_KUBE_CA_DATA": ca}, "", func(c config.AWS) bool {
+			return c.Kube.EKSCluster == "prod" && strings.HasPrefix(string(c.Kube.CAData), "-----BEGIN CERTIFICATE-----")
+		}},
+		{"unknown runtime", map[string]string{"ACS_RUNTIME": "docker"}, "ACS_RUNTIME", nil},
+		{"two credential sources", map[string]string{"ACS_KUBE_IN_CLUSTER": "true"}, "exactly one of ACS_KUBECONFIG", nil},
+		{"no credential source", map[string]string{"ACS_KUBECONFIG": ""}, "exactly one of ACS_KUBECONFIG", nil},
+		{"in-cluster not a bool", map[string]string{"ACS_KUBECONFIG": "", "ACS_KUBE_IN_CLUSTER": "yes please"}, "ACS_KUBE_IN_CLUSTER", nil},
+		{"EKS without server", map[string]string{"ACS_KUBECONFIG": "", "ACS_EKS_CLUSTER": "prod", "ACS_KUBE_CA_DATA": ca}, "ACS_KUBE_SERVER", nil},
+		{"EKS CA not PEM", map[string]string{"ACS_KUBECONFIG": "", "ACS_EKS_CLUSTER": "prod", "ACS_KUBE_SERVER": "https://x",
+			"ACS_KUBE_CA_DATA": "bm9wZQ=="}, "ACS_KUBE_CA_DATA", nil},
+		{"no image", map[string]string{"ACS_SANDBOX_IMAGE": ""}, "ACS_SANDBOX_IMAGE", nil},
+		{"templates instead of an image", map[string]string{"ACS_SANDBOX_IMAGE": "", "ACS_KUBE_POD_TEMPLATES": `{"acs-default":{"image":"x"}}`}, "", nil},
+		{"bad namespace", map[string]string{"ACS_KUBE_NAMESPACE": "Sandboxes!"}, "ACS_KUBE_NAMESPACE", nil},
+		{"bad base host", map[string]string{"ACS_KUBE_BASE_HOST": "https://runtime.example.com"}, "ACS_KUBE_BASE_HOST", nil},
+		{"bad separator", map[string]string{"ACS_KUBE_HOST_SEPARATOR": "/"}, "ACS_KUBE_HOST_SEPARATOR", nil},
+		{"bad scheme", map[string]string{"ACS_KUBE_SCHEME": "ftp"}, "ACS_KUBE_SCHEME", nil},
+		{"bad warm pool", map[string]string{"ACS_KUBE_WARM_POOL": "-1"}, "ACS_KUBE_WARM_POOL", nil},
+		{"bad node selector", map[string]string{"ACS_KUBE_NODE_SELECTOR": "pool"}, "ACS_KUBE_NODE_SELECTOR", nil},
+		{"bad routing", map[string]string{"ACS_KUBE_ROUTING": "mesh"}, "ACS_KUBE_ROUTING", nil},
+		{"gateway without a gateway", map[string]string{"ACS_KUBE_ROUTING": "gateway"}, "ACS_KUBE_GATEWAY", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := map[string]string{}
+			for k, v := range base {
+				m[k] = v
+			}
+			for k, v := range tc.extra {
+				m[k] = v
+			}
+			c, err := config.LoadAWS(env(m), config.NeedRuntime)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tc.check != nil && !tc.check(c) {
+					t.Fatalf("config %+v", c)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("want an error naming %s, got %v", tc.wantErr, err)
+			}
+		})
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	nodev1client "k8s.io/client-go/kubernetes/typed/node/v1"
@@ -35,7 +36,7 @@ var ctx = context.Background()
 
 // cluster connects to the test API server (scripts/kube-cluster.sh, started
 // by scripts/test.sh) and gives the test a namespace of its own.
-func cluster(t *testing.T) (*rest.Config, string) {
+func cluster(t testing.TB) (*rest.Config, string) {
 	t.Helper()
 	path := os.Getenv("ACS_TEST_KUBECONFIG")
 	if path == "" {
@@ -97,13 +98,13 @@ func testTemplate() kubesandbox.PodTemplate {
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")}}}
 }
 
-func newKube(t *testing.T, rc *rest.Config, ns string, mutate func(*kubesandbox.Config)) *kube {
+func newKube(t testing.TB, rc *rest.Config, ns string, mutate func(*kubesandbox.Config)) *kube {
 	return newKubeAs(t, rc, rc, ns, mutate)
 }
 
 // newKubeAs runs the runtime with the credentials of rc and the stand-in
 // (which creates volumes) with those of admin.
-func newKubeAs(t *testing.T, rc, admin *rest.Config, ns string, mutate func(*kubesandbox.Config)) *kube {
+func newKubeAs(t testing.TB, rc, admin *rest.Config, ns string, mutate func(*kubesandbox.Config)) *kube {
 	t.Helper()
 	core := corev1client.NewForConfigOrDie(rc)
 	net := networkingv1client.NewForConfigOrDie(rc)
@@ -114,7 +115,7 @@ func newKubeAs(t *testing.T, rc, admin *rest.Config, ns string, mutate func(*kub
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	rt, err := kubesandbox.New(cfg, core, net)
+	rt, err := kubesandbox.New(cfg, kubesandbox.Clients{Core: core, Networking: net, Dynamic: dynamic.NewForConfigOrDie(rc)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func waitStatus(t *testing.T, rt acs.Runtime, id string, want acs.SandboxStatus) acs.RuntimeStatus {
+func waitStatus(t testing.TB, rt acs.Runtime, id string, want acs.SandboxStatus) acs.RuntimeStatus {
 	t.Helper()
 	var st acs.RuntimeStatus
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -274,7 +275,7 @@ func TestObjectsAndLifecycle(t *testing.T) {
 	})
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
+func waitFor(t testing.TB, what string, ok func() bool) {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		if ok() {
@@ -416,5 +417,17 @@ func TestOddInputs(t *testing.T) {
 	}
 	if err := k.rt.Pause(ctx, odd); !errors.Is(err, acs.ErrNotFound) {
 		t.Fatalf("pause deleted: %v", err)
+	}
+	// The same id again, at once: fresh objects, not the old ones the
+	// garbage collector is still deleting (a terminating PVC would keep
+	// the new pod unschedulable).
+	if _, err := k.rt.Start(ctx, acs.StartRequest{SandboxID: odd, OwnerID: "user@example.com", Spec: acs.SandboxSpec{ID: "spec with spaces"}, SessionKey: "k2"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := waitStatus(t, k.rt, odd, acs.SandboxRunning); st.SessionKey != "k2" {
+		t.Fatalf("restarted sandbox: %+v", st)
+	}
+	if err := k.rt.Delete(ctx, odd); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -25,6 +25,10 @@ type Config struct {
 	// IngressClassName and TLSSecretName shape the Ingress (optional).
 	IngressClassName string
 	TLSSecretName    string
+	// Gateway, when set, routes each sandbox host with a Gateway API
+	// HTTPRoute attached to this Gateway instead of an Ingress (TLS is
+	// then the Gateway's listeners' business).
+	Gateway *GatewayRef
 	// Templates turn sandbox specs into pods, by spec id; a spec without
 	// one uses Default.
 	Templates map[string]PodTemplate
@@ -43,6 +47,12 @@ type Config struct {
 	// URLFor, when set, replaces the agent-server URL built from Scheme,
 	// the runtime id, Separator and BaseHost (tests route to stand-ins).
 	URLFor func(runtimeID string) string
+}
+
+// GatewayRef names a Gateway API Gateway (gateway.networking.k8s.io/v1).
+type GatewayRef struct {
+	// Namespace defaults to Config.Namespace.
+	Namespace, Name string
 }
 
 // PodTemplate is what a sandbox spec becomes on Kubernetes.
@@ -139,6 +149,14 @@ func (c *Config) defaults() error {
 	}
 	if !dnsLabel.MatchString(c.Namespace) {
 		return fmt.Errorf("kubesandbox: namespace %q is not a DNS label", c.Namespace)
+	}
+	if g := c.Gateway; g != nil {
+		if g.Namespace == "" {
+			g.Namespace = c.Namespace
+		}
+		if !dnsLabel.MatchString(g.Namespace) || g.Name == "" {
+			return fmt.Errorf("kubesandbox: gateway %s/%s is not a namespace and name", g.Namespace, g.Name)
+		}
 	}
 	for id, t := range c.Templates {
 		if err := t.validate(); err != nil {

@@ -38,7 +38,7 @@ func TestAPIFaults(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cs := fake.NewClientset()
 			cs.PrependReactor(c.verb, c.res, func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, c.err })
-			rt, err := kubesandbox.New(kubesandbox.Config{Namespace: "acs", BaseHost: "x.test", Default: kubesandbox.PodTemplate{Image: "i"}}, cs.CoreV1(), cs.NetworkingV1())
+			rt, err := kubesandbox.New(kubesandbox.Config{Namespace: "acs", BaseHost: "x.test", Default: kubesandbox.PodTemplate{Image: "i"}}, kubesandbox.Clients{Core: cs.CoreV1(), Networking: cs.NetworkingV1()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -53,7 +53,7 @@ func TestAPIFaults(t *testing.T) {
 	t.Run("claim conflict", func(t *testing.T) {
 		cs := fake.NewClientset()
 		cfg := kubesandbox.Config{Namespace: "acs", BaseHost: "x.test", Default: kubesandbox.PodTemplate{Image: "i", WarmPool: 1}}
-		rt, err := kubesandbox.New(cfg, cs.CoreV1(), cs.NetworkingV1())
+		rt, err := kubesandbox.New(cfg, kubesandbox.Clients{Core: cs.CoreV1(), Networking: cs.NetworkingV1()})
 		if err != nil {
 			t.Fatal(err)
 		}

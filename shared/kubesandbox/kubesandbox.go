@@ -32,6 +32,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/rest"
@@ -43,11 +45,26 @@ import (
 
 // Runtime implements acs.Runtime on Kubernetes.
 type Runtime struct {
-	cfg  Config
-	core corev1client.CoreV1Interface
-	net  networkingv1client.NetworkingV1Interface
-	now  func() time.Time
+	cfg    Config
+	core   corev1client.CoreV1Interface
+	net    networkingv1client.NetworkingV1Interface
+	routes dynamic.NamespaceableResourceInterface
+	now    func() time.Time
 }
+
+// Clients are the API clients a runtime uses. Typed clients keep the
+// binaries small; a fake clientset's CoreV1()/NetworkingV1() work too.
+type Clients struct {
+	Core       corev1client.CoreV1Interface
+	Networking networkingv1client.NetworkingV1Interface
+	// Dynamic creates Gateway API HTTPRoutes; it is needed only when
+	// Config.Gateway is set.
+	Dynamic dynamic.Interface
+}
+
+// HTTPRoutes is the Gateway API resource the runtime creates when
+// Config.Gateway is set.
+var HTTPRoutes = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 
 var _ acs.Runtime = (*Runtime)(nil)
 
@@ -55,27 +72,38 @@ var _ acs.Runtime = (*Runtime)(nil)
 // another Start assumes its creator died and finishes the job.
 const takeover = 30 * time.Second
 
-// New returns a runtime using the given clients (typed clients keep the
-// binaries small; a fake clientset's CoreV1()/NetworkingV1() work too).
-// Errors: an invalid Config.
-func New(cfg Config, core corev1client.CoreV1Interface, net networkingv1client.NetworkingV1Interface) (*Runtime, error) {
+// New returns a runtime using the given clients. Errors: an invalid
+// Config, or a Gateway without a dynamic client.
+func New(cfg Config, c Clients) (*Runtime, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	return &Runtime{cfg: cfg, core: core, net: net, now: time.Now}, nil
+	r := &Runtime{cfg: cfg, core: c.Core, net: c.Networking, now: time.Now}
+	if cfg.Gateway != nil {
+		if c.Dynamic == nil {
+			return nil, fmt.Errorf("kubesandbox: routing through gateway %s/%s needs a dynamic client", cfg.Gateway.Namespace, cfg.Gateway.Name)
+		}
+		r.routes = c.Dynamic.Resource(HTTPRoutes)
+	}
+	return r, nil
 }
 
 // NewForConfig returns a runtime talking to the API server of rc.
 func NewForConfig(cfg Config, rc *rest.Config) (*Runtime, error) {
-	core, err := corev1client.NewForConfig(rc)
-	if err != nil {
+	var c Clients
+	var err error
+	if c.Core, err = corev1client.NewForConfig(rc); err != nil {
 		return nil, fmt.Errorf("kubesandbox: core client: %w", err)
 	}
-	net, err := networkingv1client.NewForConfig(rc)
-	if err != nil {
+	if c.Networking, err = networkingv1client.NewForConfig(rc); err != nil {
 		return nil, fmt.Errorf("kubesandbox: networking client: %w", err)
 	}
-	return New(cfg, core, net)
+	if cfg.Gateway != nil {
+		if c.Dynamic, err = dynamic.NewForConfig(rc); err != nil {
+			return nil, fmt.Errorf("kubesandbox: dynamic client: %w", err)
+		}
+	}
+	return New(cfg, c)
 }
 
 // wrap turns API errors into the acs error kinds.
@@ -142,7 +170,7 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 		}
 		rid = rec.Data[keyRuntimeID]
 	}
-	if rid == directRuntimeID(req.SandboxID) {
+	if rid == directRuntimeID(rec) {
 		labels := runtimeLabels(rid, req.Spec.ID)
 		labels[LabelSandbox], labels[LabelOwner] = labelHash(req.SandboxID), labelHash(req.OwnerID)
 		if err := r.createRuntime(ctx, rid, labels, rec, req.Spec, t, req.SessionKey, env); err != nil {
@@ -154,7 +182,7 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 
 // assign gives the record its runtime: a claimed warm one, or a new one.
 func (r *Runtime) assign(ctx context.Context, rec *corev1.ConfigMap, req acs.StartRequest, t PodTemplate, env map[string]string) (*corev1.ConfigMap, error) {
-	rid, pool := directRuntimeID(req.SandboxID), ""
+	rid, pool := directRuntimeID(rec), ""
 	if t.WarmPool > 0 {
 		pool = "miss"
 		claimed, err := r.claim(ctx, rec, req, env)
@@ -192,10 +220,11 @@ func (r *Runtime) assign(ctx context.Context, rec *corev1.ConfigMap, req acs.Sta
 // retried or concurrent Start completes what another began).
 func (r *Runtime) createRuntime(ctx context.Context, rid string, labels map[string]string, owner *corev1.ConfigMap, spec acs.SandboxSpec, t PodTemplate, key string, env map[string]string) error {
 	ns := r.cfg.Namespace
-	steps := []struct {
+	type step struct {
 		what   string
 		create func() error
-	}{
+	}
+	steps := []step{
 		{"secret", func() error {
 			_, err := r.core.Secrets(ns).Create(ctx, r.secret(rid, labels, owner, key, env), metav1.CreateOptions{})
 			return err
@@ -208,15 +237,24 @@ func (r *Runtime) createRuntime(ctx context.Context, rid string, labels map[stri
 			_, err := r.core.Services(ns).Create(ctx, r.service(rid, labels, owner, t), metav1.CreateOptions{})
 			return err
 		}},
-		{"ingress", func() error {
+	}
+	if r.routes == nil {
+		steps = append(steps, step{"ingress", func() error {
 			_, err := r.net.Ingresses(ns).Create(ctx, r.ingress(rid, labels, owner, t), metav1.CreateOptions{})
 			return err
-		}},
-		{"pod", func() error {
-			_, err := r.core.Pods(ns).Create(ctx, r.pod(rid, labels, owner, spec, t), metav1.CreateOptions{})
-			return err
-		}},
+		}})
+	} else {
+		for _, route := range r.httpRoutes(rid, labels, owner, t) {
+			steps = append(steps, step{"HTTPRoute " + route.GetName(), func() error {
+				_, err := r.routes.Namespace(ns).Create(ctx, route, metav1.CreateOptions{})
+				return err
+			}})
+		}
 	}
+	steps = append(steps, step{"pod", func() error {
+		_, err := r.core.Pods(ns).Create(ctx, r.pod(rid, labels, owner, spec, t), metav1.CreateOptions{})
+		return err
+	}})
 	for _, s := range steps {
 		if err := s.create(); err != nil && !apierrors.IsAlreadyExists(err) {
 			return wrap("create the "+s.what+" of runtime "+rid, err)
@@ -373,7 +411,7 @@ func (r *Runtime) Resume(ctx context.Context, id, sessionKey string, env map[str
 func (r *Runtime) podOwner(ctx context.Context, rec *corev1.ConfigMap, rid string) (*corev1.ConfigMap, map[string]string, error) {
 	labels := runtimeLabels(rid, rec.Annotations[AnnotationSpecID])
 	labels[LabelSandbox], labels[LabelOwner] = rec.Labels[LabelSandbox], rec.Labels[LabelOwner]
-	if rid == directRuntimeID(rec.Annotations[AnnotationSandboxID]) {
+	if rid == directRuntimeID(rec) {
 		return rec, labels, nil
 	}
 	root, err := r.core.ConfigMaps(r.cfg.Namespace).Get(ctx, objectName(rid), metav1.GetOptions{})

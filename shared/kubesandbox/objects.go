@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -51,11 +52,16 @@ func labelHash(s string) string {
 }
 
 // directRuntimeID is the runtime id of a sandbox created without the warm
-// pool: derived from the sandbox id, so concurrent starts agree on it.
-func directRuntimeID(sandboxID string) string { return "sb-" + labelHash(sandboxID)[:20] }
+// pool: derived from its record (the sandbox id and the record's UID), so
+// concurrent starts agree on it, and a sandbox id started again after a
+// delete gets fresh objects rather than the old ones the garbage collector
+// is still removing.
+func directRuntimeID(rec *corev1.ConfigMap) string {
+	return "sb-" + labelHash(rec.Annotations[AnnotationSandboxID] + "\x00" + string(rec.UID))[:20]
+}
 
 // recordName is the name of a sandbox's root ConfigMap (its record).
-func recordName(sandboxID string) string { return "acs-" + directRuntimeID(sandboxID) }
+func recordName(sandboxID string) string { return "acs-sb-" + labelHash(sandboxID)[:20] }
 
 // objectName is the name of a runtime's Secret, PVC, Pod, Service and
 // Ingress (and of a warm runtime's root ConfigMap).
@@ -180,6 +186,42 @@ func (r *Runtime) ingress(runtimeID string, labels map[string]string, owner *cor
 		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: hosts, SecretName: r.cfg.TLSSecretName}}
 	}
 	return ing
+}
+
+// httpRoutes are the Gateway API routes of a runtime: one per host (the
+// agent server's and each extra port's), attached to the configured
+// Gateway, to the runtime's Service.
+func (r *Runtime) httpRoutes(runtimeID string, labels map[string]string, owner *corev1.ConfigMap, t PodTemplate) []*unstructured.Unstructured {
+	route := func(name, host string, port int32) *unstructured.Unstructured {
+		meta := map[string]any{"name": name, "namespace": r.cfg.Namespace, "labels": toAny(labels)}
+		if refs := ownedBy(owner); len(refs) > 0 {
+			ref := refs[0]
+			meta["ownerReferences"] = []any{map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind, "name": ref.Name, "uid": string(ref.UID)}}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": HTTPRoutes.GroupVersion().String(), "kind": "HTTPRoute", "metadata": meta,
+			"spec": map[string]any{
+				"parentRefs": []any{map[string]any{"group": HTTPRoutes.Group, "kind": "Gateway",
+					"namespace": r.cfg.Gateway.Namespace, "name": r.cfg.Gateway.Name}},
+				"hostnames": []any{host},
+				"rules": []any{map[string]any{"backendRefs": []any{map[string]any{
+					"name": objectName(runtimeID), "port": int64(port)}}}},
+			},
+		}}
+	}
+	out := []*unstructured.Unstructured{route(objectName(runtimeID), r.cfg.host(runtimeID, ""), 80)}
+	for _, p := range t.ExtraPorts {
+		out = append(out, route(objectName(runtimeID)+"-"+p.Name, r.cfg.host(runtimeID, p.Name), p.Port))
+	}
+	return out
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // pod is the agent server's pod: non-root, no privilege escalation, every

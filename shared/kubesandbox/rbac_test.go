@@ -140,6 +140,15 @@ func TestRBACRoleIsExactlyWhatTheRuntimeUses(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// Routing through a Gateway instead of an Ingress.
+	installHTTPRouteCRD(t, rc, ns)
+	gw := newKubeAs(t, as, rc, ns, func(c *kubesandbox.Config) { c.Gateway = &kubesandbox.GatewayRef{Name: "acs"} })
+	if _, err := gw.rt.Start(ctx, acs.StartRequest{SandboxID: "rbac-gateway", OwnerID: "u", Spec: spec, SessionKey: acs.NewSecret(32)}); err != nil {
+		t.Fatalf("start with gateway routing as the provisioner: %v", err)
+	}
+	if err := gw.rt.Delete(ctx, "rbac-gateway"); err != nil {
+		t.Fatal(err)
+	}
 
 	var unused, ungranted []string
 	for p := range granted {

@@ -30,7 +30,7 @@ import (
 // http://127.0.0.1:P/rt/{runtime_id}/... to it. A pod that goes away stops
 // its process. kwok still decides the pod's phase and readiness.
 type standin struct {
-	t    *testing.T
+	t    testing.TB
 	core corev1client.CoreV1Interface
 	ns   string
 	bin  string
@@ -48,7 +48,7 @@ type standinProc struct {
 	done chan struct{}
 }
 
-func newStandin(t *testing.T, core corev1client.CoreV1Interface, ns, bin string) *standin {
+func newStandin(t testing.TB, core corev1client.CoreV1Interface, ns, bin string) *standin {
 	s := &standin{t: t, core: core, ns: ns, bin: bin, dir: t.TempDir(), procs: map[string]*standinProc{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
