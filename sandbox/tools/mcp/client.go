@@ -280,10 +280,12 @@ func (s *server) failureReason(ctx, cctx context.Context, phase string, err erro
 		if s.proc != nil {
 			reason += "; the process was killed (is it an MCP server speaking stdio?)"
 		}
-	case s.proc != nil && !s.proc.killed.Load() && s.proc.exited(2*time.Second):
-		reason = fmt.Sprintf("the process %s during %s", s.proc.exitStatus(), phase)
+	// The caller's cancellation next: it kills the process too (the
+	// command's context), so a death seen now is its effect.
 	case ctx.Err() != nil:
 		reason = "connecting was cancelled during " + phase
+	case s.proc != nil && !s.proc.killed.Load() && s.proc.exited(2*time.Second):
+		reason = fmt.Sprintf("the process %s during %s", s.proc.exitStatus(), phase)
 	default:
 		reason = phase + " failed: " + err.Error()
 	}
