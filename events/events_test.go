@@ -285,6 +285,20 @@ func TestTimestamps(t *testing.T) {
 		{"2026-03-04T05:06:07", "2026-03-04T05:06:07.000000Z"},
 		{"2026-03-04", "2026-03-04T00:00:00.000000Z"},
 		{"2026-03-04t05:06:07z", "2026-03-04T05:06:07.000000Z"},
+		// RFC 3339 allows a space (or "t") separator and "z", with a zone too.
+		{"2026-03-04 05:06:07Z", "2026-03-04T05:06:07.000000Z"},
+		{"2026-03-04 05:06:07z", "2026-03-04T05:06:07.000000Z"},
+		{"2026-03-04 07:06:07+02:00", "2026-03-04T05:06:07.000000Z"},
+		{"2026-03-04 03:06:07.25-02:00", "2026-03-04T05:06:07.250000Z"},
+		{"2026-03-04t07:06:07+02:00", "2026-03-04T05:06:07.000000Z"},
+		{"2026-03-04 05:06:07", "2026-03-04T05:06:07.000000Z"},
+		{"2026-03-04 05:06:07.5", "2026-03-04T05:06:07.500000Z"},
+		{"2026-03-04t05:06:07", "2026-03-04T05:06:07.000000Z"},
+		{" 2026-03-04T05:06:07Z\n", "2026-03-04T05:06:07.000000Z"},
+		// An unencoded "+" in a query string arrives as a space.
+		{"2026-03-04T07:06:07 02:00", "2026-03-04T05:06:07.000000Z"},
+		{"2026-03-04T07:06:07.123456 02:00", "2026-03-04T05:06:07.123456Z"},
+		{"2026-03-04 07:06:07 02:00", "2026-03-04T05:06:07.000000Z"},
 	}
 	for _, tc := range cases {
 		got, err := events.ParseTime(tc.in)
@@ -296,7 +310,23 @@ func TestTimestamps(t *testing.T) {
 			t.Errorf("%s: got %s want %s", tc.in, s, tc.want)
 		}
 	}
-	for _, bad := range []string{"", "yesterday", "2026-13-01T00:00:00Z", "2026-03-04T25:00:00Z", "1700000000"} {
+	for _, bad := range []string{
+		"", "yesterday", "2026-13-01T00:00:00Z", "2026-03-04T25:00:00Z", "1700000000",
+		"2026-03-04  05:06:07Z",      // two spaces
+		"2026-03-04x05:06:07Z",       // unknown separator
+		"2026-03-04 05:06:07 Z",      // space before the zone
+		"2026-03-04T05:06:07 +02:00", // space before a signed offset
+		"2026-03-04T05:06:07 -02:00",
+		"2026-03-04T05:06:07 0200",   // space offset without colon
+		"2026-03-04T05:06:07 2:00",   // space offset with one hour digit
+		"2026-03-04T05:06:07 02:00Z", // space offset followed by more
+		"2026-03-04T05:06:07 99:00",  // offset hour out of range
+		"2026-03-04T05:06:07  02:00", // two spaces before the offset
+		"2026-03-04 02:00",           // space offset after a bare date
+		"2026-03-04T05:06 02:00",     // space offset after a time without seconds
+		"2026-03-04T05:06:07+02:00 01:00",
+		"2026-03-04T05:06:07ZZ",
+	} {
 		if _, err := events.ParseTime(bad); err == nil {
 			t.Errorf("%q should not parse", bad)
 		}

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -69,26 +70,40 @@ var naiveLayouts = []string{
 	"2006-01-02",
 }
 
+// queryOffset matches a date-time whose "+HH:MM" offset lost its "+" to
+// URL query decoding ("+" means space there): "...T05:06:07 02:00".
+var queryOffset = regexp.MustCompile(`^(\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?) (\d{2}:\d{2})$`)
+
 // ParseTime parses an RFC 3339 date-time (any offset, "Z" or none) and returns
-// it in UTC truncated to microseconds. A value without a zone is UTC. A bare
-// date means midnight UTC. Errors say what was expected.
+// it in UTC truncated to microseconds. As RFC 3339 allows, the date and time
+// may be separated by "T", "t" or a space, and "Z" may be "z". A value without
+// a zone is UTC; a bare date means midnight UTC. An offset whose "+" became a
+// space in an unencoded query string ("...T05:06:07 02:00") is read as
+// "+02:00". Errors say what was expected.
 func ParseTime(s string) (time.Time, error) {
-	s = strings.TrimSpace(s)
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC().Truncate(time.Microsecond), nil
-	}
-	// Lower-case "t"/"z" are valid RFC 3339.
-	if u := strings.ToUpper(s); u != s {
-		if t, err := time.Parse(time.RFC3339Nano, u); err == nil {
-			return t.UTC().Truncate(time.Microsecond), nil
+	orig := strings.TrimSpace(s)
+	s = orig
+	if n := len(s); n > 6 && s[n-6] == ' ' { // cheap check before the regexp
+		if m := queryOffset.FindStringSubmatch(s); m != nil {
+			s = m[1] + "+" + m[2]
 		}
+	}
+	// Upper-case "t"/"z" (the only letters RFC 3339 allows) and read a space
+	// separator as "T", so one layout covers every spelling with a zone.
+	s = strings.ToUpper(s)
+	rfc := s
+	if len(rfc) > 10 && rfc[10] == ' ' {
+		rfc = rfc[:10] + "T" + rfc[11:]
+	}
+	if t, err := time.Parse(time.RFC3339Nano, rfc); err == nil {
+		return t.UTC().Truncate(time.Microsecond), nil
 	}
 	for _, layout := range naiveLayouts {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
 			return t.UTC().Truncate(time.Microsecond), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("Input should be a valid datetime (RFC 3339, e.g. 2026-01-02T15:04:05Z), got %q", truncate(s, 64))
+	return time.Time{}, fmt.Errorf("Input should be a valid datetime (RFC 3339, e.g. 2026-01-02T15:04:05Z), got %q", truncate(orig, 64))
 }
 
 func truncate(s string, n int) string {

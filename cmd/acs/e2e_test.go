@@ -236,6 +236,21 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("metrics not kept on the record: %s", conv.Metrics)
 	}
 
+	// LLM_MODEL and LLM_API_KEY reach the LLM: the "openai/" provider prefix
+	// is stripped (llmconfig.APIModel) and the key is the bearer token.
+	reqs := llm.Requests()
+	if len(reqs) < len(script()) {
+		t.Fatalf("the LLM got %d requests, want at least %d", len(reqs), len(script()))
+	}
+	for i, r := range reqs {
+		if r.Model != "e2e-model" {
+			t.Errorf("LLM request %d: model %q, want %q", i, r.Model, "e2e-model")
+		}
+		if got := r.Header.Get("Authorization"); got != "Bearer sk-e2e" {
+			t.Errorf("LLM request %d: Authorization %q, want %q", i, got, "Bearer sk-e2e")
+		}
+	}
+
 	// The file the agent created is on disk in the sandbox's workspace.
 	file := filepath.Join(dataDir, "sandboxes", conv.SandboxID, "workspace", "notes", "result.md")
 	if b, err := os.ReadFile(file); err != nil || string(b) != "# Result\n\nThe agent was here.\n" {

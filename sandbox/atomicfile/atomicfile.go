@@ -10,8 +10,10 @@ import (
 )
 
 // Write writes data to path with the given mode. On error the target is
-// unchanged and no temporary file is left behind. Renaming replaces a
-// symbolic link at path rather than writing through it.
+// unchanged and no temporary file is left behind, except when only the final
+// directory sync fails: then the new content is in place but may not survive
+// a power loss. Renaming replaces a symbolic link at path rather than writing
+// through it.
 func Write(path string, data []byte, mode fs.FileMode) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {
@@ -21,8 +23,9 @@ func Write(path string, data []byte, mode fs.FileMode) (err error) {
 	if err != nil {
 		return err
 	}
+	renamed := false
 	defer func() {
-		if err != nil {
+		if err != nil && !renamed {
 			tmp.Close()
 			os.Remove(tmp.Name())
 		}
@@ -39,5 +42,25 @@ func Write(path string, data []byte, mode fs.FileMode) (err error) {
 	if err = os.Chmod(tmp.Name(), mode); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	renamed = true
+	// The rename is only durable once the directory is synced; without this
+	// a power loss could bring back the old content (or no file at all).
+	// One fsync per write; not testable without a power cut.
+	return syncDir(dir)
+}
+
+// syncDir fsyncs directory dir, making renames into it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -85,7 +86,25 @@ func Open(dir string) (*Log, error) {
 		return nil, fmt.Errorf("create event log dir: %w", err)
 	}
 	path := filepath.Join(dir, FileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		f, err = os.OpenFile(path, os.O_RDWR, 0o600)
+	} else if err == nil {
+		// A new file's directory entry is not made durable by fsyncing the
+		// file: without fsyncing the directory, a power loss could drop the
+		// whole log although its events were fsynced. The directory is
+		// usually new too (one per conversation), so its own entry in the
+		// parent is synced as well. Only when the log is created, so appends
+		// are unaffected. (Not testable without a power cut.)
+		if err = syncDir(dir); err == nil {
+			err = syncDir(filepath.Dir(filepath.Clean(dir)))
+		}
+		if err != nil {
+			f.Close()
+			os.Remove(path) // so the next Open creates it again and retries
+			return nil, fmt.Errorf("sync event log dir: %w", err)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
@@ -539,4 +558,17 @@ func (l *Log) Close() error {
 	close(l.notify)
 	l.notify = make(chan struct{})
 	return l.f.Close()
+}
+
+// syncDir fsyncs directory dir, making the entries created in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
