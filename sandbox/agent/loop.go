@@ -348,7 +348,7 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 			}
 		}
 		if !t.ReadOnly() {
-			props["security_risk"] = map[string]any{"type": "string", "enum": []string{"LOW", "MEDIUM", "HIGH"},
+			props["security_risk"] = map[string]any{"type": "string", "enum": []string{"LOW", "MEDIUM", "HIGH", "UNKNOWN"},
 				"description": "The LLM's assessment of the safety risk of this action."}
 		}
 		props["summary"] = map[string]any{"type": "string",
@@ -414,6 +414,9 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		if resp.ReasoningContent != "" {
 			msg.LLMMessage.ReasoningContent = &resp.ReasoningContent
 		}
+		if len(resp.ThinkingBlocks) > 0 {
+			msg.LLMMessage.ThinkingBlocks = resp.ThinkingBlocks
+		}
 		if err := c.emitLocked(ctx, append(usage, msg)...); err != nil {
 			return false, err
 		}
@@ -438,6 +441,9 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 			}
 			if resp.ReasoningContent != "" {
 				ae.ReasoningContent = &resp.ReasoningContent
+			}
+			if len(resp.ThinkingBlocks) > 0 {
+				ae.ThinkingBlocks = resp.ThinkingBlocks
 			}
 		}
 		action, risk, summary, errText := c.parseCallLocked(tc)

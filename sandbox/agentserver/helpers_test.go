@@ -232,3 +232,54 @@ func (e *env) rawRequest(method, path, body, contentType string) resp {
 	b, _ := io.ReadAll(res.Body)
 	return resp{res.StatusCode, b}
 }
+
+// toolStep is the events of one LLM call answered with a single tool call:
+// the stats update, the action and its observation.
+func toolStep(tool, observation string) []string {
+	return []string{"ConversationStateUpdateEvent:stats", "ActionEvent:" + tool, "ObservationEvent:" + observation}
+}
+
+// assertLinked checks that every observation (ObservationEvent or
+// UserRejectObservation) answers exactly one earlier ActionEvent: its
+// action_id is the action's id and its tool_call_id and tool_name are the
+// action's. With all set, every executable action must have been answered.
+func assertLinked(t *testing.T, evs []map[string]any, all bool) {
+	t.Helper()
+	actions := map[any]map[string]any{}
+	answered := map[any]bool{}
+	for i, ev := range evs {
+		switch ev["kind"] {
+		case "ActionEvent":
+			actions[ev["id"]] = ev
+		case "ObservationEvent", "UserRejectObservation":
+			a, ok := actions[ev["action_id"]]
+			if !ok {
+				t.Fatalf("event %d (%s) answers no earlier action: action_id %v", i, ev["kind"], ev["action_id"])
+			}
+			if ev["tool_call_id"] != a["tool_call_id"] || ev["tool_name"] != a["tool_name"] {
+				t.Fatalf("event %d (%s) links to action %v but has tool_call_id %v / tool_name %v, want %v / %v",
+					i, ev["kind"], a["id"], ev["tool_call_id"], ev["tool_name"], a["tool_call_id"], a["tool_name"])
+			}
+			if answered[a["id"]] {
+				t.Fatalf("action %v answered twice (event %d)", a["id"], i)
+			}
+			answered[a["id"]] = true
+		}
+	}
+	if all {
+		for id, a := range actions {
+			if a["action"] != nil && !answered[id] {
+				t.Fatalf("action %v (%v, call %v) has no observation", id, a["tool_name"], a["tool_call_id"])
+			}
+		}
+	}
+}
+
+// concat joins event signature lists.
+func concat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}

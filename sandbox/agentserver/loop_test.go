@@ -2,6 +2,7 @@ package agentserver_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,7 @@ func (e *env) post(path string, body any) resp { return e.call("POST", path, bod
 
 func TestParallelCallsShareAResponse(t *testing.T) {
 	e := newEnv(t,
-		llmtest.Reply{Text: "Three things at once.", Reasoning: "plan", ToolCalls: []llmtest.ToolCall{
+		llmtest.Reply{Text: "Three things at once.", Reasoning: "plan", ThinkingBlocks: thinkingBlocks, ToolCalls: []llmtest.ToolCall{
 			{ID: "a", Name: "think", Arguments: map[string]any{"thought": "1"}},
 			{ID: "b", Name: "terminal", Arguments: map[string]any{"command": "echo two"}},
 			{ID: "c", Name: "think", Arguments: map[string]any{"thought": "3"}},
@@ -48,6 +49,36 @@ func TestParallelCallsShareAResponse(t *testing.T) {
 		}
 		if (i == 0) != (len(a["thought"].([]any)) > 0) || (i == 0) != (a["reasoning_content"] != nil) {
 			t.Fatalf("only the first action carries thought and reasoning: %v", a)
+		}
+		wantBlocks := "[]"
+		if i == 0 {
+			wantBlocks = thinkingBlocksJSON
+		}
+		if got, _ := json.Marshal(a["thinking_blocks"]); string(got) != wantBlocks {
+			t.Fatalf("action %d thinking_blocks %s, want %s", i, got, wantBlocks)
+		}
+	}
+}
+
+var thinkingBlocks = []llmtest.ThinkingBlock{{Thinking: "which commands?", Signature: "sig-a"}, {Type: "redacted_thinking", Data: "opaque"}}
+
+const thinkingBlocksJSON = `[{"signature":"sig-a","thinking":"which commands?","type":"thinking"},{"data":"opaque","type":"redacted_thinking"}]`
+
+// A text reply keeps the provider's thinking blocks on the agent message,
+// streamed or not.
+func TestThinkingBlocksOnAnAgentMessage(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		e := newEnv(t, llmtest.Reply{Text: "Here you are.", Reasoning: "easy", ThinkingBlocks: thinkingBlocks})
+		agent := e.agent()
+		agent["llm"].(map[string]any)["stream"] = stream
+		id := e.create(map[string]any{"agent": agent, "initial_message": userMessage("answer", true)})
+		e.waitStatus(id, "finished")
+		evs := e.allEvents(id)
+		assertSequence(t, evs, seq("ConversationStateUpdateEvent:stats", "MessageEvent:agent",
+			"ConversationStateUpdateEvent:execution_status=finished")...)
+		msg := evs[5]["llm_message"].(map[string]any)
+		if got, _ := json.Marshal(msg["thinking_blocks"]); string(got) != thinkingBlocksJSON || msg["reasoning_content"] != "easy" {
+			t.Fatalf("stream=%v: agent message %v", stream, msg)
 		}
 	}
 }
@@ -85,6 +116,38 @@ func TestConfirmation(t *testing.T) {
 		}
 		if !found {
 			t.Fatal("the LLM was not told about the rejection")
+		}
+	})
+	t.Run("reject several", func(t *testing.T) {
+		e := newEnv(t, llmtest.Reply{ToolCalls: []llmtest.ToolCall{
+			{ID: "p1", Name: "terminal", Arguments: map[string]any{"command": "touch one"}},
+			{ID: "p2", Name: "terminal", Arguments: map[string]any{"command": "touch two"}},
+		}})
+		id := e.create(map[string]any{"initial_message": userMessage("make files", true), "confirmation_policy": always}, "terminal")
+		e.waitStatus(id, "waiting_for_confirmation")
+		if r := e.post("/api/conversations/"+id+"/events/respond_to_confirmation", map[string]any{"accept": false, "reason": "neither"}); r.status != 200 {
+			t.Fatalf("reject: %d %s", r.status, r.body)
+		}
+		e.waitStatus(id, "idle")
+		evs := e.allEvents(id)
+		assertSequence(t, evs, seq("ConversationStateUpdateEvent:stats", "ActionEvent:terminal", "ActionEvent:terminal",
+			"ConversationStateUpdateEvent:execution_status=waiting_for_confirmation",
+			"UserRejectObservation:user", "UserRejectObservation:user",
+			"ConversationStateUpdateEvent:execution_status=idle")...)
+		assertLinked(t, evs, true)
+		for i, want := range []string{"p1", "p2"} {
+			a, rej := evs[5+i], evs[8+i]
+			if a["tool_call_id"] != want || rej["action_id"] != a["id"] || rej["tool_call_id"] != want || rej["rejection_reason"] != "neither" {
+				t.Fatalf("rejection %d: %v for action %v", i, rej, a)
+			}
+		}
+		if evs[8]["action_id"] == evs[9]["action_id"] {
+			t.Fatal("both rejections answer the same action")
+		}
+		for _, name := range []string{"one", "two"} {
+			if _, err := os.Stat(filepath.Join(e.work, name)); !os.IsNotExist(err) {
+				t.Fatalf("a rejected command ran: %s exists", name)
+			}
 		}
 	})
 	t.Run("accept", func(t *testing.T) {
@@ -184,6 +247,15 @@ func TestPauseTakesEffectAtTheStepBoundary(t *testing.T) {
 		t.Fatalf("run: %d", r.status)
 	}
 	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	// Pausing sets paused at once; the step in flight still completes.
+	assertSequence(t, evs, seq(concat([]string{"PauseEvent", "ConversationStateUpdateEvent:execution_status=paused"},
+		toolStep("terminal", "TerminalObservation"), []string{"ConversationStateUpdateEvent:execution_status=running"},
+		toolStep("finish", "FinishObservation"), []string{"ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
+	if evs[7]["tool_call_id"] != "c1" || evs[11]["tool_call_id"] != "c2" {
+		t.Fatalf("actions %v, %v", evs[6]["tool_call_id"], evs[10]["tool_call_id"])
+	}
 }
 
 func waitFor(t *testing.T, what string, ok func() bool) {

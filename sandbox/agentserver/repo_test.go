@@ -54,6 +54,11 @@ func TestAgentFixesABugInARepository(t *testing.T) {
 	)
 	id := e.create(map[string]any{"initial_message": userMessage("The calc tests fail. Fix the bug.", true)}, "terminal", "file_editor")
 	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	assertSequence(t, evs, seq(concat(toolStep("file_editor", "FileEditorObservation"), toolStep("terminal", "TerminalObservation"),
+		toolStep("file_editor", "FileEditorObservation"), toolStep("terminal", "TerminalObservation"),
+		toolStep("finish", "FinishObservation"), []string{"ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
 
 	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
 	var page struct {
@@ -129,8 +134,9 @@ func TestFileUploadAndDownload(t *testing.T) {
 	if r := e.call("GET", "/api/file/download?path="+e.work+"/../../etc/passwd", nil); r.status != 403 {
 		t.Fatalf("traversal: %d", r.status)
 	}
-	if r := e.call("GET", "/api/file/download?path=relative.txt", nil); r.status != 400 {
-		t.Fatalf("relative path: %d", r.status)
+	if r := e.call("GET", "/api/file/download?path=relative.txt", nil); r.status != 422 ||
+		string(r.body) != `{"detail":[{"loc":["query","path"],"msg":"Value error, Path must be absolute","type":"value_error"}]}` {
+		t.Fatalf("relative path: %d %s", r.status, r.body)
 	}
 }
 
@@ -147,6 +153,11 @@ func TestPlanningFileEditor(t *testing.T) {
 	)
 	id := e.create(map[string]any{"initial_message": userMessage("plan", true)}, "planning_file_editor")
 	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	pfe := toolStep("planning_file_editor", "PlanningFileEditorObservation")
+	assertSequence(t, evs, seq(concat(pfe, pfe, pfe,
+		[]string{"ConversationStateUpdateEvent:stats", "MessageEvent:agent", "ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
 	if b, err := os.ReadFile(plan); err != nil || string(b) != "# Plan\n1. read\n" {
 		t.Fatalf("plan: %q %v", b, err)
 	}
@@ -229,6 +240,11 @@ func TestFileEditorInsertAndUndo(t *testing.T) {
 	)
 	id := e.create(map[string]any{"initial_message": userMessage("edit", true)}, "file_editor")
 	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	fe := toolStep("file_editor", "FileEditorObservation")
+	assertSequence(t, evs, seq(concat(fe, fe, fe, fe, fe,
+		[]string{"ConversationStateUpdateEvent:stats", "MessageEvent:agent", "ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
 	if b, _ := os.ReadFile(path); string(b) != "a\nb\nc\n" {
 		t.Fatalf("file after insert, replace, undo: %q", b)
 	}
@@ -279,6 +295,14 @@ func TestFileToolsThroughTheLoop(t *testing.T) {
 	id := e.create(map[string]any{"initial_message": userMessage("tour", true)},
 		"glob", "grep", "list_directory", "read_file", "write_file", "edit", "task_tracker")
 	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	assertSequence(t, evs, seq(concat(toolStep("glob", "GlobObservation"), toolStep("grep", "GrepObservation"),
+		toolStep("list_directory", "ListDirectoryObservation"), toolStep("read_file", "ReadFileObservation"),
+		toolStep("write_file", "WriteFileObservation"), toolStep("edit", "EditObservation"),
+		toolStep("task_tracker", "TaskTrackerObservation"), toolStep("task_tracker", "TaskTrackerObservation"),
+		toolStep("read_file", "ReadFileObservation"),
+		[]string{"ConversationStateUpdateEvent:stats", "MessageEvent:agent", "ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
 	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
 	var page struct {
 		Items []struct {
@@ -335,6 +359,11 @@ func TestBashAPIIsMountedWithAuth(t *testing.T) {
 	if r.status != 200 || !strings.Contains(string(r.body), "echo from bash") {
 		t.Fatalf("search: %d %s", r.status, r.body)
 	}
+	// A cwd that is not a directory is an invalid parameter.
+	r = e.post("/api/bash/execute_bash_command", map[string]any{"command": "echo never", "cwd": filepath.Join(e.dir, "no-such-dir")})
+	if r.status != 422 || !strings.Contains(string(r.body), `"code":"InvalidCwd"`) {
+		t.Fatalf("bad cwd: %d %s", r.status, r.body)
+	}
 	if _, err := os.Stat(filepath.Join(e.dir, "bash_events")); err != nil {
 		t.Fatalf("bash events are not kept next to the conversations: %v", err)
 	}
@@ -354,6 +383,11 @@ func TestTerminalTimeoutThenInput(t *testing.T) {
 	)
 	id := e.create(map[string]any{"initial_message": userMessage("interact", true)}, "terminal")
 	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	term4 := toolStep("terminal", "TerminalObservation")
+	assertSequence(t, evs, seq(concat(term4, term4, term4, term4,
+		[]string{"ConversationStateUpdateEvent:stats", "MessageEvent:agent", "ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
 	r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=ObservationEvent", nil)
 	var page struct {
 		Items []struct {

@@ -205,6 +205,20 @@ func TestInitialMessageRunsToFinish(t *testing.T) {
 	if !strings.Contains(string(reqs[0].Body), `"security_risk"`) || !strings.Contains(string(reqs[0].Body), `"summary"`) {
 		t.Fatal("security_risk/summary not offered in tool schemas")
 	}
+	for _, tool := range reqs[0].Tools {
+		var params struct {
+			Properties map[string]struct {
+				Enum []string `json:"enum"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tool.Function.Parameters, &params); err != nil {
+			t.Fatal(err)
+		}
+		risk, ok := params.Properties["security_risk"]
+		if tool.Function.Name == "file_editor" && (!ok || strings.Join(risk.Enum, "|") != "LOW|MEDIUM|HIGH|UNKNOWN") {
+			t.Fatalf("file_editor security_risk enum %v", risk.Enum)
+		}
+	}
 }
 
 func TestFileEditorCreatesFile(t *testing.T) {
@@ -226,6 +240,10 @@ func TestFileEditorCreatesFile(t *testing.T) {
 	if last["kind"] != "MessageEvent" || last["source"] != "agent" {
 		t.Fatalf("a text reply should end with an agent message: %v", signature(evs))
 	}
+	fe := toolStep("file_editor", "FileEditorObservation")
+	assertSequence(t, evs, seq(concat(fe, fe,
+		[]string{"ConversationStateUpdateEvent:stats", "MessageEvent:agent", "ConversationStateUpdateEvent:execution_status=finished"})...)...)
+	assertLinked(t, evs, true)
 }
 
 func TestBadToolCallsContinue(t *testing.T) {
@@ -455,6 +473,11 @@ func TestMaxIterations(t *testing.T) {
 	if !strings.Contains(string(r.body), `"code":"MaxIterationsReached"`) {
 		t.Fatalf("no MaxIterationsReached: %s", r.body)
 	}
+	evs := e.allEvents(id)
+	think := toolStep("think", "ThinkObservation")
+	assertSequence(t, evs, seq(concat(think, think, think,
+		[]string{"ConversationErrorEvent", "ConversationStateUpdateEvent:execution_status=error"})...)...)
+	assertLinked(t, evs, true)
 }
 
 func TestMessageDuringRunIsNotLost(t *testing.T) {

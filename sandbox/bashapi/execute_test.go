@@ -102,10 +102,15 @@ func TestEventShape(t *testing.T) {
 		}
 	}
 	st, b := e.do("POST", "/api/bash/start_bash_command", `{"command":"true","cwd":"/does/not/exist"}`)
+	if want := `{"detail":[{"loc":["body","cwd"],"msg":"Value error, cwd does not exist: /does/not/exist","type":"value_error"}]}`; st != 422 || strings.TrimSpace(string(b)) != want {
+		t.Fatalf("bad cwd: %d %s", st, b)
+	}
+	// The error is still a stored event.
+	errs, _ := e.search(url.Values{"kind__eq": {"BashError"}})
 	wantErr := regexp.MustCompile(`^\{"kind":"BashError","id":"` + hex + `","timestamp":` + ts +
 		`,"code":"InvalidCwd","detail":"cwd does not exist: /does/not/exist"\}$`)
-	if st != 400 || !wantErr.Match(b) {
-		t.Fatalf("bad cwd: %d %s", st, b)
+	if len(errs) != 1 || !wantErr.Match(errs[0].raw) {
+		t.Fatalf("stored bad-cwd error: %+v", errs)
 	}
 	// The file name encodes the timestamp, kind, command id and id.
 	ents, err := os.ReadDir(e.dir)
@@ -150,16 +155,18 @@ func TestBadCwd(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e.t = t
 			st, b := e.do("POST", "/api/bash/"+tc.path, reqJSON("echo never", &tc.cwd, 0))
-			if st != 400 {
+			want := `{"detail":[{"loc":["body","cwd"],"msg":"Value error, ` + tc.detail + `","type":"value_error"}]}`
+			if st != 422 || strings.TrimSpace(string(b)) != want {
 				t.Fatalf("status %d: %s", st, b)
 			}
-			ev := decodeEvent(t, b)
-			if ev.Kind != "BashError" || ev.Code != "InvalidCwd" || ev.Detail != tc.detail {
-				t.Fatalf("got %s", b)
+			// The BashError event is stored and searchable.
+			errs, _ := e.search(url.Values{"kind__eq": {"BashError"}})
+			found := false
+			for _, ev := range errs {
+				found = found || (ev.Code == "InvalidCwd" && ev.Detail == tc.detail)
 			}
-			st, got := e.do("GET", "/api/bash/bash_events/"+ev.ID, "")
-			if st != 200 || string(got) != string(b) {
-				t.Fatalf("stored error: %d %s", st, got)
+			if !found {
+				t.Fatalf("no stored InvalidCwd error for %s", tc.detail)
 			}
 		})
 	}

@@ -19,8 +19,9 @@ import (
 //	DELETE /api/bash/bash_events             -> 200 {"cleared_count":n}
 //
 // Request bodies are decoded strictly (422 with pydantic-style errors). A cwd
-// that is not a directory answers 400 with the BashError event as the body
-// (it has a "detail" key). After Close, starting a command answers 503.
+// that is not a directory is an invalid field: 422 with the detail at
+// body.cwd (the BashError event, code InvalidCwd, is still stored and
+// searchable). After Close, starting a command answers 503.
 func (s *Service) Routes(mux *http.ServeMux, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
@@ -64,6 +65,9 @@ func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 func writeStartError(w http.ResponseWriter, err error) {
 	var be *BashError
 	switch {
+	case errors.As(err, &be) && be.Code == CodeInvalidCwd:
+		// An unusable cwd is an invalid field.
+		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "cwd"}, Msg: "Value error, " + be.Detail, Type: "value_error"}})
 	case errors.As(err, &be):
 		wire.WriteJSON(w, http.StatusBadRequest, be)
 	case errors.Is(err, ErrClosed):

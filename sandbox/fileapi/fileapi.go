@@ -39,8 +39,9 @@ const multipartOverhead = 1 << 20
 //	GET  /api/file/download/{path...}             legacy: path without its leading slash
 //
 // Path rules, for every endpoint: a missing path is 422 ("missing" at
-// query.path, path.path for the legacy forms); a relative path is 400
-// {"detail": "Path must be absolute"}; a path that after cleaning and
+// query.path, path.path for the legacy forms); a relative path is 422
+// ("value_error", "Value error, Path must be absolute", at the same
+// location); a path that after cleaning and
 // resolving the symbolic links of its existing part is not inside one of
 // roots() is 403 {"detail": "Path is outside the workspace"} (this covers
 // ".." traversal and symbolic links leading out); an otherwise unusable
@@ -101,7 +102,11 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 	if err != nil {
 		switch {
 		case errors.Is(err, pathguard.ErrNotAbsolute):
-			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+			loc := []any{"query", "path"}
+			if legacy {
+				loc = []any{"path", "path"}
+			}
+			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, " + err.Error(), Type: "value_error"}})
 		case errors.Is(err, pathguard.ErrOutsideRoots):
 			wire.WriteDetail(w, http.StatusForbidden, err.Error())
 		default:

@@ -244,7 +244,7 @@ func TestErrors(t *testing.T) {
 	e := setup(t)
 	const (
 		forbidden   = `{"detail":"Path is outside the workspace"}`
-		notAbsolute = `{"detail":"Path must be absolute"}`
+		notAbsolute = `{"detail":[{"loc":["query","path"],"msg":"Value error, Path must be absolute","type":"value_error"}]}`
 	)
 	up := func(p string) string { return queryURL("/api/file/upload", p) }
 	down := func(p string) string { return queryURL("/api/file/download", p) }
@@ -261,9 +261,9 @@ func TestErrors(t *testing.T) {
 	}{
 		{name: "download missing path", method: "GET", target: "/api/file/download", status: 422, body: `{"detail":[{"loc":["query","path"],"msg":"Field required","type":"missing"}]}`},
 		{name: "upload missing path", method: "POST", target: "/api/file/upload", field: "file", status: 422, body: `{"detail":[{"loc":["query","path"],"msg":"Field required","type":"missing"}]}`},
-		{name: "download relative", method: "GET", target: down("ws/hello.txt"), status: 400, body: notAbsolute},
-		{name: "upload relative", method: "POST", target: up("ws/new.txt"), field: "file", status: 400, body: notAbsolute},
-		{name: "download empty path", method: "GET", target: down(""), status: 400, body: notAbsolute},
+		{name: "download relative", method: "GET", target: down("ws/hello.txt"), status: 422, body: notAbsolute},
+		{name: "upload relative", method: "POST", target: up("ws/new.txt"), field: "file", status: 422, body: notAbsolute},
+		{name: "download empty path", method: "GET", target: down(""), status: 422, body: notAbsolute},
 		{name: "download outside", method: "GET", target: down(filepath.Join(e.outside, "secret.txt")), status: 403, body: forbidden},
 		{name: "upload outside", method: "POST", target: up(filepath.Join(e.outside, "new.txt")), field: "file", status: 403, body: forbidden, mustNotExit: filepath.Join(e.outside, "new.txt")},
 		{name: "download traversal", method: "GET", target: down(e.root + "/../outside/secret.txt"), status: 403, body: forbidden},

@@ -23,9 +23,11 @@ import (
 // and, after cleaning and resolving symbolic links of its existing part,
 // must lie inside one of roots() (403 {"detail": "Path is outside the
 // workspace"}; this covers ".." traversal and symbolic links that lead out).
-// An otherwise unusable path (NUL byte, symbolic-link loop) is 400. Git
-// failures, unknown revisions, ref together with commit, and files over
-// MaxContentBytes are 400 {"detail": ...}. roots is called on every request.
+// An otherwise unusable path (NUL byte, symbolic-link loop) is 400. Both
+// ref and commit given is 422 "value_error" at query.commit, a ref or commit
+// git could take for an option 422 "value_error" at its own location. Git
+// failures, unknown revisions and files over MaxContentBytes are 400
+// {"detail": ...}. roots is called on every request.
 func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
@@ -94,6 +96,10 @@ func (h *handlers) changes(legacy bool) http.HandlerFunc {
 		}
 		list, err := Changes(r.Context(), p, ref)
 		if err != nil {
+			if errors.Is(err, ErrInvalidRef) {
+				invalidParam(w, "ref", ErrInvalidRef.Error())
+				return
+			}
 			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
 			return
 		}
@@ -117,9 +123,24 @@ func (h *handlers) diff(legacy bool) http.HandlerFunc {
 		}
 		d, err := FileDiff(r.Context(), p, ref, commit)
 		if err != nil {
-			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+			switch {
+			case errors.Is(err, ErrRefAndCommit):
+				invalidParam(w, "commit", ErrRefAndCommit.Error())
+			case errors.Is(err, ErrInvalidRef) && commit != "":
+				invalidParam(w, "commit", ErrInvalidRef.Error())
+			case errors.Is(err, ErrInvalidRef):
+				invalidParam(w, "ref", ErrInvalidRef.Error())
+			default:
+				wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+			}
 			return
 		}
 		wire.WriteJSON(w, http.StatusOK, d)
 	}
+}
+
+// invalidParam writes the 422 body of a query parameter that fails
+// validation.
+func invalidParam(w http.ResponseWriter, name, msg string) {
+	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", name}, Msg: "Value error, " + msg, Type: "value_error"}})
 }

@@ -48,6 +48,7 @@ type Response struct {
 	Model            string
 	Content          string
 	ReasoningContent string
+	ThinkingBlocks   []events.ThinkingItem // the provider's thinking_blocks (Anthropic via LiteLLM)
 	ToolCalls        []events.MessageToolCall
 	FinishReason     string
 	Usage            Usage
@@ -318,6 +319,7 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 		stream := c.api.Chat.Completions.NewStreaming(ctx, p, reqOpts...)
 		acc := openai.ChatCompletionAccumulator{}
 		var reasoning strings.Builder
+		var thinking []events.ThinkingItem
 		for stream.Next() {
 			chunk := stream.Current()
 			acc.AddChunk(chunk)
@@ -329,6 +331,9 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 						d.ReasoningContent = s
 						reasoning.WriteString(s)
 					}
+				}
+				if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["thinking_blocks"]; ok {
+					thinking = appendThinkingDeltas(thinking, parseThinkingBlocks(f.Raw()))
 				}
 				if onDelta != nil && (d.Content != "" || d.ReasoningContent != "") {
 					onDelta(d)
@@ -343,6 +348,9 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 		resp := c.convert(completion, httpResp)
 		if resp.ReasoningContent == "" {
 			resp.ReasoningContent = reasoning.String()
+		}
+		if len(resp.ThinkingBlocks) == 0 {
+			resp.ThinkingBlocks = thinking
 		}
 		resp.Latency, resp.RawRequest = time.Since(start), raw
 		if c.cfg.LogCompletions {
@@ -378,6 +386,9 @@ func (c *Client) convert(cc *openai.ChatCompletion, httpResp *http.Response) *Re
 				r.ReasoningContent = s
 			}
 		}
+		if f, ok := ch.Message.JSON.ExtraFields["thinking_blocks"]; ok {
+			r.ThinkingBlocks = parseThinkingBlocks(f.Raw())
+		}
 		for _, tc := range ch.Message.ToolCalls {
 			args := tc.Function.Arguments
 			if args == "" {
@@ -411,6 +422,64 @@ func (c *Client) convert(cc *openai.ChatCompletion, httpResp *http.Response) *Re
 		}
 	}
 	return r
+}
+
+// parseThinkingBlocks decodes a thinking_blocks list as LiteLLM returns it:
+// {"type":"thinking","thinking","signature"} and {"type":"redacted_thinking",
+// "data"} items. Other item types, and anything that is not a list, are
+// ignored: the field is an extra the provider may shape as it likes.
+func parseThinkingBlocks(raw string) []events.ThinkingItem {
+	var items []struct {
+		Type      string  `json:"type"`
+		Thinking  *string `json:"thinking"`
+		Signature *string `json:"signature"`
+		Data      *string `json:"data"`
+	}
+	if json.Unmarshal([]byte(raw), &items) != nil {
+		return nil
+	}
+	var out []events.ThinkingItem
+	for _, it := range items {
+		switch it.Type {
+		case "thinking", "":
+			b := &events.ThinkingBlock{Type: "thinking", Signature: it.Signature}
+			if it.Thinking != nil {
+				b.Thinking = *it.Thinking
+			}
+			if b.Signature != nil && *b.Signature == "" {
+				b.Signature = nil
+			}
+			out = append(out, b)
+		case "redacted_thinking":
+			if it.Data != nil {
+				out = append(out, &events.RedactedThinkingBlock{Type: "redacted_thinking", Data: *it.Data})
+			}
+		}
+	}
+	return out
+}
+
+// appendThinkingDeltas accumulates streamed thinking_blocks: a thinking
+// delta continues the last thinking block until that block is signed (the
+// signature ends a block); a redacted block is whole in one delta.
+func appendThinkingDeltas(acc, deltas []events.ThinkingItem) []events.ThinkingItem {
+	for _, d := range deltas {
+		tb, ok := d.(*events.ThinkingBlock)
+		if !ok {
+			acc = append(acc, d)
+			continue
+		}
+		if n := len(acc); n > 0 {
+			if last, ok := acc[n-1].(*events.ThinkingBlock); ok && last.Signature == nil {
+				last.Thinking += tb.Thinking
+				last.Signature = tb.Signature
+				continue
+			}
+		}
+		cp := *tb
+		acc = append(acc, &cp)
+	}
+	return acc
 }
 
 var contextWindowHints = []string{"context length", "context_length", "context window", "maximum context", "too many tokens", "prompt is too long", "input is too long", "reduce the length"}

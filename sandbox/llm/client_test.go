@@ -2,6 +2,7 @@ package llm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -232,5 +233,35 @@ func TestMatchText(t *testing.T) {
 	}
 	if s.Remaining() != 1 {
 		t.Fatal("matched reply not consumed")
+	}
+}
+
+func TestThinkingBlocks(t *testing.T) {
+	blocks := []llmtest.ThinkingBlock{
+		{Thinking: "first, look around the repository", Signature: "sig-1"},
+		{Type: "redacted_thinking", Data: "b64data"},
+		{Thinking: "then decide", Signature: "sig-2"},
+	}
+	want := `[{"type":"thinking","thinking":"first, look around the repository","signature":"sig-1"},` +
+		`{"type":"redacted_thinking","data":"b64data"},{"type":"thinking","thinking":"then decide","signature":"sig-2"}]`
+	for _, stream := range []bool{false, true} {
+		s := llmtest.New(llmtest.Reply{Text: "answer", ThinkingBlocks: blocks}, llmtest.Reply{Text: "no thinking"})
+		c := client(s, func(cfg *llm.Config) { cfg.Stream = stream })
+		r, err := c.Complete(context.Background(), userReq("think"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := json.Marshal(r.ThinkingBlocks)
+		if string(got) != want {
+			t.Fatalf("stream=%v: thinking blocks\n got %s\nwant %s", stream, got, want)
+		}
+		r, err = c.Complete(context.Background(), userReq("plain"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ThinkingBlocks != nil {
+			t.Fatalf("stream=%v: thinking blocks without any sent: %v", stream, r.ThinkingBlocks)
+		}
+		s.Close()
 	}
 }

@@ -26,6 +26,36 @@ type ToolCall struct {
 	RawArguments string `json:"raw_arguments,omitempty"`
 }
 
+// ThinkingBlock is one item of a reply's thinking_blocks: Type "thinking"
+// (the default) with Thinking and an optional Signature, or
+// "redacted_thinking" with Data.
+type ThinkingBlock struct {
+	Type      string `json:"type,omitempty"`
+	Thinking  string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// wire renders the block as the provider sends it.
+func (b ThinkingBlock) wire() map[string]any {
+	if b.Type == "redacted_thinking" {
+		return map[string]any{"type": "redacted_thinking", "data": b.Data}
+	}
+	m := map[string]any{"type": "thinking", "thinking": b.Thinking}
+	if b.Signature != "" {
+		m["signature"] = b.Signature
+	}
+	return m
+}
+
+func thinkingJSON(blocks []ThinkingBlock) []any {
+	out := make([]any, 0, len(blocks))
+	for _, b := range blocks {
+		out = append(out, b.wire())
+	}
+	return out
+}
+
 // Usage is the token usage reported with a reply.
 type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"`
@@ -46,10 +76,13 @@ type Reply struct {
 	// the reply's own fields are then ignored.
 	Respond func(*Request) Reply `json:"-"`
 
-	Text      string     `json:"text,omitempty"`
-	Reasoning string     `json:"reasoning,omitempty"` // reasoning_content
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
-	Usage     *Usage     `json:"usage,omitempty"`
+	Text      string `json:"text,omitempty"`
+	Reasoning string `json:"reasoning,omitempty"` // reasoning_content
+	// ThinkingBlocks are returned as the message's thinking_blocks, as
+	// LiteLLM does for Anthropic models.
+	ThinkingBlocks []ThinkingBlock `json:"thinking_blocks,omitempty"`
+	ToolCalls      []ToolCall      `json:"tool_calls,omitempty"`
+	Usage          *Usage          `json:"usage,omitempty"`
 	// PromptTokenIDs and ResponseTokenIDs are returned like vLLM does.
 	PromptTokenIDs   []int `json:"prompt_token_ids,omitempty"`
 	ResponseTokenIDs []int `json:"response_token_ids,omitempty"`
@@ -374,6 +407,9 @@ func completion(id string, seq int, model string, r Reply) map[string]any {
 	if r.Reasoning != "" {
 		msg["reasoning_content"] = r.Reasoning
 	}
+	if len(r.ThinkingBlocks) > 0 {
+		msg["thinking_blocks"] = thinkingJSON(r.ThinkingBlocks)
+	}
 	finish := "stop"
 	if len(r.ToolCalls) > 0 {
 		msg["tool_calls"] = toolCallsJSON(seq, r.ToolCalls)
@@ -420,6 +456,20 @@ func (s *Server) stream(w http.ResponseWriter, id string, seq int, model string,
 	send(map[string]any{"role": "assistant", "content": ""}, nil, nil)
 	for _, piece := range pieces(r.Reasoning) {
 		send(map[string]any{"reasoning_content": piece}, nil, nil)
+	}
+	// Thinking blocks stream like LiteLLM's: the text of a thinking block in
+	// pieces, then its signature, which ends the block; a redacted block whole.
+	for _, b := range r.ThinkingBlocks {
+		if b.Type == "redacted_thinking" {
+			send(map[string]any{"thinking_blocks": []any{b.wire()}}, nil, nil)
+			continue
+		}
+		for _, piece := range pieces(b.Thinking) {
+			send(map[string]any{"thinking_blocks": []any{map[string]any{"type": "thinking", "thinking": piece}}}, nil, nil)
+		}
+		if b.Signature != "" {
+			send(map[string]any{"thinking_blocks": []any{map[string]any{"type": "thinking", "thinking": "", "signature": b.Signature}}}, nil, nil)
+		}
 	}
 	for _, piece := range pieces(r.Text) {
 		send(map[string]any{"content": piece}, nil, nil)
