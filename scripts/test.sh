@@ -21,6 +21,7 @@ trap "scripts/kube-cluster.sh stop || true; scripts/aws-services.sh stop" EXIT
 # env=$(...) rather than eval "$(...)", so that a failed start stops the run.
 env=$(scripts/aws-services.sh start); eval "$env"
 env=$(scripts/kube-cluster.sh start); eval "$env"
+export ACS_REQUIRE_CHROMIUM=1 # scripts/setup.sh installs chromium: browser tests fail rather than skip without it
 go test -race -count=1 -timeout 25m ${TESTFLAGS:-} '"$pkgs"
 if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
   GOPROXY=off exec unshare -n bash -c "$run"

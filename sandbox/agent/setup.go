@@ -89,8 +89,10 @@ func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 	c.exportLocked(ctx, res.secretVals)
 	c.skills = res.skills
 	if res.hooks != nil && !res.hooks.Empty() {
+		// The secrets are read at each run (Run is never called with c.mu
+		// held), so POST .../secrets reaches the hooks live.
 		c.hookRunner = &hooks.Runner{Config: res.hooks, WorkDir: c.meta.Request.Workspace.WorkingDir,
-			SessionID: c.id.String(), Env: c.secretEnvLocked(), Mask: c.masker.Mask}
+			SessionID: c.id.String(), EnvFunc: c.SecretEnv, Mask: c.masker.Mask}
 	}
 	problems := res.problems
 	if res.mcp != nil {

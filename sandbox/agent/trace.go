@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"go.opentelemetry.io/otel"
@@ -17,10 +18,15 @@ import (
 )
 
 // Tracing: each conversation has a root span named "conversation" (trace id
-// = conversation id), open while the conversation is loaded, carrying the
-// observability tags and metadata; under it a span named
-// observability_span_name when given; under that one span per LLM call
-// ("chat <model>") and per tool call ("execute_tool <name>").
+// = conversation id), open while the conversation is loaded; under it a span
+// named observability_span_name when given; under that one span per LLM call
+// ("chat <model>") and per tool call ("execute_tool <name>"). Every one of
+// these spans carries the observability tags and metadata, so a span exported
+// before the conversation closes (or by a process that is killed, whose root
+// span never ends) still has them. Text that can come from observations,
+// errors or other outside sources (status descriptions, recorded errors,
+// attributes set after the start, event attributes) passes through the
+// secret masker before it reaches the span.
 
 // startTrace opens the conversation's spans.
 func (c *Conversation) startTrace(ctx context.Context) {
@@ -28,17 +34,18 @@ func (c *Conversation) startTrace(ctx context.Context) {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	c.tracer = tp.Tracer(telemetry.InstrumentationName)
 	req := c.meta.Request
-	attrs := []attribute.KeyValue{attribute.String("conversation.id", c.id.String())}
+	var attrs []attribute.KeyValue
 	if len(req.ObservabilityTags) > 0 {
 		attrs = append(attrs, attribute.StringSlice("tags", req.ObservabilityTags))
 	}
 	attrs = append(attrs, metadataAttributes(req.ObservabilityMetadata)...)
+	c.tracer = &convTracer{Tracer: tp.Tracer(telemetry.InstrumentationName), attrs: attrs, mask: c.masker.Mask}
 	root := context.WithoutCancel(ctx)
 	root = trace.ContextWithSpan(root, nil)
 	root = telemetry.WithTraceID(root, trace.TraceID(c.id))
-	rctx, rspan := c.tracer.Start(root, "conversation", trace.WithNewRoot(), trace.WithAttributes(attrs...))
+	rctx, rspan := c.tracer.Start(root, "conversation", trace.WithNewRoot(),
+		trace.WithAttributes(attribute.String("conversation.id", c.id.String())))
 	c.spans = []trace.Span{rspan}
 	c.spanCtx = rctx
 	if req.ObservabilitySpanName != nil && *req.ObservabilitySpanName != "" {
@@ -46,6 +53,112 @@ func (c *Conversation) startTrace(ctx context.Context) {
 		c.spans = append(c.spans, span)
 		c.spanCtx = sctx
 	}
+}
+
+// convTracer starts the conversation's spans: each gets the observability
+// tags and metadata (masked, in case one holds a secret) and is wrapped in a
+// maskedSpan, also in the returned context.
+type convTracer struct {
+	trace.Tracer
+	attrs []attribute.KeyValue
+	mask  func(string) string
+}
+
+func (t *convTracer) Start(ctx context.Context, name string, opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	if len(t.attrs) > 0 {
+		opts = append(opts, trace.WithAttributes(maskAttributes(t.mask, t.attrs)...))
+	}
+	if parent, ok := trace.SpanFromContext(ctx).(*maskedSpan); ok {
+		// The SDK counts a parent's children only on its own span type.
+		ctx = trace.ContextWithSpan(ctx, parent.Span)
+	}
+	ctx, span := t.Tracer.Start(ctx, name, opts...)
+	ms := &maskedSpan{Span: span, mask: t.mask}
+	return trace.ContextWithSpan(ctx, ms), ms
+}
+
+// maskedSpan masks the text given to a span after it started.
+type maskedSpan struct {
+	trace.Span
+	mask func(string) string
+}
+
+func (s *maskedSpan) SetStatus(code codes.Code, description string) {
+	s.Span.SetStatus(code, s.mask(description))
+}
+
+func (s *maskedSpan) SetName(name string) { s.Span.SetName(s.mask(name)) }
+
+func (s *maskedSpan) SetAttributes(kv ...attribute.KeyValue) {
+	s.Span.SetAttributes(maskAttributes(s.mask, kv)...)
+}
+
+func (s *maskedSpan) AddEvent(name string, opts ...trace.EventOption) {
+	s.Span.AddEvent(s.mask(name), maskEventOptions(s.mask, opts)...)
+}
+
+// RecordError records the "exception" event the SDK would, with the error's
+// message masked (a stack trace, when asked for, is left out).
+func (s *maskedSpan) RecordError(err error, opts ...trace.EventOption) {
+	if err == nil || !s.IsRecording() {
+		return
+	}
+	opts = append(maskEventOptions(s.mask, opts), trace.WithAttributes(
+		attribute.String("exception.type", errorType(err)),
+		attribute.String("exception.message", s.mask(err.Error())),
+	))
+	s.Span.AddEvent("exception", opts...)
+}
+
+// maskEventOptions returns opts with their attributes masked (and the
+// timestamp kept).
+func maskEventOptions(mask func(string) string, opts []trace.EventOption) []trace.EventOption {
+	if len(opts) == 0 {
+		return nil
+	}
+	cfg := trace.NewEventConfig(opts...)
+	out := []trace.EventOption{trace.WithTimestamp(cfg.Timestamp())}
+	if a := cfg.Attributes(); len(a) > 0 {
+		out = append(out, trace.WithAttributes(maskAttributes(mask, a)...))
+	}
+	return out
+}
+
+// maskAttributes returns a copy of kv with string values masked.
+func maskAttributes(mask func(string) string, kv []attribute.KeyValue) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, len(kv))
+	for i, a := range kv {
+		switch a.Value.Type() {
+		case attribute.STRING:
+			a = attribute.String(string(a.Key), mask(a.Value.AsString()))
+		case attribute.STRINGSLICE:
+			ss := a.Value.AsStringSlice()
+			for j := range ss {
+				ss[j] = mask(ss[j])
+			}
+			a = attribute.StringSlice(string(a.Key), ss)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+// errorType names err's type as the SDK's exception.type does.
+func errorType(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String()
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+// spanMask is the masker of a span the conversation started (identity for
+// any other span).
+func spanMask(span trace.Span) func(string) string {
+	if ms, ok := span.(*maskedSpan); ok {
+		return ms.mask
+	}
+	return func(s string) string { return s }
 }
 
 // endTrace closes the conversation's spans (innermost first).
@@ -166,7 +279,8 @@ func endToolSpan(span trace.Span, obs events.Observation, err error) {
 		span.SetStatus(codes.Error, err.Error())
 	case obs != nil && obs.Common().IsError:
 		span.SetAttributes(attribute.Bool("acs.observation.is_error", true))
-		span.SetStatus(codes.Error, statusLine(obs.Common().Text()))
+		// Masked before it is cut, so no part of a secret is left.
+		span.SetStatus(codes.Error, statusLine(spanMask(span)(obs.Common().Text())))
 	}
 	span.End()
 }

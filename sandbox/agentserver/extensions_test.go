@@ -249,6 +249,52 @@ func TestHooks(t *testing.T) {
 	}
 }
 
+// TestHooksSeeLiveSecrets updates a conversation's secrets and checks that
+// the next hook run has the new values in its environment (read from a file
+// the hook writes), while the hook's output in the events stays masked.
+func TestHooksSeeLiveSecrets(t *testing.T) {
+	const (
+		oldVal   = "hook-old-5e6f7a8b"
+		newVal   = "hook-new-1c2d3e4f"
+		addedVal = "hook-added-9a8b7c6d"
+	)
+	e := newEnv(t)
+	logDir := t.TempDir()
+	envLog := filepath.Join(logDir, "env.log")
+	hookConfig := map[string]any{"user_prompt_submit": []any{map[string]any{"hooks": []any{
+		map[string]any{"type": "command", "command": `printf '%s|%s\n' "$HOOK_TOKEN" "${ADDED_TOKEN:-unset}" | tee -a ` + envLog},
+	}}}}
+	id := e.create(map[string]any{"hook_config": hookConfig, "secrets": map[string]any{"HOOK_TOKEN": oldVal}}, "terminal")
+	send := func(text string) {
+		t.Helper()
+		if r := e.post("/api/conversations/"+id+"/events", userMessage(text, false)); r.status != 200 {
+			t.Fatalf("send: %d %s", r.status, r.body)
+		}
+	}
+	send("first")
+	if r := e.post("/api/conversations/"+id+"/secrets", map[string]any{"secrets": map[string]any{
+		"HOOK_TOKEN": newVal, "ADDED_TOKEN": addedVal}}); r.status != 200 {
+		t.Fatalf("update secrets: %d %s", r.status, r.body)
+	}
+	send("second")
+	b, err := os.ReadFile(envLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := oldVal + "|unset\n" + newVal + "|" + addedVal + "\n"; string(b) != want {
+		t.Fatalf("hook environment over the two messages:\n%s\nwant:\n%s", b, want)
+	}
+	all := mustJSON(e.allEvents(id))
+	if !bytes.Contains(all, []byte(`"hook_execution"`)) {
+		t.Fatalf("no hook_execution recorded: %s", all)
+	}
+	for _, v := range []string{oldVal, newVal, addedVal} {
+		if bytes.Contains(all, []byte(v)) {
+			t.Errorf("events contain secret %q", v)
+		}
+	}
+}
+
 // TestPluginsAndMCP attaches plugins whose MCP servers (stdio and
 // streamable HTTP) need the conversation's API_TOKEN secret, plus one whose
 // server cannot start, and a plugin cloned from git.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -135,6 +136,28 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if r := e.post("/api/conversations/"+id+"/secrets", map[string]any{"secrets": map[string]any{"NEW_TOKEN": fresh}}); r.status != 200 {
 		t.Fatalf("update secrets: %d %s", r.status, r.body)
 	}
+	// Every frame of the bash-events socket (replay and live) is collected
+	// from here on.
+	bashWS, _, err := websocket.Dial(context.Background(), "ws"+strings.TrimPrefix(e.http.URL, "http")+
+		"/sockets/bash-events?resend_mode=all&session_api_key="+testKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bashFramesMu sync.Mutex
+	var bashFrames [][]byte
+	bashDone := make(chan struct{})
+	go func() {
+		defer close(bashDone)
+		for {
+			_, data, err := bashWS.Read(context.Background())
+			if err != nil {
+				return
+			}
+			bashFramesMu.Lock()
+			bashFrames = append(bashFrames, data)
+			bashFramesMu.Unlock()
+		}
+	}()
 	r := e.post("/api/bash/execute_bash_command", map[string]any{"command": `printf 'ab:%s' "${API_TOKEN:0:4}"; sleep 0.8; printf '%s|%s\n' "${API_TOKEN:4}" "$NEW_TOKEN"`})
 	if r.status != 200 {
 		t.Fatalf("bash: %d %s", r.status, r.body)
@@ -146,6 +169,18 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if r.status != 200 || !strings.Contains(string(r.body), "clone:<secret-hidden>") {
 		t.Fatalf("bash with secrets: %d %s", r.status, r.body)
 	}
+	// A command that holds a secret value literally: it runs with the real
+	// text (the comparison succeeds), but is stored, served and sent masked;
+	// so is a cwd that holds one (in the BashError).
+	r = e.post("/api/bash/execute_bash_command", map[string]any{
+		"command": `test "$API_TOKEN" = '` + token + `' && echo literal-ok`})
+	if r.status != 200 || !strings.Contains(string(r.body), "literal-ok") {
+		t.Fatalf("bash with a literal secret: %d %s", r.status, r.body)
+	}
+	r = e.post("/api/bash/start_bash_command", map[string]any{"command": "true", "cwd": "/nonexistent/" + fresh})
+	if r.status != 422 || !strings.Contains(string(r.body), "/nonexistent/"+secrets.Hidden) {
+		t.Fatalf("bash with a secret in cwd: %d %s", r.status, r.body)
+	}
 	bashEvents := e.call("GET", "/api/bash/bash_events/search?limit=100", nil)
 	var page struct {
 		Items []struct {
@@ -153,6 +188,26 @@ func TestSecretsNeverLeak(t *testing.T) {
 		} `json:"items"`
 	}
 	bashEvents.json(t, &page)
+	// The socket sends every stored event once: wait for all of them.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		bashFramesMu.Lock()
+		n := len(bashFrames)
+		bashFramesMu.Unlock()
+		if n >= len(page.Items) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bash-events socket sent %d frames, want %d", n, len(page.Items))
+		}
+	}
+	bashWS.Close(websocket.StatusNormalClosure, "")
+	<-bashDone
+	allBashFrames := bytes.Join(bashFrames, []byte("\n"))
+	for _, want := range []string{`"kind":"BashCommand"`, `= '` + secrets.Hidden + `' && echo literal-ok`, `"stdout":"literal-ok\n"`, `"kind":"BashError"`} {
+		if !bytes.Contains(allBashFrames, []byte(want)) {
+			t.Errorf("bash-events frames lack %q:\n%s", want, allBashFrames)
+		}
+	}
 	var stdout string
 	for _, it := range page.Items {
 		if it.Stdout != nil {
@@ -178,6 +233,27 @@ func TestSecretsNeverLeak(t *testing.T) {
 	if dl.status != 200 || string(dl.body) != secrets.Hidden+"\n" {
 		t.Fatalf("download: %d %q", dl.status, dl.body)
 	}
+	// So is the workspace archive: that file is archived masked, a file
+	// without secrets byte for byte.
+	plain := bytes.Repeat([]byte("plain\x00\xff\r\n"), 20000)
+	if err := os.WriteFile(filepath.Join(e.work, "plain.bin"), plain, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ar := e.call("GET", "/api/workspace/archive", nil)
+	if ar.status != 200 {
+		t.Fatalf("archive: %d %s", ar.status, ar.body)
+	}
+	_, archived := archiveNames(t, ar.body)
+	if archived["leak.txt"] != secrets.Hidden+"\n" || archived["plain.bin"] != string(plain) {
+		t.Fatalf("archive: leak.txt %q, plain.bin byte for byte: %v", archived["leak.txt"], archived["plain.bin"] == string(plain))
+	}
+	for name, content := range archived {
+		for _, v := range values {
+			if strings.Contains(name+content, v) {
+				t.Errorf("archive entry %s contains secret %q", name, v)
+			}
+		}
+	}
 	info := e.call("GET", "/api/conversations/"+id, nil)
 
 	// After a restart the secrets are still there (sealed with the session
@@ -195,6 +271,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	served := map[string][]byte{
 		"events": mustJSON(e.allEventsOffline(id)), "websocket frames": frames.Bytes(), "webhooks": hookAll,
 		"logs": logs.Bytes(), "llm requests": reqs, "conversation info": info.body, "bash events": bashEvents.body,
+		"bash-events socket frames": allBashFrames,
 	}
 	if len(hookAll) == 0 || frames.Len() == 0 || logs.Len() == 0 {
 		t.Fatalf("nothing captured: webhooks %d, frames %d, logs %d bytes", len(hookAll), frames.Len(), logs.Len())

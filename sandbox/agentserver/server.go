@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -135,9 +136,10 @@ func (s *Server) Handler() http.Handler {
 	masked := s.masker.Middleware(s.mux)
 	return s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/api/workspace/archive" {
-			// The workspace archive is compressed binary for the control
-			// plane's internal archive: masking its bytes could only
-			// corrupt it (secrets never reach the workspace on disk).
+			// The workspace archive is compressed binary: masking its bytes
+			// could only corrupt it. It masks each file's content, and the
+			// entry names, before compressing instead (workspaceArchive):
+			// an agent can write a secret into a file.
 			s.mux.ServeHTTP(w, r)
 			return
 		}
@@ -331,9 +333,17 @@ func (s *Server) listTools(w http.ResponseWriter, _ *http.Request) {
 // inside it. An archive that fails before its first byte is a JSON error (404
 // for a missing workspace, 500 otherwise); one that fails midway aborts the
 // response, so the client sees a broken transfer rather than a short archive.
+// The content of every regular file, entry names and link targets pass
+// through the secret masker (the values of every loaded conversation, as for
+// the other responses): a file holding a secret is archived with it replaced
+// by <secret-hidden> (and a size to match), any other byte for byte.
 func (s *Server) workspaceArchive(w http.ResponseWriter, r *http.Request) {
 	aw := &archiveResponse{w: w}
 	opts := wsarchive.Options{Exclude: s.stateInWorkspace()}
+	if s.masker.Len() > 0 {
+		opts.Mask = func(w io.Writer) io.WriteCloser { return s.masker.Writer(w) }
+		opts.MaskName = s.masker.Mask
+	}
 	err := opts.Write(r.Context(), s.cfg.WorkspaceDir, aw)
 	switch {
 	case err == nil:
@@ -348,7 +358,7 @@ func (s *Server) workspaceArchive(w http.ResponseWriter, r *http.Request) {
 		wire.WriteDetail(w, http.StatusNotFound, "Workspace not found")
 	default:
 		slog.Error("workspace archive", "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, "Could not archive the workspace: "+err.Error())
+		wire.WriteDetail(w, http.StatusInternalServerError, "Could not archive the workspace: "+s.masker.Mask(err.Error()))
 	}
 }
 

@@ -2,23 +2,30 @@ package agentserver_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/telemetry"
+	"github.com/acs-project/acs/sandbox/tools/mcp/mcptest"
 )
 
 // TestTracingTree runs a conversation with observability settings and
 // checks the exported span tree: conversation → named span → LLM and tool
-// calls, with tags and metadata on the root and the conversation id as the
+// calls, with tags and metadata on every span and the conversation id as the
 // trace id.
 func TestTracingTree(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
@@ -62,7 +69,6 @@ func TestTracingTree(t *testing.T) {
 	if got := strings.ReplaceAll(id, "-", ""); root.SpanContext.TraceID().String() != got {
 		t.Fatalf("trace id %s, want the conversation id %s", root.SpanContext.TraceID(), got)
 	}
-	attrs := attrMap(root.Attributes)
 	checks := map[string]attribute.Value{
 		"tags":           attribute.StringSliceValue([]string{"eval", "nightly"}),
 		"metadata.team":  attribute.StringValue("core"),
@@ -71,9 +77,14 @@ func TestTracingTree(t *testing.T) {
 		"metadata.flags": attribute.BoolSliceValue([]bool{true, false}),
 		"metadata.names": attribute.StringSliceValue([]string{"a", "b"}),
 	}
-	for k, want := range checks {
-		if got, ok := attrs[k]; !ok || got.Emit() != want.Emit() || got.Type() != want.Type() {
-			t.Errorf("root attribute %s = %v, want %v", k, got.Emit(), want.Emit())
+	// Tags and metadata are on every span, not only on the root (which a
+	// killed process never ends, so never exports).
+	for _, s := range spans {
+		attrs := attrMap(s.Attributes)
+		for k, want := range checks {
+			if got, ok := attrs[k]; !ok || got.Emit() != want.Emit() || got.Type() != want.Type() {
+				t.Errorf("span %s: attribute %s = %v, want %v", s.Name, k, got.Emit(), want.Emit())
+			}
 		}
 	}
 	named := byName["nightly-eval"]
@@ -103,6 +114,113 @@ func TestTracingTree(t *testing.T) {
 		wantErr := s.Name == "execute_tool file_editor"
 		if (s.Status.Code.String() == "Error") != wantErr {
 			t.Errorf("span %s status %v", s.Name, s.Status)
+		}
+	}
+}
+
+// TestTracingMasksSecrets checks that secret values never reach the exported
+// spans: a tool call fails with an error about a connection made with the
+// secret (an MCP server reached through a URL and header filled from the
+// secrets stops answering), then the LLM rejects a request with a message
+// quoting the secret. The failed spans carry the errors masked, and the
+// metadata like every span.
+func TestTracingMasksSecrets(t *testing.T) {
+	const secret = "trace-secret-4b5c6d7e"
+	exp := tracetest.NewInMemoryExporter()
+	tp := telemetry.NewProvider("test", sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+
+	var broken atomic.Bool
+	mcpHandler := mcptest.HTTPHandler("remote_", "")
+	remote := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if broken.Load() {
+			// Drop the connection: the client's error names the URL.
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				conn.Close()
+			}
+			return
+		}
+		mcpHandler.ServeHTTP(w, r)
+	}))
+	defer remote.Close()
+
+	dir := t.TempDir()
+	e := &env{t: t, dir: dir, llm: llmtest.New(
+		llmtest.Reply{Respond: func(*llmtest.Request) llmtest.Reply {
+			broken.Store(true) // the MCP server fails from now on
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "remote_echo", Arguments: map[string]any{"text": "hi"}}}}
+		}},
+		llmtest.Reply{Status: http.StatusBadRequest, Error: "the key " + secret + " is not valid here"},
+	)}
+	defer e.llm.Close()
+	e.work = filepath.Join(dir, "workspace")
+	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(dir, "conversations"),
+		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown", TracerProvider: tp, MCPConnectTimeout: 10 * time.Second}
+	e.start()
+
+	e.create(map[string]any{
+		"observability_metadata": map[string]any{"team": "core"},
+		"secrets":                map[string]any{"TRACE_TOKEN": secret},
+		"plugins": []any{map[string]any{"source": "inline", "mcp_servers": map[string]any{"remote": map[string]any{
+			"url": remote.URL + "/?k=${TRACE_TOKEN}", "headers": map[string]any{"Authorization": "Bearer ${TRACE_TOKEN}"}}}}},
+		"initial_message": userMessage("go", true),
+	})
+	// Wait for the failed LLM call's span (it is exported as it ends).
+	failedLLM := func(s tracetest.SpanStub) bool {
+		return strings.HasPrefix(s.Name, "chat ") && s.Status.Code == codes.Error
+	}
+	for deadline := time.Now().Add(20 * time.Second); !slices.ContainsFunc(exp.GetSpans(), failedLLM); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no failed LLM span exported: %v", names(exp.GetSpans()))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	e.stop()
+
+	spans := exp.GetSpans()
+	var toolSpan, llmSpan *tracetest.SpanStub
+	for i, s := range spans {
+		switch {
+		case s.Name == "execute_tool remote_echo":
+			toolSpan = &spans[i]
+		case failedLLM(s):
+			llmSpan = &spans[i]
+		}
+	}
+	if toolSpan == nil || llmSpan == nil {
+		t.Fatalf("want the remote_echo tool span and a failed LLM span, got %v", names(spans))
+	}
+	if toolSpan.Status.Code != codes.Error || !strings.Contains(toolSpan.Status.Description, "rejected by transport") {
+		t.Errorf("tool span status %v %q, want the transport error", toolSpan.Status.Code, toolSpan.Status.Description)
+	}
+	// The LLM's message quoted the secret: the status and the recorded
+	// error say so, masked.
+	if !strings.Contains(llmSpan.Status.Description, "the key "+secrets.Hidden) {
+		t.Errorf("LLM span status %q, want the masked message", llmSpan.Status.Description)
+	}
+	if len(llmSpan.Events) == 0 || !strings.Contains(attrMap(llmSpan.Events[0].Attributes)["exception.message"].Emit(), secrets.Hidden) {
+		t.Errorf("LLM span should record the masked error: %v", llmSpan.Events)
+	}
+	for _, s := range []*tracetest.SpanStub{toolSpan, llmSpan} {
+		if a := attrMap(s.Attributes); a["metadata.team"].AsString() != "core" {
+			t.Errorf("span %s lacks the metadata: %v", s.Name, s.Attributes)
+		}
+	}
+	// No secret anywhere in what was exported: names, attributes, status,
+	// events (recorded errors).
+	for _, s := range spans {
+		text := []string{s.Name, s.Status.Description}
+		for _, kv := range s.Attributes {
+			text = append(text, kv.Value.Emit())
+		}
+		for _, ev := range s.Events {
+			text = append(text, ev.Name)
+			for _, kv := range ev.Attributes {
+				text = append(text, kv.Value.Emit())
+			}
+		}
+		if strings.Contains(strings.Join(text, "\n"), secret) {
+			t.Errorf("span %s exports the secret: %q", s.Name, text)
 		}
 	}
 }

@@ -27,12 +27,15 @@ const (
 	maxTimeout   = 100 * 365 * 24 * 3600 // seconds; longer timeouts are capped
 )
 
-// process is a running command.
+// process is a running command. cmd is the event as stored (its text
+// masked); command and cwd are what actually runs.
 type process struct {
-	cmd   *BashCommand
-	env   []string      // the request's secrets as NAME=value
-	done  chan struct{} // closed after the final event is stored
-	final *BashOutput
+	cmd     *BashCommand
+	command string
+	cwd     string
+	env     []string      // the request's secrets as NAME=value
+	done    chan struct{} // closed after the final event is stored
+	final   *BashOutput
 }
 
 // Start validates req, records a BashCommand and runs the command in the
@@ -94,8 +97,12 @@ func (s *Service) start(req ExecuteBashRequest) (*process, error) {
 		_, _ = s.emit(be, nil)
 		return nil, be
 	}
-	cmd := &BashCommand{Command: req.Command, Cwd: &cwd, Timeout: req.Timeout}
-	p := &process{cmd: cmd, done: make(chan struct{})}
+	// The event's copy of the command and cwd is masked by emit (once the
+	// request's own secrets are known to the masker); the command runs with
+	// the real text.
+	shownCwd := cwd
+	cmd := &BashCommand{Command: req.Command, Cwd: &shownCwd, Timeout: req.Timeout}
+	p := &process{cmd: cmd, command: req.Command, cwd: cwd, done: make(chan struct{})}
 	if len(req.Secrets) > 0 {
 		values := make([]string, 0, len(req.Secrets))
 		for k, v := range req.Secrets {
@@ -217,8 +224,8 @@ func (r *runner) exec() int {
 		outW.Close()
 		return fail(err)
 	}
-	cmd := exec.Command("/bin/bash", "-c", p.cmd.Command)
-	cmd.Dir = *p.cmd.Cwd
+	cmd := exec.Command("/bin/bash", "-c", p.command)
+	cmd.Dir = p.cwd
 	cmd.Env = append(s.environ(), p.env...)
 	cmd.Stdout = outW
 	cmd.Stderr = errW

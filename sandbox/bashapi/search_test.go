@@ -22,7 +22,7 @@ func fixture(t *testing.T, e *env) []event {
 	t.Helper()
 	e.execute("echo a", nil, 0)
 	e.execute("echo b1; sleep 0.3; echo b2; sleep 0.3; echo b3 >&2; exit 2", nil, 0)
-	if st, b := e.do("POST", "/api/bash/start_bash_command", `{"command":"x","cwd":"/nope"}`); st != 400 {
+	if st, b := e.do("POST", "/api/bash/start_bash_command", `{"command":"x","cwd":"/nope"}`); st != 422 { // an unusable cwd is an invalid field
 		t.Fatalf("bad cwd: %d %s", st, b)
 	}
 	e.execute("echo c", nil, 0)

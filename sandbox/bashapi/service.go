@@ -31,10 +31,14 @@
 //     background processes is collected for 250 ms; after that it is read and
 //     discarded (so such processes do not get SIGPIPE) and they are not
 //     signalled.
-//   - Options.Mask, when set, is applied to every stdout and stderr chunk
-//     before it is stored or sent. With Options.SafeCut, a chunk never ends
-//     inside a secret (the bytes wait for the next chunk), so a secret
-//     printed across two writes is still masked.
+//   - Options.Mask, when set, is applied to every text an event carries
+//     before it is stored, published or returned: each stdout and stderr
+//     chunk, a BashCommand's command and cwd (the command still runs with
+//     the real text), a BashError's detail; and again to every WebSocket
+//     frame as it is written (which also covers events stored before a
+//     secret was known). With Options.SafeCut, a chunk never ends inside a
+//     secret (the bytes wait for the next chunk), so a secret printed across
+//     two writes is still masked.
 //   - Every event is stored as one file in Options.Dir, named
 //     <YYYYmmddHHMMSSffffff>_<kind>[_<command_id>]_<id>.json (UTC), written to
 //     a temporary file and renamed, so a file is never seen half written.
@@ -78,8 +82,9 @@ type Options struct {
 	// Env returns extra environment entries ("NAME=value") for each command;
 	// they are not filtered and override inherited ones. May be nil.
 	Env func() []string
-	// Mask rewrites stdout and stderr text (for example to hide secrets)
-	// before it is stored or sent. May be nil.
+	// Mask rewrites the text of events (stdout, stderr, command, cwd, error
+	// detail) before it is stored or sent, and every WebSocket frame (for
+	// example to hide secrets). May be nil.
 	Mask func(string) string
 	// SafeCut, when set, moves a chunk boundary n in b back so that it does
 	// not split a secret (see secrets.Masker.SafeCut). May be nil.
@@ -295,6 +300,7 @@ func (s *Service) stamp(ev Event) {
 // returned, but the event is still published.
 func (s *Service) emit(ev Event, locked func()) ([]byte, error) {
 	s.stamp(ev)
+	s.maskEvent(ev)
 	b := encodeEvent(ev)
 	name := fileName(ev)
 	werr := writeFileAtomic(s.dir, name, b)
@@ -319,6 +325,32 @@ func (s *Service) emit(ev Event, locked func()) ([]byte, error) {
 		}
 	}
 	return b, werr
+}
+
+// maskEvent masks the text fields of ev in place (output chunks are masked
+// as they are cut, see emitChunk).
+func (s *Service) maskEvent(ev Event) {
+	if s.mask == nil {
+		return
+	}
+	switch e := ev.(type) {
+	case *BashCommand:
+		e.Command = s.mask(e.Command)
+		if e.Cwd != nil {
+			c := s.mask(*e.Cwd)
+			e.Cwd = &c
+		}
+	case *BashError:
+		e.Detail = s.mask(e.Detail)
+	}
+}
+
+// maskFrame masks an encoded event on its way to a socket.
+func (s *Service) maskFrame(b []byte) []byte {
+	if s.mask == nil {
+		return b
+	}
+	return []byte(s.mask(string(b)))
 }
 
 func writeFileAtomic(dir, name string, b []byte) error {

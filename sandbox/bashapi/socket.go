@@ -79,7 +79,7 @@ func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
 		write := func(frame []byte) error {
 			wctx, wcancel := context.WithTimeout(ctx, writeTimeout)
 			defer wcancel()
-			return conn.Write(wctx, websocket.MessageText, frame)
+			return conn.Write(wctx, websocket.MessageText, s.maskFrame(frame))
 		}
 		for _, n := range names {
 			b, ok := s.readEvent(n)

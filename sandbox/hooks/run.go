@@ -85,6 +85,10 @@ type Runner struct {
 	SessionID string
 	// Env is extra KEY=VALUE environment for the hooks.
 	Env []string
+	// EnvFunc, when set, is called at the start of every Run for more
+	// KEY=VALUE environment, after Env (so it wins on a clash): values that
+	// change while the runner lives, such as a conversation's secrets.
+	EnvFunc func() []string
 	// Mask, when set, is applied to stdout, stderr, reasons and additional
 	// context before they are returned (for example to hide secrets).
 	Mask func(string) string
@@ -101,7 +105,7 @@ type Runner struct {
 //
 // Each command hook runs as /bin/sh -c <command> in WorkDir, in its own
 // process group, with the inherited environment (minus variables whose
-// names contain KEY, TOKEN, SECRET or PASSWORD), then r.Env, then
+// names contain KEY, TOKEN, SECRET or PASSWORD), then r.Env and r.EnvFunc(), then
 // OPENHANDS_PROJECT_DIR, CLAUDE_PROJECT_DIR, OPENHANDS_SESSION_ID,
 // OPENHANDS_EVENT_TYPE and OPENHANDS_TOOL_NAME. At its timeout, or when ctx
 // is done, the whole process group is killed: a timeout is reported
@@ -198,6 +202,9 @@ func (r *Runner) environ(event EventType, in Input, workDir string) []string {
 		}
 	}
 	env = append(env, r.Env...)
+	if r.EnvFunc != nil {
+		env = append(env, r.EnvFunc()...)
+	}
 	// exec.Cmd keeps the last value of a duplicated key.
 	return append(env,
 		"OPENHANDS_PROJECT_DIR="+workDir,

@@ -251,6 +251,22 @@ func TestEnvironment(t *testing.T) {
 	}
 }
 
+// TestEnvFuncReadEachRun checks that EnvFunc is called at every Run (a
+// value that changes between runs is seen) and wins over Env.
+func TestEnvFuncReadEachRun(t *testing.T) {
+	r := runner(t, pre(cmd(`printf '%s|%s' "$LIVE_VAR" "$BOTH_VAR"`, 0)))
+	r.Env = []string{"BOTH_VAR=from Env"}
+	val := "first"
+	r.EnvFunc = func() []string { return []string{"LIVE_VAR=" + val, "BOTH_VAR=from EnvFunc"} }
+	for _, want := range []string{"first", "second"} {
+		val = want
+		res := r.Run(context.Background(), hooks.PreToolUse, hooks.Input{ToolName: "terminal"})
+		if len(res.Executions) != 1 || res.Executions[0].Stdout != want+"|from EnvFunc" {
+			t.Fatalf("want %q, got %+v", want+"|from EnvFunc", res)
+		}
+	}
+}
+
 func TestTimeoutKillsProcessGroup(t *testing.T) {
 	t.Parallel()
 	r := runner(t, pre(cmd("sleep 300 & echo $! > bg.pid; echo started; sleep 300", 1), ctxHook("next")))

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,9 @@ func TestBrowserToolSetBuild(t *testing.T) {
 
 func TestBrowserToolSetExecute(t *testing.T) {
 	if _, err := browser.FindChromium(); err != nil {
+		if os.Getenv("ACS_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("no Chromium binary found (%v), and ACS_REQUIRE_CHROMIUM=1 requires one", err)
+		}
 		t.Skipf("skipping: no Chromium binary found (%v)", err)
 	}
 	mux := http.NewServeMux()

@@ -8,6 +8,7 @@ package wsarchive
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -28,7 +29,27 @@ type Options struct {
 	// exist is ignored. Each must be a valid fs path (fs.ValidPath) other
 	// than "."; Write fails otherwise, before writing anything.
 	Exclude []string
+
+	// Mask, when set, rewrites the content of every regular file (the agent
+	// server hides secret values with it): it returns a writer that passes
+	// what is written to it, rewritten, on to w, and writes what it held
+	// back when closed (Close must not close w). As the rewritten size is
+	// only known at the end and goes in the entry's header, which precedes
+	// the content, each file is first rewritten into a buffer: memory up to
+	// MaskMemory bytes, beyond that an unlinked temporary file in TempDir
+	// (which only ever holds rewritten bytes). A file Mask leaves unchanged
+	// is archived byte for byte as without Mask.
+	Mask func(w io.Writer) io.WriteCloser
+	// MaskName, when set, rewrites entry names and symbolic link targets
+	// (the agent server hides secret values with it).
+	MaskName func(string) string
+	// TempDir holds the temporary files of Mask (default os.TempDir()).
+	TempDir string
 }
+
+// MaskMemory is how many rewritten bytes of one file Options.Mask buffers in
+// memory before it moves to a temporary file.
+const MaskMemory = 1 << 20
 
 // Write writes a gzip-compressed tar of everything under dir to w; it is
 // Options{}.Write.
@@ -37,7 +58,8 @@ func Write(ctx context.Context, dir string, w io.Writer) error {
 }
 
 // Write writes a gzip-compressed tar of everything under dir (except the
-// excluded paths) to w, streaming: nothing is buffered whole.
+// excluded paths) to w, streaming: nothing is buffered whole (except one
+// file at a time with Options.Mask).
 //
 // Entry names are relative to dir ("notes.txt", "src/", "src/main.go"), in
 // lexical walk order, so a directory comes before its contents; there is no
@@ -101,7 +123,7 @@ func (o Options) Write(ctx context.Context, dir string, w io.Writer) error {
 		if name == "." {
 			return nil
 		}
-		if err := addEntry(ctx, tw, root, name, d); err != nil {
+		if err := o.addEntry(ctx, tw, root, name, d); err != nil {
 			if ew.err != nil {
 				return fmt.Errorf("write archive: %w", ew.err)
 			}
@@ -125,9 +147,9 @@ func (o Options) Write(ctx context.Context, dir string, w io.Writer) error {
 
 // addEntry writes one entry (name is slash-separated, relative to root) to
 // tw.
-func addEntry(ctx context.Context, tw *tar.Writer, root *os.Root, name string, d fs.DirEntry) error {
+func (o Options) addEntry(ctx context.Context, tw *tar.Writer, root *os.Root, name string, d fs.DirEntry) error {
 	if d.Type().IsRegular() {
-		return addFile(ctx, tw, root, name)
+		return o.addFile(ctx, tw, root, name)
 	}
 	info, err := root.Lstat(name)
 	if err != nil {
@@ -135,15 +157,15 @@ func addEntry(ctx context.Context, tw *tar.Writer, root *os.Root, name string, d
 	}
 	switch mode := info.Mode(); {
 	case mode.IsDir():
-		return writeHeader(tw, info, name+"/", "")
+		return o.writeHeader(tw, info, name+"/", "")
 	case mode&fs.ModeSymlink != 0:
 		target, err := root.Readlink(name)
 		if err != nil {
 			return err
 		}
-		return writeHeader(tw, info, name, target)
+		return o.writeHeader(tw, info, name, target)
 	case mode.IsRegular():
-		return addFile(ctx, tw, root, name)
+		return o.addFile(ctx, tw, root, name)
 	default:
 		return nil // sockets, pipes, devices
 	}
@@ -151,7 +173,7 @@ func addEntry(ctx context.Context, tw *tar.Writer, root *os.Root, name string, d
 
 // addFile writes a regular file: the header, then as many bytes as the file
 // held when opened.
-func addFile(ctx context.Context, tw *tar.Writer, root *os.Root, name string) error {
+func (o Options) addFile(ctx context.Context, tw *tar.Writer, root *os.Root, name string) error {
 	// O_NONBLOCK: should the file have been replaced by a pipe since its
 	// directory was read, opening it must not block.
 	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
@@ -166,7 +188,10 @@ func addFile(ctx context.Context, tw *tar.Writer, root *os.Root, name string) er
 	if !info.Mode().IsRegular() {
 		return nil // replaced meanwhile by something not archived
 	}
-	if err := writeHeader(tw, info, name, ""); err != nil {
+	if o.Mask != nil {
+		return o.addMaskedFile(ctx, tw, f, info, name)
+	}
+	if err := o.writeHeader(tw, info, name, ""); err != nil {
 		return err
 	}
 	n, err := io.Copy(tw, io.LimitReader(ctxReader{ctx, f}, info.Size()))
@@ -179,7 +204,101 @@ func addFile(ctx context.Context, tw *tar.Writer, root *os.Root, name string) er
 	return nil
 }
 
-func writeHeader(tw *tar.Writer, info fs.FileInfo, name, link string) error {
+// addMaskedFile writes a regular file rewritten by o.Mask: the rewritten
+// content is buffered first, for its size.
+func (o Options) addMaskedFile(ctx context.Context, tw *tar.Writer, f *os.File, info fs.FileInfo, name string) error {
+	buf := &spillBuffer{dir: o.TempDir}
+	defer buf.close()
+	mw := o.Mask(buf)
+	n, err := io.Copy(mw, io.LimitReader(ctxReader{ctx, f}, info.Size()))
+	if err == nil {
+		err = mw.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if n < info.Size() {
+		return fmt.Errorf("%s shrank while being archived", name)
+	}
+	if err := o.writeHeader(tw, sized{info, buf.n}, name, ""); err != nil {
+		return err
+	}
+	if err := buf.copyTo(ctx, tw); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// sized is a FileInfo with another size.
+type sized struct {
+	fs.FileInfo
+	size int64
+}
+
+func (s sized) Size() int64 { return s.size }
+
+// spillBuffer holds up to MaskMemory bytes in memory, then moves to an
+// unlinked temporary file in dir.
+type spillBuffer struct {
+	dir  string
+	mem  bytes.Buffer
+	file *os.File
+	n    int64
+}
+
+func (b *spillBuffer) Write(p []byte) (int, error) {
+	if b.file == nil && b.mem.Len()+len(p) > MaskMemory {
+		f, err := os.CreateTemp(b.dir, ".wsarchive-*")
+		if err != nil {
+			return 0, fmt.Errorf("buffer a masked file: %w", err)
+		}
+		// Unlinked at once: nothing is left behind, whatever happens.
+		_ = os.Remove(f.Name())
+		b.file = f
+		if _, err := f.Write(b.mem.Bytes()); err != nil {
+			return 0, fmt.Errorf("buffer a masked file: %w", err)
+		}
+		b.mem = bytes.Buffer{}
+	}
+	if b.file == nil {
+		n, _ := b.mem.Write(p)
+		b.n += int64(n)
+		return n, nil
+	}
+	n, err := b.file.Write(p)
+	b.n += int64(n)
+	if err != nil {
+		err = fmt.Errorf("buffer a masked file: %w", err)
+	}
+	return n, err
+}
+
+// copyTo writes the buffered bytes to w.
+func (b *spillBuffer) copyTo(ctx context.Context, w io.Writer) error {
+	if b.file == nil {
+		_, err := w.Write(b.mem.Bytes())
+		return err
+	}
+	if _, err := b.file.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	n, err := io.Copy(w, ctxReader{ctx, b.file})
+	if err == nil && n != b.n {
+		err = fmt.Errorf("buffered %d bytes, read back %d", b.n, n)
+	}
+	return err
+}
+
+func (b *spillBuffer) close() {
+	if b.file != nil {
+		b.file.Close()
+	}
+}
+
+func (o Options) writeHeader(tw *tar.Writer, info fs.FileInfo, name, link string) error {
+	if o.MaskName != nil {
+		name, link = o.MaskName(name), o.MaskName(link)
+	}
 	hdr, err := tar.FileInfoHeader(noNames{info}, link)
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/wsarchive"
 )
 
@@ -312,6 +314,65 @@ func TestWriteDefault(t *testing.T) {
 	got, _ := readArchive(t, buf.Bytes())
 	if got["conversations/c.json"].content != "{}" || len(got) != 2 {
 		t.Fatalf("got %v", got)
+	}
+}
+
+// TestWriteMasked archives with a secret masker: files holding the value
+// (small ones buffered in memory, a large one through a temporary file) are
+// archived masked with a size to match, names and link targets too, and
+// every other file byte for byte.
+func TestWriteMasked(t *testing.T) {
+	const secret = "SECRET-VALUE-42"
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "leak.txt"), "before "+secret+" after\n", 0o640)
+	plain := make([]byte, 100<<10)
+	rand.Read(plain)
+	plain = bytes.ReplaceAll(plain, []byte("S"), []byte("s")) // cannot hold the secret
+	must(t, os.WriteFile(filepath.Join(dir, "plain.bin"), plain, 0o600))
+	// Larger than what is buffered in memory, with the value across the
+	// point where the buffer moves to a file, and at the very end.
+	big := strings.Repeat("x", wsarchive.MaskMemory-5) + secret + strings.Repeat("y\n", 1<<18) + secret
+	write(t, filepath.Join(dir, "big.txt"), big, 0o600)
+	mkdir(t, filepath.Join(dir, "dir-"+secret), 0o755)
+	write(t, filepath.Join(dir, "dir-"+secret, "x"), "x", 0o600)
+	must(t, os.Symlink("target-"+secret, filepath.Join(dir, "link")))
+
+	tmp := t.TempDir()
+	masker := secrets.NewMasker(secret)
+	opts := wsarchive.Options{TempDir: tmp, MaskName: masker.Mask,
+		Mask: func(w io.Writer) io.WriteCloser { return masker.Writer(w) }}
+	var buf bytes.Buffer
+	must(t, opts.Write(context.Background(), dir, &buf))
+	got, _ := readArchive(t, buf.Bytes())
+
+	h := secrets.Hidden
+	if e := got["leak.txt"]; e.content != "before "+h+" after\n" || e.mode != 0o640 {
+		t.Errorf("leak.txt: %q (mode %o)", e.content, e.mode)
+	}
+	if got["plain.bin"].content != string(plain) {
+		t.Error("plain.bin is not archived byte for byte")
+	}
+	if want := strings.ReplaceAll(big, secret, h); got["big.txt"].content != want {
+		t.Errorf("big.txt: %d bytes, want %d with the value masked", len(got["big.txt"].content), len(want))
+	}
+	if got["dir-"+h+"/x"].content != "x" || got["link"].link != "target-"+h {
+		t.Errorf("names and link targets are not masked: %v", slices.Sorted(maps.Keys(got)))
+	}
+	for name, e := range got {
+		if strings.Contains(name+e.content+e.link, secret) {
+			t.Errorf("entry %s holds the secret", name)
+		}
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
+
+	// Without Mask the same tree is archived as is.
+	buf.Reset()
+	must(t, wsarchive.Write(context.Background(), dir, &buf))
+	raw, _ := readArchive(t, buf.Bytes())
+	if raw["leak.txt"].content != "before "+secret+" after\n" || raw["big.txt"].content != big {
+		t.Error("without Mask the content must be archived unchanged")
 	}
 }
 

@@ -98,6 +98,9 @@ document.getElementById('out').textContent = 'cookie=[' + document.cookie + '] t
 func needChromium(t *testing.T) {
 	t.Helper()
 	if _, err := browser.FindChromium(); err != nil {
+		if os.Getenv("ACS_REQUIRE_CHROMIUM") == "1" {
+			t.Fatalf("no Chromium binary found (%v), and ACS_REQUIRE_CHROMIUM=1 requires one", err)
+		}
 		t.Skipf("skipping: no Chromium binary found (%v)", err)
 	}
 }
