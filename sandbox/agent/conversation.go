@@ -731,6 +731,10 @@ func (c *Conversation) maskEvents(evs []events.Event) error {
 		return nil
 	}
 	for _, ev := range evs {
+		// Give the event its id, time and source first: the masked copy is
+		// decoded strictly, and an unstamped event would fail on the
+		// missing required fields (the log would stamp it anyway).
+		events.Stamp(ev)
 		b, err := events.Encode(ev)
 		if err != nil || !c.masker.Contains(b) {
 			continue

@@ -459,3 +459,35 @@ func TestBrowserInConversation(t *testing.T) {
 		t.Fatalf("want an argument error naming tab_id, got %v", errs)
 	}
 }
+
+// TestSecretInToolArgumentsIsMasked: a model that writes a secret's value
+// literally into a tool call (and so into the action, the observation and
+// the next LLM error) gets masked events, and the conversation runs on.
+func TestSecretInToolArgumentsIsMasked(t *testing.T) {
+	const token = "literal-tok-4d5e6f7a8b"
+	e := newEnv(t,
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{"command": "echo " + token}}}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "used " + token}}}},
+	)
+	id := e.create(map[string]any{"secrets": map[string]any{"API_TOKEN": token}}, "terminal")
+	if r := e.post("/api/conversations/"+id+"/events", userMessage("go", true)); r.status != 200 {
+		t.Fatalf("send: %d %s", r.status, r.body)
+	}
+	e.waitStatus(id, "finished")
+	evs := e.allEvents(id)
+	assertSequence(t, evs, concat(
+		[]string{"SystemPromptEvent", "MessageEvent:user", "ConversationStateUpdateEvent:last_user_message_id",
+			"ConversationStateUpdateEvent:execution_status=running"},
+		toolStep("terminal", "TerminalObservation"),
+		toolStep("finish", "FinishObservation"),
+		[]string{"ConversationStateUpdateEvent:execution_status=finished"},
+	)...)
+	assertLinked(t, evs, true)
+	all := mustJSON(evs)
+	if bytes.Contains(all, []byte(token)) {
+		t.Fatalf("events contain the secret: %s", all)
+	}
+	if !bytes.Contains(all, []byte("<secret-hidden>")) {
+		t.Fatalf("no masked value in the events: %s", all)
+	}
+}
