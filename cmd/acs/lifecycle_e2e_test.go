@@ -28,15 +28,6 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
-// lcKnownBug skips a test of a known product bug unless
-// ACS_E2E_KNOWN_BUGS=1 (set it to check a fix).
-func lcKnownBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv("ACS_E2E_KNOWN_BUGS") != "1" {
-		t.Skip("BUG: " + bug + " (run with ACS_E2E_KNOWN_BUGS=1)")
-	}
-}
-
 // lcBind returns s reporting to t (so a subtest's failures stop the
 // subtest, not its parent).
 func lcBind(s *acsServe, t *testing.T) *acsServe {
@@ -715,9 +706,6 @@ func TestLifecycleReadOnly(t *testing.T) {
 // Rule 9, the moment after a crash: the control plane has not looked at the
 // sandbox since its agent server died, so its record still says RUNNING.
 func TestLifecycleResumeRightAfterCrash(t *testing.T) {
-	lcKnownBug(t, "resuming a sandbox whose agent server died, before anything refreshed its record, restarts it "+
-		"(200, STARTING) instead of refusing with 503 and ERROR: Lifecycle.Resume checks Usable on the stale record, "+
-		"and procsandbox.Runtime.Resume relaunches an exited process")
 	t.Parallel()
 	s, _, dataDir := lcServe(t, []llmtest.Reply{lcSay("tag-crash")})
 	conv, sbID := lcStart(s, apiKey, "tag-crash")
@@ -975,9 +963,6 @@ func TestLifecycleRunningCap(t *testing.T) {
 // Rule 11 under concurrency: the cap holds when several sandboxes are
 // requested at once.
 func TestLifecycleRunningCapConcurrent(t *testing.T) {
-	lcKnownBug(t, "the running-sandbox cap is checked and the sandbox created in separate steps "+
-		"(Lifecycle.Create: CheckCapacity, then Store.CreateSandbox), so concurrent requests all pass it: "+
-		"4 concurrent POST /api/v1/sandboxes with ACS_MAX_RUNNING_SANDBOXES=1 all answer 200")
 	t.Parallel()
 	s, _, _ := lcServe(t, nil, "ACS_MAX_RUNNING_SANDBOXES=1")
 	const n = 4
@@ -1011,9 +996,6 @@ func TestLifecycleRunningCapConcurrent(t *testing.T) {
 // Rule 10's counterpart: a sandbox whose agent is working (here waiting for
 // a slow LLM answer) is not idle and must not be paused under it.
 func TestLifecycleIdleSparesWorkingAgent(t *testing.T) {
-	lcKnownBug(t, "the idle reconciler pauses a RUNNING sandbox whose agent is mid-run (execution_status running, "+
-		"an LLM call in flight), killing the run: Lifecycle.Reconcile looks only at LastActivityAt/LastUsedAt, "+
-		"which nothing updates while the agent waits (and Touch throttles webhook activity to every 10 s)")
 	t.Parallel()
 	s, _, _ := lcServe(t, []llmtest.Reply{{MatchText: "tag-slow", Text: "A slow answer.", Delay: 3 * time.Second}},
 		"ACS_IDLE_PAUSE_AFTER=1s", "ACS_IDLE_CLEANUP_AFTER=0", "ACS_RECONCILE_INTERVAL=200ms")

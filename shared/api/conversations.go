@@ -30,12 +30,40 @@ func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 	if !wire.DecodeBody(w, r, &req, true) {
 		return
 	}
+	if !a.checkStartSecrets(w, r, req) {
+		return
+	}
 	t, err := a.start.Submit(r.Context(), userOf(r), req)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	wire.WriteJSON(w, http.StatusOK, taskJSON(t))
+}
+
+// checkStartSecrets refuses (422, and returns false) a start request whose
+// initial message holds the value of one of the user's stored secrets, as
+// send-message does. The request's own secrets are checked by
+// StartRequest.ValidateStrict; a stored secret that one of them overrides
+// is not a secret of the conversation and is skipped.
+func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req startflow.StartRequest) bool {
+	if req.InitialMessage == nil {
+		return true
+	}
+	stored, err := startflow.MergeSecrets(r.Context(), a.d.Store, a.d.Sealer, userOf(r).ID, nil)
+	if err != nil {
+		writeErr(w, err)
+		return false
+	}
+	for name := range req.Secrets {
+		delete(stored, name)
+	}
+	errs := secretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
+	if len(errs) > 0 {
+		wire.WriteValidation(w, errs)
+		return false
+	}
+	return true
 }
 
 // batchIDs reads a repeated id parameter (also comma-separated), normalised
@@ -491,6 +519,13 @@ func (a *API) secretsInMessage(ctx context.Context, c acs.Conversation, content 
 	if err != nil {
 		return nil
 	}
+	return secretErrors(secrets, content, []any{"body", "content"}, "the message")
+}
+
+// secretErrors lists the text items of content (at loc + index + "text")
+// that hold the value of one of secrets (values shorter than 4 characters
+// are not checked); what names the message in the error.
+func secretErrors(secrets map[string]string, content []events.Content, loc []any, what string) strictjson.Errors {
 	var errs strictjson.Errors
 	for i, item := range content {
 		t, ok := item.(*events.TextContent)
@@ -499,8 +534,8 @@ func (a *API) secretsInMessage(ctx context.Context, c acs.Conversation, content 
 		}
 		for name, v := range secrets {
 			if len(v) >= 4 && strings.Contains(t.Text, v) {
-				errs = append(errs, strictjson.Error{Loc: []any{"body", "content", i, "text"}, Type: "value_error",
-					Msg: fmt.Sprintf("the message contains the value of secret %s; refer to it by name instead", name)})
+				errs = append(errs, strictjson.Error{Loc: append(slices.Clone(loc), i, "text"), Type: "value_error",
+					Msg: fmt.Sprintf("%s contains the value of secret %s; refer to it by name instead", what, name)})
 			}
 		}
 	}

@@ -97,6 +97,9 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	if !wire.DecodeBody(w, r, &req, true) {
 		return
 	}
+	if !a.checkStartSecrets(w, r, req) {
+		return
+	}
 	t, err := a.start.Submit(r.Context(), userOf(r), req)
 	if err != nil {
 		writeErr(w, err)

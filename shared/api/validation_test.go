@@ -1009,7 +1009,7 @@ func TestValidationPatchLimitsInCharacters(t *testing.T) {
 	title := strings.Repeat("é", 200) // 400 bytes
 	r := e.as(vAliceKey, "PATCH", "/api/v1/app-conversations/"+vConvA2, `{"title":"`+title+`"}`)
 	if r.status != 200 {
-		t.Skipf("BUG: PATCH title of 200 multi-byte characters: %s (conversations.go counts bytes: len(*title) > 200)", r)
+		t.Errorf("BUG: PATCH title of 200 multi-byte characters: %s (conversations.go counts bytes: len(*title) > 200)", r)
 	}
 }
 
@@ -1035,7 +1035,7 @@ func TestValidationPatchBranchNeedsRepository(t *testing.T) {
 	}
 	if len(failed) > 0 {
 		d := before.diff(e.snapshot())
-		t.Skipf("BUG: PATCH sets a branch/provider on a conversation without repository:\n%s\n%s", strings.Join(failed, "\n"), d)
+		t.Errorf("BUG: PATCH sets a branch/provider on a conversation without repository:\n%s\n%s", strings.Join(failed, "\n"), d)
 	}
 }
 
@@ -1149,7 +1149,7 @@ func TestAuthBearerSchemeIsCaseInsensitive(t *testing.T) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Skipf("BUG: Authorization scheme matched case-sensitively (api.go Authenticate: strings.CutPrefix(authorization, \"Bearer \")): %v", bad)
+		t.Errorf("BUG: Authorization scheme matched case-sensitively (api.go Authenticate: strings.CutPrefix(authorization, \"Bearer \")): %v", bad)
 	}
 }
 
@@ -1615,20 +1615,14 @@ func TestFuzzManyKeysIsNotQuadratic(t *testing.T) {
 		b.WriteString(`}`)
 		return b.String()
 	}
-	took := map[int]time.Duration{}
+	// Each size is refused naming the first key. Whether the parse stays
+	// linear is measured, not timed here: BenchmarkParseManyKeys
+	// (events/strictjson) reports ns/key for 4k and 16k keys.
 	for _, n := range []int{4000, 16000} {
-		b := body(n)
-		start := time.Now()
-		r := e.as(vCarolKey, "POST", "/api/v1/app-conversations", b)
-		took[n] = time.Since(start)
+		r := e.as(vCarolKey, "POST", "/api/v1/app-conversations", body(n))
 		if msg := vCheck422(r, "body.k0000000"); msg != "" {
 			t.Fatalf("%d unknown keys: %s", n, msg)
 		}
-		t.Logf("%d keys (%d bytes): %v", n, len(b), took[n])
-	}
-	if took[16000] > 300*time.Millisecond && took[16000] > 8*took[4000] {
-		t.Skipf("BUG: 4000 keys took %v, 16000 keys %v: quadratic (events/strictjson/parse.go object() checks each key "+
-			"against every earlier one); a 32 MiB body (~2.5M keys) would hold a core for hours", took[4000], took[16000])
 	}
 }
 
@@ -1684,7 +1678,7 @@ func TestValidationExplicitNullClears(t *testing.T) {
 		bugs = append(bugs, "settings {\"llm_api_key\":null} left llm_api_key_set true")
 	}
 	if len(bugs) > 0 {
-		t.Skipf("BUG: explicit null is ignored (strictjson decodes null into a nullable json.RawMessage as nil, "+
+		t.Errorf("BUG: explicit null is ignored (strictjson decodes null into a nullable json.RawMessage as nil, "+
 			"so optString in conversations.go never sees \"null\"):\n%s", strings.Join(bugs, "\n"))
 	}
 }
@@ -1699,7 +1693,7 @@ func TestValidationWebhookEventIDLength(t *testing.T) {
 	r := e.do("POST", "/api/v1/webhooks/events/"+vConvD, []byte(body), map[string]string{"X-Session-API-Key": vHookKey})
 	if r.status >= 500 {
 		e.logs.clear()
-		t.Skipf("BUG: webhook event with a 40000-character id: %s (boltstore PutEvents: bbolt \"key too large\" "+
+		t.Fatalf("BUG: webhook event with a 40000-character id: %s (boltstore PutEvents: bbolt \"key too large\" "+
 			"above 32768 bytes; the event id has no length limit)", r)
 	}
 	if msg := vCheck422(r, "body[0].id"); msg != "" {
@@ -1734,7 +1728,7 @@ func TestValidationSpecPagePastTheEnd(t *testing.T) {
 		}
 	}
 	if len(bad) > 0 {
-		t.Skipf("BUG: sandbox-specs search past the end (sandboxes.go searchSandboxSpecs: offset+limit overflows):\n%s",
+		t.Errorf("BUG: sandbox-specs search past the end (sandboxes.go searchSandboxSpecs: offset+limit overflows):\n%s",
 			strings.Join(bad, "\n"))
 	}
 }

@@ -76,6 +76,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	var stored []acs.StoredEvent
 	var states []*events.ConversationStateUpdateEvent
+	used := false
 	for i, v := range root.Elems {
 		ev, err := events.DecodeValue(v)
 		if err != nil {
@@ -98,6 +99,12 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		if su, ok := ev.(*events.ConversationStateUpdateEvent); ok {
 			states = append(states, su)
 		}
+		// A user message sent straight to the agent server reaches the
+		// control plane only here: it is a use of the sandbox (placement's
+		// LEAST_RECENTLY_USED), like send-message.
+		if _, ok := ev.(*events.MessageEvent); ok && b.Source == events.SourceUser {
+			used = true
+		}
 	}
 	c, err := a.sandboxConversation(r, sb, r.PathValue("conversation_id"))
 	if errors.Is(err, errTombstone) {
@@ -108,7 +115,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	a.life.Touch(r.Context(), sb, false)
+	a.life.Touch(r.Context(), sb, used)
 	if _, err := a.d.Store.PutEvents(r.Context(), c.ID, stored); err != nil {
 		writeErr(w, err)
 		return
