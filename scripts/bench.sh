@@ -42,6 +42,9 @@ go test ./shared/api -run '^$' -count "$count" -bench 'BenchmarkV1At10k' -bencht
 echo "== event ingestion through the webhook, batches of 50 (shared/api)"
 go test ./shared/api -run '^$' -count "$count" -bench 'BenchmarkWebhookIngestion' -benchtime 2s
 
+echo "== strict JSON parse of objects with many keys, ns/key (events/strictjson): flat means linear"
+go test ./events/strictjson -run '^$' -count "$count" -bench 'BenchmarkParseManyKeys' -benchtime 1s
+
 echo "== Kubernetes: create to RUNNING, warm-pool hit and no pool (shared/kubesandbox, local kwok cluster)"
 scripts/kube-cluster.sh install
 ACS_KUBE_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-kube-bench.XXXXXX")
