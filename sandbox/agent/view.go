@@ -108,7 +108,7 @@ func assistantFor(group []*events.ActionEvent) events.Message {
 	for _, t := range group[0].Thought {
 		thought = append(thought, t.Text)
 	}
-	m := events.Message{Role: events.RoleAssistant, ReasoningContent: group[0].ReasoningContent}
+	m := events.Message{Role: events.RoleAssistant, ReasoningContent: group[0].ReasoningContent, ThinkingBlocks: group[0].ThinkingBlocks}
 	if len(thought) > 0 {
 		m.Content = []events.Content{events.TextItem(strings.Join(thought, "\n"))}
 	}

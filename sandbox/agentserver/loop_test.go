@@ -58,6 +58,11 @@ func TestParallelCallsShareAResponse(t *testing.T) {
 			t.Fatalf("action %d thinking_blocks %s, want %s", i, got, wantBlocks)
 		}
 	}
+	// The next call sends the turn back with its signed thinking.
+	reqs := e.llm.Requests()
+	if len(reqs) < 2 || !strings.Contains(string(reqs[1].Body), `"thinking_blocks":[{"type":"thinking","thinking":"which commands?","signature":"sig-a"},{"type":"redacted_thinking","data":"opaque"}]`) {
+		t.Fatalf("the second LLM request lacks the first turn's thinking blocks: %s", reqs[len(reqs)-1].Body)
+	}
 }
 
 var thinkingBlocks = []llmtest.ThinkingBlock{{Thinking: "which commands?", Signature: "sig-a"}, {Type: "redacted_thinking", Data: "opaque"}}

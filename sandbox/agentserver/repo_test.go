@@ -361,7 +361,7 @@ func TestBashAPIIsMountedWithAuth(t *testing.T) {
 	}
 	// A cwd that is not a directory is an invalid parameter.
 	r = e.post("/api/bash/execute_bash_command", map[string]any{"command": "echo never", "cwd": filepath.Join(e.dir, "no-such-dir")})
-	if r.status != 422 || !strings.Contains(string(r.body), `"code":"InvalidCwd"`) {
+	if r.status != 422 || !strings.Contains(string(r.body), `"loc":["body","cwd"]`) || !strings.Contains(string(r.body), "cwd does not exist") {
 		t.Fatalf("bad cwd: %d %s", r.status, r.body)
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, "bash_events")); err != nil {

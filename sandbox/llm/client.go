@@ -18,6 +18,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
 )
 
 // Tool is a function offered to the LLM.
@@ -269,6 +270,17 @@ func messageParam(m events.Message) (openai.ChatCompletionMessageParamUnion, err
 					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
 				},
 			})
+		}
+		// Thinking blocks go back with their turn: Anthropic (through
+		// LiteLLM) requires a tool-use turn's signed thinking when
+		// extended thinking is on. Only a provider that sent them gets
+		// them back. reasoning_content is not resent (DeepSeek refuses it).
+		if len(m.ThinkingBlocks) > 0 {
+			raw, err := strictjson.Marshal(m.ThinkingBlocks)
+			if err != nil {
+				return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("encode thinking blocks: %w", err)
+			}
+			a.SetExtraFields(map[string]any{"thinking_blocks": json.RawMessage(raw)})
 		}
 		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
 	default:

@@ -80,7 +80,8 @@ func TestAssistantToolHistoryIsSent(t *testing.T) {
 	defer s.Close()
 	req := userReq("hi")
 	req.Messages = append(req.Messages,
-		events.Message{Role: "assistant", ToolCalls: []events.MessageToolCall{{ID: "c1", Name: "terminal", Arguments: `{"command":"ls"}`, Origin: "completion"}}},
+		events.Message{Role: "assistant", ToolCalls: []events.MessageToolCall{{ID: "c1", Name: "terminal", Arguments: `{"command":"ls"}`, Origin: "completion"}},
+			ThinkingBlocks: []events.ThinkingItem{&events.ThinkingBlock{Type: "thinking", Thinking: "list it", Signature: ptr("sig-1")}}},
 		events.Message{Role: "tool", ToolCallID: ptr("c1"), Content: []events.Content{events.TextItem("a.txt")}},
 	)
 	if _, err := client(s, nil).Complete(context.Background(), req, nil); err != nil {
@@ -89,6 +90,10 @@ func TestAssistantToolHistoryIsSent(t *testing.T) {
 	msgs := s.Requests()[0].Messages
 	if len(msgs) != 4 || msgs[2].Role != "assistant" || msgs[2].ToolCallNames()[0] != "terminal" || msgs[3].ToolCallID != "c1" || msgs[3].Text() != "a.txt" {
 		t.Fatalf("history not sent as expected: %+v", msgs)
+	}
+	// The turn's signed thinking goes back with it.
+	if !strings.Contains(string(s.Requests()[0].Body), `"thinking_blocks":[{"type":"thinking","thinking":"list it","signature":"sig-1"}]`) {
+		t.Fatalf("thinking blocks not sent back: %s", s.Requests()[0].Body)
 	}
 }
 
