@@ -43,6 +43,17 @@ type Config struct {
 	Client     *http.Client
 }
 
+// watch is a conversation whose events are being delivered.
+type watch struct {
+	cancel       context.CancelFunc
+	log          *eventlog.Log
+	cursorPrefix string
+}
+
+// infoFlushWait bounds how long a conversation's info waits for its
+// events to be acknowledged first.
+const infoFlushWait = 10 * time.Second
+
 // Pusher delivers events and info for many conversations.
 type Pusher struct {
 	cfg    Config
@@ -51,7 +62,7 @@ type Pusher struct {
 	wg     sync.WaitGroup
 
 	mu      sync.Mutex
-	watches map[uuid.UUID]context.CancelFunc
+	watches map[uuid.UUID]watch
 	info    map[uuid.UUID]func() *wire.ConversationInfo
 	infoSig chan struct{}
 }
@@ -71,7 +82,7 @@ func New(cfg Config) *Pusher {
 		cfg.Client = &http.Client{Timeout: 30 * time.Second}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &Pusher{cfg: cfg, ctx: ctx, cancel: cancel, watches: map[uuid.UUID]context.CancelFunc{},
+	p := &Pusher{cfg: cfg, ctx: ctx, cancel: cancel, watches: map[uuid.UUID]watch{},
 		info: map[uuid.UUID]func() *wire.ConversationInfo{}, infoSig: make(chan struct{}, 1)}
 	if len(cfg.BaseURLs) > 0 {
 		p.wg.Add(1)
@@ -95,7 +106,7 @@ func (p *Pusher) Watch(id uuid.UUID, log *eventlog.Log, cursorPrefix string) {
 		return
 	}
 	ctx, cancel := context.WithCancel(p.ctx)
-	p.watches[id] = cancel
+	p.watches[id] = watch{cancel: cancel, log: log, cursorPrefix: cursorPrefix}
 	for i, base := range p.cfg.BaseURLs {
 		p.wg.Add(1)
 		go p.pushEvents(ctx, id, log, base, fmt.Sprintf("%s-%d", cursorPrefix, i))
@@ -106,8 +117,8 @@ func (p *Pusher) Watch(id uuid.UUID, log *eventlog.Log, cursorPrefix string) {
 func (p *Pusher) Unwatch(id uuid.UUID) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if cancel, ok := p.watches[id]; ok {
-		cancel()
+	if w, ok := p.watches[id]; ok {
+		w.cancel()
 		delete(p.watches, id)
 	}
 }
@@ -115,7 +126,11 @@ func (p *Pusher) Unwatch(id uuid.UUID) {
 // Flush blocks until every watched conversation's events up to now have been
 // acknowledged by every base, or ctx ends.
 func (p *Pusher) Flush(ctx context.Context, id uuid.UUID, log *eventlog.Log, cursorPrefix string) error {
-	target := log.Len()
+	return p.flushTo(ctx, cursorPrefix, log.Len())
+}
+
+// flushTo waits until every base acknowledged the first target events.
+func (p *Pusher) flushTo(ctx context.Context, cursorPrefix string, target int) error {
 	for {
 		done := true
 		for i := range p.cfg.BaseURLs {
@@ -254,9 +269,25 @@ func (p *Pusher) infoLoop() {
 		p.mu.Unlock()
 		failed := false
 		for id, get := range pending {
+			// The events logged before this info go first: a client that
+			// sees "finished" on the control plane then finds the run's
+			// last events there too. Bounded, so a control plane refusing
+			// events does not hold every conversation's info back.
+			p.mu.Lock()
+			w, watched := p.watches[id]
+			p.mu.Unlock()
+			var target int
+			if watched {
+				target = w.log.Len()
+			}
 			info := get()
 			if info == nil {
 				continue
+			}
+			if watched {
+				fctx, cancel := context.WithTimeout(p.ctx, infoFlushWait)
+				p.flushTo(fctx, w.cursorPrefix, target)
+				cancel()
 			}
 			body, err := strictjson.Marshal(info)
 			if err != nil {

@@ -28,6 +28,7 @@ type receiver struct {
 	srv       *httptest.Server
 	ids       []string
 	infos     []string
+	idsAtInfo []int // events received when each info arrived
 	batches   int
 	failFirst int
 	keys      map[string]bool
@@ -66,6 +67,7 @@ func newReceiver(t *testing.T, failFirst int) *receiver {
 			}
 			json.Unmarshal(b, &info)
 			r.infos = append(r.infos, info.Title)
+			r.idsAtInfo = append(r.idsAtInfo, len(r.ids))
 		}
 		w.Write([]byte(`{"success":true}`))
 		r.got <- struct{}{}
@@ -183,6 +185,36 @@ func TestInfoPushCoalescesAndRetries(t *testing.T) {
 		defer r.mu.Unlock()
 		return len(r.infos) > 0 && r.infos[len(r.infos)-1] == "v2"
 	})
+}
+
+// A conversation's info goes out only after the events logged before it
+// were acknowledged, even when their delivery is being retried: a client
+// that sees a status on the control plane finds the events that led to it.
+func TestInfoWaitsForEarlierEvents(t *testing.T) {
+	r := newReceiver(t, 4)
+	dir := t.TempDir()
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	id := uuid.New()
+	p := webhook.New(webhook.Config{BaseURLs: []string{r.srv.URL}, SessionKey: "sk", BatchSize: 3, MaxBackoff: 20 * time.Millisecond})
+	defer p.Close()
+	want := appendN(t, l, 10, "e")
+	p.Watch(id, l, filepath.Join(dir, "webhook"))
+	title := "finished"
+	p.NotifyInfo(id, func() *wire.ConversationInfo { return &wire.ConversationInfo{ID: id.String(), Title: &title} })
+	waitUntil(t, "info delivered", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.infos) > 0
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.idsAtInfo[0] < len(want) {
+		t.Fatalf("the info arrived after %d of the %d events logged before it", r.idsAtInfo[0], len(want))
+	}
 }
 
 func TestDisabledWithoutURLs(t *testing.T) {
