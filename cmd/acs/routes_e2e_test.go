@@ -229,8 +229,18 @@ func TestConversationRoutes(t *testing.T) {
 	for _, st := range streamed {
 		statuses = append(statuses, st.Status)
 	}
-	if statuses[0] != "WORKING" || statuses[len(statuses)-1] != "READY" || len(statuses) < 4 {
-		t.Fatalf("streamed statuses %v", statuses)
+	// Every status of the flow, once each and in order (the worker runs
+	// each step, with or without a repository, however many of them pass
+	// between two polls of the stream).
+	want := []string{"WORKING", "WAITING_FOR_SANDBOX", "PREPARING_REPOSITORY", "RUNNING_SETUP_SCRIPT",
+		"SETTING_UP_GIT_HOOKS", "SETTING_UP_SKILLS", "STARTING_CONVERSATION", "READY"}
+	if strings.Join(statuses, ",") != strings.Join(want, ",") {
+		t.Fatalf("streamed statuses %v, want %v", statuses, want)
+	}
+	for i, st := range streamed {
+		if len(st.Steps) != i+1 || st.Steps[i].Status != st.Status {
+			t.Fatalf("streamed %s with steps %+v", st.Status, st.Steps)
+		}
 	}
 	tk := streamed[len(streamed)-1]
 	id := *tk.AppConversationID

@@ -120,7 +120,10 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 		flush()
 	}
 	write("[", t)
-	last := t.Status
+	// sent counts the task's steps streamed so far: a poll streams the
+	// status of every step recorded since (the worker may run several
+	// steps between polls), so each status appears once, in order.
+	last, sent := t.Status, len(t.Steps)
 	poll := a.d.Flow.PollInterval / 4
 	if poll < 20*time.Millisecond {
 		poll = 20 * time.Millisecond
@@ -152,11 +155,51 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		if cur.Status != last {
-			write(",\n", cur)
-			last = cur.Status
+		for _, item := range reachedSince(cur, sent, last) {
+			write(",\n", item)
 		}
+		last, sent = cur.Status, max(sent, len(cur.Steps))
 	}
 	w.Write([]byte("]"))
 	flush()
+}
+
+// reachedSince is the task as it looked at each status it reached after its
+// first sent steps and after status last, oldest first: cur itself for its
+// current status, an earlier status as the task was when it entered that
+// status (see taskAt).
+func reachedSince(cur acs.StartTask, sent int, last acs.StartTaskStatus) []acs.StartTask {
+	var out []acs.StartTask
+	for i := sent; i < len(cur.Steps)-1; i++ {
+		if s := cur.Steps[i].Status; s != last && s != cur.Status {
+			out = append(out, taskAt(cur, i))
+			last = s
+		}
+	}
+	if cur.Status != last {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// taskAt is task t as GET start-tasks showed it while at its step i (not its
+// last): that status, the steps up to it (its own detail is recorded only
+// when it ends), updated when it began, and only the fields the start flow
+// had set by then: sandbox_id and placement from WAITING_FOR_SANDBOX,
+// agent_server_url from PREPARING_REPOSITORY (when the sandbox answered),
+// detail and app_conversation_id only at ERROR and READY, which are last.
+func taskAt(t acs.StartTask, i int) acs.StartTask {
+	step := t.Steps[i]
+	at := t
+	at.Status, at.UpdatedAt = step.Status, step.StartedAt
+	at.Steps = append([]acs.StepTiming(nil), t.Steps[:i+1]...)
+	at.Steps[i].Detail = ""
+	at.Detail, at.AppConversationID = nil, nil
+	switch step.Status {
+	case acs.TaskWorking:
+		at.SandboxID, at.Placement, at.AgentServerURL = nil, "", nil
+	case acs.TaskWaitingForSandbox:
+		at.AgentServerURL = nil
+	}
+	return at
 }
