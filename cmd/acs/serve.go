@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -132,8 +133,15 @@ func defaultSpecs(bin, dataDir string) []acs.SandboxSpec {
 		InitialEnv: map[string]string{}, WorkingDir: filepath.Join(dataDir, "sandboxes", "{sandbox_id}", "workspace")}}
 }
 
-// ensureAdmin makes sure the admin user exists and owns the configured (or
-// generated) API key. It returns the key and whether it was generated now.
+// ensureAdmin makes sure the admin user exists and bootstraps the local
+// user's API key: ACS_API_KEY, else the key kept in <data dir>/api_key, else
+// a new one generated now and saved there (mode 0600). It returns the key and
+// whether it was generated now.
+//
+// The key is registered once per value (see api.EnsureAdmin): a key the
+// admin revoked through the API stays revoked after a restart (a warning is
+// logged), and a changed ACS_API_KEY (or a regenerated api_key) is
+// registered while the previously bootstrapped key is revoked.
 func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string, bool, error) {
 	keyFile := filepath.Join(cfg.DataDir, "api_key")
 	key, generated := cfg.APIKey, false
@@ -147,8 +155,15 @@ func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string
 			}
 		}
 	}
-	if err := api.EnsureAdmin(ctx, store, acs.HashKey(key), key[:min(8, len(key))]); err != nil {
+	hash := acs.HashKey(key)
+	if err := api.EnsureAdmin(ctx, store, hash, key[:min(api.KeyPrefixLen, len(key))]); err != nil {
 		return "", false, err
+	}
+	if _, err := store.GetAPIKeyByHash(ctx, hash); errors.Is(err, acs.ErrNotFound) {
+		slog.Warn("acs serve: the admin API key (ACS_API_KEY or <data dir>/api_key) was revoked; set ACS_API_KEY to a new value to use a new one",
+			"data_dir", cfg.DataDir)
+	} else if err != nil {
+		return "", false, fmt.Errorf("read the admin API key: %w", err)
 	}
 	return key, generated, nil
 }

@@ -150,10 +150,37 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
 // AdminID is the id of the installation's admin user.
 const AdminID = "admin"
 
-// EnsureAdmin makes sure the admin user exists and owns the API key whose
-// SHA-256 hash (hex) is keyHash; prefix is the key's first characters, as
-// listed by GET /api/v1/keys. It is idempotent and safe to run
-// concurrently (conditional creates).
+// The bootstrap marker: the hash of the last key EnsureAdmin registered,
+// kept as a record of a system owner that no user id can equal (user ids are
+// UUIDs or "admin"), so no user ever lists or reads it. Its Sealed field
+// holds "sha256:<hex>", a hash rather than a sealed value.
+const (
+	bootstrapOwner  = "acs-system"
+	bootstrapName   = "admin-bootstrap-key"
+	bootstrapPrefix = "sha256:"
+	// bootstrapKeyIDPrefix starts the ids of keys EnsureAdmin registers
+	// ("admin-" and the hash's first 16 hex digits); issued keys have UUIDs.
+	bootstrapKeyIDPrefix = "admin-"
+)
+
+// EnsureAdmin makes sure the admin user exists and bootstraps the admin's
+// API key (the installation's configured or generated key) whose SHA-256
+// hash (hex) is keyHash; prefix is the key's first characters, as listed by
+// GET /api/v1/keys.
+//
+// A bootstrap key is registered once per value, not at every start: the
+// store remembers the hash of the last key bootstrapped, and when keyHash is
+// that same hash nothing is done, so a bootstrap key the admin revoked
+// (DELETE /api/v1/keys/{id}) stays revoked across restarts. When keyHash
+// differs (the configured key changed, or a new one was generated), the new
+// key is registered and every other key this function bootstrapped before
+// is revoked: the new key works, the old one answers 401. Keys made through
+// the API are never touched. To get in again after revoking every key, set
+// a new configured key.
+//
+// It is idempotent and safe to run concurrently with the same keyHash
+// (conditional creates; revoking an absent key is not an error). The marker
+// is written last, so a start that fails halfway is completed by the next.
 func EnsureAdmin(ctx context.Context, store acs.Store, keyHash, prefix string) error {
 	if _, err := store.GetUser(ctx, AdminID); errors.Is(err, acs.ErrNotFound) {
 		err := store.CreateUser(ctx, acs.User{ID: AdminID, Name: "admin", Admin: true, CreatedAt: time.Now().UTC()})
@@ -163,14 +190,37 @@ func EnsureAdmin(ctx context.Context, store acs.Store, keyHash, prefix string) e
 	} else if err != nil {
 		return fmt.Errorf("read the admin user: %w", err)
 	}
-	if _, err := store.GetAPIKeyByHash(ctx, keyHash); errors.Is(err, acs.ErrNotFound) {
-		err := store.CreateAPIKey(ctx, acs.APIKey{ID: "admin-" + keyHash[:16], UserID: AdminID, Name: "admin", Hash: keyHash,
-			Prefix: prefix, CreatedAt: time.Now().UTC()})
-		if err != nil && !errors.Is(err, acs.ErrConflict) {
-			return fmt.Errorf("create the admin API key: %w", err)
+	marker, err := store.GetSecret(ctx, bootstrapOwner, bootstrapName)
+	switch {
+	case err == nil && marker.Sealed == bootstrapPrefix+keyHash:
+		return nil // bootstrapped before: if it was revoked since, it stays so
+	case err != nil && !errors.Is(err, acs.ErrNotFound):
+		return fmt.Errorf("read the admin key marker: %w", err)
+	}
+	now := time.Now().UTC()
+	keyID := bootstrapKeyIDPrefix + keyHash[:min(16, len(keyHash))]
+	err = store.CreateAPIKey(ctx, acs.APIKey{ID: keyID, UserID: AdminID, Name: "admin", Hash: keyHash, Prefix: prefix, CreatedAt: now})
+	if err != nil && !errors.Is(err, acs.ErrConflict) {
+		return fmt.Errorf("create the admin API key: %w", err)
+	}
+	keys, err := store.ListAPIKeys(ctx, AdminID)
+	if err != nil {
+		return fmt.Errorf("list the admin API keys: %w", err)
+	}
+	for _, k := range keys {
+		if strings.HasPrefix(k.ID, bootstrapKeyIDPrefix) && k.ID != keyID {
+			if err := store.DeleteAPIKey(ctx, AdminID, k.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+				return fmt.Errorf("revoke the previous admin API key: %w", err)
+			}
 		}
-	} else if err != nil {
-		return fmt.Errorf("read the admin API key: %w", err)
+	}
+	if marker.CreatedAt.IsZero() {
+		marker.CreatedAt = now
+	}
+	marker = acs.Secret{OwnerID: bootstrapOwner, Name: bootstrapName, Description: "hash of the last bootstrapped admin API key",
+		Sealed: bootstrapPrefix + keyHash, CreatedAt: marker.CreatedAt, UpdatedAt: now}
+	if err := store.PutSecret(ctx, marker); err != nil {
+		return fmt.Errorf("remember the admin API key: %w", err)
 	}
 	return nil
 }

@@ -1,0 +1,170 @@
+package main_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The local user's API key (ACS_API_KEY, or one generated on first start and
+// kept in <data dir>/api_key) and how it survives restarts.
+
+// noLLM is an LLM base URL for servers these tests never start agents on.
+const noLLM = "http://127.0.0.1:9/v1"
+
+// startServeNoKey starts `acs serve` with ACS_API_KEY unset (an empty value
+// is unset; the last of duplicate variables wins).
+func startServeNoKey(t *testing.T, dataDir string) *acsServe {
+	t.Helper()
+	return startServe(t, dataDir, noLLM, "ACS_API_KEY=")
+}
+
+// wantMe checks what GET /api/v1/users/me answers for key.
+func wantMe(t *testing.T, s *acsServe, key string, code int) {
+	t.Helper()
+	r := s.do("GET", "/api/v1/users/me", nil, key)
+	if r.status != code {
+		t.Fatalf("GET /api/v1/users/me with key %.12s...: HTTP %d, want %d: %s", key, r.status, code, r.body)
+	}
+	if code == 200 {
+		var me struct {
+			ID    string `json:"id"`
+			Admin bool   `json:"admin"`
+		}
+		r.into(&me)
+		if me.ID != "admin" || !me.Admin {
+			t.Fatalf("the key is not the admin's: %s", r.body)
+		}
+	}
+}
+
+// bootstrapKeyID finds the id of the admin's key whose value is key (by its
+// listed prefix), or "".
+func bootstrapKeyID(t *testing.T, s *acsServe, as, key string) string {
+	t.Helper()
+	var keys []struct{ ID, Prefix string }
+	s.do("GET", "/api/v1/keys", nil, as).want(200).into(&keys)
+	for _, k := range keys {
+		if k.Prefix == key[:8] {
+			return k.ID
+		}
+	}
+	return ""
+}
+
+func TestGeneratedAPIKey(t *testing.T) {
+	dataDir := t.TempDir()
+	keyFile := filepath.Join(dataDir, "api_key")
+	s := startServeNoKey(t, dataDir)
+
+	fi, err := os.Stat(keyFile)
+	if err != nil {
+		t.Fatalf("no generated key file: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("api_key mode %v, want 0600", fi.Mode().Perm())
+	}
+	raw, err := os.ReadFile(keyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.TrimSpace(string(raw))
+	if !strings.HasPrefix(key, "acs_") || len(key) < 20 {
+		t.Fatalf("generated key %q", key)
+	}
+	wantMe(t, s, key, 200)
+	wantMe(t, s, key+"x", 401)
+	wantMe(t, s, "acs_not-the-key-0123456789", 401)
+	wantMe(t, s, "", 401)
+	s.stop() // the log is complete once the process has exited
+	if !strings.Contains(s.log.String(), "API key (generated; saved in "+keyFile+"): "+key) {
+		t.Fatalf("the generated key was not printed:\n%s", s.log)
+	}
+
+	// A restart reuses the saved key (and does not print it again).
+	s = startServeNoKey(t, dataDir)
+	wantMe(t, s, key, 200)
+	wantMe(t, s, key+"x", 401)
+	s.stop()
+	if raw2, _ := os.ReadFile(keyFile); string(raw2) != string(raw) {
+		t.Fatalf("api_key changed on restart: %q -> %q", raw, raw2)
+	}
+	if strings.Contains(s.log.String(), key) {
+		t.Fatalf("the saved key was printed again:\n%s", s.log)
+	}
+
+	// Setting ACS_API_KEY replaces the generated key.
+	s = startServe(t, dataDir, noLLM)
+	wantMe(t, s, apiKey, 200)
+	wantMe(t, s, key, 401)
+}
+
+func TestRevokedBootstrapKeyStaysRevoked(t *testing.T) {
+	dataDir := t.TempDir()
+	s := startServe(t, dataDir, noLLM)
+	var other struct{ ID, Key string }
+	s.admin("POST", "/api/v1/keys", map[string]any{"name": "second"}).want(201).into(&other)
+	id := bootstrapKeyID(t, s, apiKey, apiKey)
+	if id == "" || id == other.ID {
+		t.Fatalf("the bootstrap key is not listed (id %q)", id)
+	}
+	s.do("DELETE", "/api/v1/keys/"+id, nil, other.Key).want(200)
+	wantMe(t, s, apiKey, 401)
+	s.stop()
+
+	for i := 0; i < 2; i++ {
+		s = startServe(t, dataDir, noLLM)
+		wantMe(t, s, apiKey, 401)
+		wantMe(t, s, other.Key, 200)
+		if id := bootstrapKeyID(t, s, other.Key, apiKey); id != "" {
+			t.Fatalf("restart %d: the revoked key is listed again as %s", i+1, id)
+		}
+		s.stop()
+		if !strings.Contains(s.log.String(), "was revoked") {
+			t.Fatalf("no warning about the revoked key:\n%s", s.log)
+		}
+	}
+
+	// The same holds for a generated key.
+	dataDir = t.TempDir()
+	s = startServeNoKey(t, dataDir)
+	raw, _ := os.ReadFile(filepath.Join(dataDir, "api_key"))
+	key := strings.TrimSpace(string(raw))
+	s.do("POST", "/api/v1/keys", map[string]any{"name": "second"}, key).want(201).into(&other)
+	s.do("DELETE", "/api/v1/keys/"+bootstrapKeyID(t, s, key, key), nil, other.Key).want(200)
+	s.stop()
+	s = startServeNoKey(t, dataDir)
+	wantMe(t, s, key, 401)
+	wantMe(t, s, other.Key, 200)
+}
+
+func TestChangedAPIKey(t *testing.T) {
+	const newKey = "changed-admin-key-9876543210" // another prefix than apiKey
+	dataDir := t.TempDir()
+	s := startServe(t, dataDir, noLLM)
+	wantMe(t, s, apiKey, 200)
+	var other struct{ ID, Key string }
+	s.admin("POST", "/api/v1/keys", map[string]any{"name": "kept"}).want(201).into(&other)
+	s.stop()
+
+	s = startServe(t, dataDir, noLLM, "ACS_API_KEY="+newKey)
+	wantMe(t, s, newKey, 200)
+	wantMe(t, s, apiKey, 401)
+	wantMe(t, s, other.Key, 200) // keys made through the API are kept
+	if bootstrapKeyID(t, s, newKey, apiKey) != "" {
+		t.Fatal("the old key is still listed")
+	}
+	s.stop()
+
+	// Restarting with the new key changes nothing; going back to the old
+	// value is a change too.
+	s = startServe(t, dataDir, noLLM, "ACS_API_KEY="+newKey)
+	wantMe(t, s, newKey, 200)
+	wantMe(t, s, apiKey, 401)
+	s.stop()
+	s = startServe(t, dataDir, noLLM)
+	wantMe(t, s, apiKey, 200)
+	wantMe(t, s, newKey, 401)
+	wantMe(t, s, other.Key, 200)
+}

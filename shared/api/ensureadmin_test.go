@@ -1,0 +1,98 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/boltstore"
+)
+
+func TestEnsureAdminBootstrapKey(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "acs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	a, b := acs.HashKey("bootstrap-key-a-0123456789"), acs.HashKey("bootstrap-key-b-0123456789")
+	works := func(hash string) bool {
+		t.Helper()
+		k, err := store.GetAPIKeyByHash(ctx, hash)
+		if errors.Is(err, acs.ErrNotFound) {
+			return false
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if k.UserID != api.AdminID {
+			t.Fatalf("key of %q", k.UserID)
+		}
+		return true
+	}
+	ensure := func(hash string) {
+		t.Helper()
+		if err := api.EnsureAdmin(ctx, store, hash, "prefix"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// Concurrent first starts: one admin, one key.
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- api.EnsureAdmin(ctx, store, a, "prefix") }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, err := store.GetUser(ctx, api.AdminID); err != nil || !u.Admin {
+		t.Fatalf("admin user: %+v %v", u, err)
+	}
+	if keys, _ := store.ListAPIKeys(ctx, api.AdminID); len(keys) != 1 || !works(a) {
+		t.Fatalf("admin keys after first start: %+v", keys)
+	}
+	issued, err := api.IssueKey(ctx, store, api.AdminID, "issued", "", events.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Revoked, then restarted with the same key: it stays revoked.
+	k, _ := store.GetAPIKeyByHash(ctx, a)
+	if err := store.DeleteAPIKey(ctx, api.AdminID, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	ensure(a)
+	ensure(a)
+	if works(a) {
+		t.Fatal("a revoked bootstrap key came back")
+	}
+
+	// A new key: registered, the old one revoked, issued keys kept.
+	ensure(b)
+	ensure(b)
+	if !works(b) || works(a) || !works(acs.HashKey(issued.Key)) {
+		t.Fatalf("after the change: b %v, a %v, issued %v", works(b), works(a), works(acs.HashKey(issued.Key)))
+	}
+	// Back to the first value: that is a change too.
+	ensure(a)
+	if !works(a) || works(b) || !works(acs.HashKey(issued.Key)) {
+		t.Fatalf("after changing back: a %v, b %v", works(a), works(b))
+	}
+	if keys, _ := store.ListAPIKeys(ctx, api.AdminID); len(keys) != 2 {
+		t.Fatalf("admin keys: %+v", keys)
+	}
+	// The marker is no user's secret.
+	if list, _ := store.ListSecrets(ctx, api.AdminID); len(list) != 0 {
+		t.Fatalf("the admin's secrets: %+v", list)
+	}
+}
