@@ -75,6 +75,10 @@ type state struct {
 	BlockedActions           map[string]string       `json:"blocked_actions" acs:"nullable"`
 	BlockedMessages          map[string]string       `json:"blocked_messages" acs:"nullable"`
 	UpdatedAt                events.Time             `json:"updated_at"`
+
+	// UnannouncedSecrets are the names of secrets added after the system
+	// prompt was sent; the next user message tells the LLM about them.
+	UnannouncedSecrets []string `json:"unannounced_secrets"`
 }
 
 // Transient is a frame sent to live subscribers only (never persisted).
@@ -141,10 +145,13 @@ type Conversation struct {
 	setupDone   chan struct{}
 	setupCancel context.CancelFunc
 
-	skills      []skills.Skill
-	hookRunner  *hooks.Runner // nil without hooks
-	mcpClient   *mcp.Client
-	stopDenials int // stop-hook denials in the current run
+	skills     []skills.Skill
+	hookRunner *hooks.Runner // nil without hooks
+	// sessionStarted is closed when the session_start hooks have run
+	// (nil without hooks); session_end waits for it.
+	sessionStarted chan struct{}
+	mcpClient      *mcp.Client
+	stopDenials    int // stop-hook denials in the current run
 
 	// bg ends when the conversation closes (background hooks stop).
 	bg       context.Context
@@ -673,6 +680,10 @@ func (c *Conversation) Close() error {
 	}
 	if c.hookRunner != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), sessionEndTimeout)
+		select { // session_start first (it is stopped below if still running)
+		case <-c.sessionStarted:
+		case <-ctx.Done():
+		}
 		c.runHooks(ctx, hooks.SessionEnd, hooks.Input{})
 		cancel()
 	}

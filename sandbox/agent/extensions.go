@@ -144,19 +144,14 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 			problem("SkillLoadError", "plugin %s: skill file %s: %s", p.Source, pr.File, pr.Error)
 		}
 		for _, f := range []string{filepath.Join(dir, "hooks", "hooks.json"), filepath.Join(dir, ".openhands", "hooks.json")} {
-			data, err := os.ReadFile(f)
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			var cfg *hooks.Config
-			if err == nil {
-				cfg, err = hooks.Parse(data)
-			}
+			cfg, err := hooks.LoadPath(f)
 			if err != nil {
-				problem("HookConfigError", "plugin %s: %s: %v", p.Source, f, err)
+				problem("HookConfigError", "plugin %s: %v", p.Source, err)
 				continue
 			}
-			hookCfgs = append(hookCfgs, cfg)
+			if cfg != nil {
+				hookCfgs = append(hookCfgs, cfg)
+			}
 		}
 		if data, err := os.ReadFile(filepath.Join(dir, ".mcp.json")); err == nil {
 			data = bytes.ReplaceAll(data, []byte("${SKILL_ROOT}"), jsonInner(dir))

@@ -57,9 +57,15 @@ func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequ
 			}
 			msg.ActivatedSkills = activated
 		}
+		if len(c.st.UnannouncedSecrets) > 0 {
+			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(secretsReminder(c.st.UnannouncedSecrets)))
+		}
 	}
 	if err := c.emitLocked(ctx, msg); err != nil {
 		return nil, err
+	}
+	if !prompt.Blocked {
+		c.st.UnannouncedSecrets = nil // saved with last_user_message_id below
 	}
 	id := msg.ID
 	c.st.LastUserMessageID = &id

@@ -28,6 +28,13 @@ const systemPrompt = `You are ACS, a skilled software engineering agent. You sol
 * Only act within the user's workspace and task. Do not exfiltrate data or make changes outside what the task needs.
 </SECURITY>`
 
+// secretsReminder tells the model about secrets added after the system
+// prompt (names only; it joins the next user message's extended content).
+func secretsReminder(names []string) string {
+	return "<system-reminder>\nNew secrets are now available as environment variables in the terminal " +
+		"(names only; never print their values): " + strings.Join(names, ", ") + "\n</system-reminder>"
+}
+
 // dynamicContext describes the runtime to the model: working directory, date,
 // platform and the names (never the values) of available secrets.
 func dynamicContext(workDir string, secretNames []string, now time.Time) string {

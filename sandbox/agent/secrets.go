@@ -327,6 +327,20 @@ func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.Sec
 	if c.closed {
 		return ErrClosed
 	}
+	if c.st.SystemPromptEmitted {
+		// The system prompt named the secrets known then; the LLM hears of
+		// new names with the next user message.
+		known := c.secretNamesLocked()
+		for k := range in {
+			if !slices.Contains(known, k) && !slices.Contains(c.st.UnannouncedSecrets, k) {
+				c.st.UnannouncedSecrets = append(c.st.UnannouncedSecrets, k)
+			}
+		}
+		sort.Strings(c.st.UnannouncedSecrets)
+		if err := c.saveStateLocked(); err != nil {
+			return err
+		}
+	}
 	if c.meta.Request.Secrets == nil {
 		c.meta.Request.Secrets = map[string]wire.SecretSource{}
 	}

@@ -113,7 +113,14 @@ func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 		go c.opts.OnSecrets(c)
 	}
 	if c.hookRunner != nil {
-		go c.runHooks(context.WithoutCancel(ctx), hooks.SessionStart, hooks.Input{})
+		started := make(chan struct{})
+		c.sessionStarted = started
+		c.hookWG.Add(1) // before Close can wait
+		go func() {
+			defer c.hookWG.Done()
+			defer close(started)
+			c.runHooks(context.WithoutCancel(ctx), hooks.SessionStart, hooks.Input{})
+		}()
 	}
 }
 

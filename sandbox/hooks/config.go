@@ -209,9 +209,14 @@ const MaxFileSize = 1 << 20
 // (nil, nil). Otherwise it returns the parsed config (possibly empty) or an
 // error naming the file: unreadable, not a regular file, larger than
 // MaxFileSize, or invalid (wrapping Parse's strictjson.Errors; use errors.As
-// to get them).
+// to get them). Malformed JSON is reported by line and column.
 func LoadFile(projectDir string) (*Config, error) {
-	path := filepath.Join(projectDir, ".openhands", "hooks.json")
+	return LoadPath(filepath.Join(projectDir, ".openhands", "hooks.json"))
+}
+
+// LoadPath reads the hooks file at path, as LoadFile does (for plugins'
+// hooks files).
+func LoadPath(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -236,9 +241,35 @@ func LoadFile(projectDir string) (*Config, error) {
 	}
 	cfg, err := Parse(data)
 	if err != nil {
+		var es strictjson.Errors
+		if errors.As(err, &es) && len(es) == 1 && es[0].Type == "json_invalid" && len(es[0].Loc) == 1 {
+			if off, ok := es[0].Loc[0].(int); ok {
+				line, col := position(data, off)
+				return nil, &fileError{msg: fmt.Sprintf("hooks: %s: line %d, column %d: %s", path, line, col, es[0].Msg), err: err}
+			}
+		}
 		return nil, fmt.Errorf("hooks: %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// fileError is a problem of a hooks file with its own wording, wrapping
+// Parse's error.
+type fileError struct {
+	msg string
+	err error
+}
+
+func (e *fileError) Error() string { return e.msg }
+
+func (e *fileError) Unwrap() error { return e.err }
+
+// position is the 1-based line and column (in bytes) of offset in data.
+func position(data []byte, offset int) (line, col int) {
+	offset = min(max(offset, 0), len(data))
+	before := data[:offset]
+	line = 1 + bytes.Count(before, []byte("\n"))
+	return line, offset - (bytes.LastIndexByte(before, '\n') + 1) + 1
 }
 
 // Parse decodes a hook configuration. It accepts

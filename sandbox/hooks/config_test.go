@@ -265,3 +265,18 @@ func TestMatcherMatches(t *testing.T) {
 		}
 	}
 }
+
+func TestLoadPathLocatesSyntaxErrors(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hooks.json")
+	if err := os.WriteFile(path, []byte("{\n  \"stop\": [\n    {\"hooks\": [}\n  ]\n}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := hooks.LoadPath(path)
+	var es strictjson.Errors
+	if cfg != nil || err == nil || !errors.As(err, &es) || es[0].Type != "json_invalid" {
+		t.Fatalf("want a json_invalid error, got %v %v", cfg, err)
+	}
+	if want := "hooks: " + path + ": line 3, column 16: JSON decode error: "; !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error %q, want prefix %q", err, want)
+	}
+}
