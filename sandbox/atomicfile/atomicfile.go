@@ -49,11 +49,12 @@ func Write(path string, data []byte, mode fs.FileMode) (err error) {
 	// The rename is only durable once the directory is synced; without this
 	// a power loss could bring back the old content (or no file at all).
 	// One fsync per write; not testable without a power cut.
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
-// syncDir fsyncs directory dir, making renames into it durable.
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, making the entries created or renamed in
+// it durable. Errors: opening or syncing the directory.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

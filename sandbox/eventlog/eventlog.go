@@ -27,6 +27,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/atomicfile"
 )
 
 // FileName is the name of the log file inside a conversation's directory.
@@ -96,8 +97,8 @@ func Open(dir string) (*Log, error) {
 		// usually new too (one per conversation), so its own entry in the
 		// parent is synced as well. Only when the log is created, so appends
 		// are unaffected. (Not testable without a power cut.)
-		if err = syncDir(dir); err == nil {
-			err = syncDir(filepath.Dir(filepath.Clean(dir)))
+		if err = atomicfile.SyncDir(dir); err == nil {
+			err = atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir)))
 		}
 		if err != nil {
 			f.Close()
@@ -558,17 +559,4 @@ func (l *Log) Close() error {
 	close(l.notify)
 	l.notify = make(chan struct{})
 	return l.f.Close()
-}
-
-// syncDir fsyncs directory dir, making the entries created in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"encoding/base64"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,25 @@ func TestLoadAWSListsEverythingMissing(t *testing.T) {
 	}
 }
 
+// loadAWS loads base overlaid with extra. With wantErr it checks that the
+// error names it and reports false; otherwise it fails on any error.
+func loadAWS(t *testing.T, base, extra map[string]string, need config.Need, wantErr string) (config.AWS, bool) {
+	t.Helper()
+	m := maps.Clone(base)
+	maps.Copy(m, extra)
+	c, err := config.LoadAWS(env(m), need)
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("want an error naming %s, got %v", wantErr, err)
+		}
+		return c, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, true
+}
+
 func TestLoadAWSKubernetesRuntime(t *testing.T) {
 	ca := base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
 	base := map[string]string{"AWS_REGION": "eu-west-1", "ACS_TABLE": "acs", "ACS_SECRET_KEY": "0123456789abcdef0123",
@@ -115,25 +135,9 @@ func TestLoadAWSKubernetesRuntime(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := map[string]string{}
-			for k, v := range base {
-				m[k] = v
-			}
-			for k, v := range tc.extra {
-				m[k] = v
-			}
-			c, err := config.LoadAWS(env(m), config.NeedRuntime)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if tc.check != nil && !tc.check(c) {
-					t.Fatalf("config %+v", c)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("want an error naming %s, got %v", tc.wantErr, err)
+			c, ok := loadAWS(t, base, tc.extra, config.NeedRuntime, tc.wantErr)
+			if ok && tc.check != nil && !tc.check(c) {
+				t.Fatalf("config %+v", c)
 			}
 		})
 	}
@@ -159,25 +163,9 @@ func TestLoadAWSNeeds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := map[string]string{}
-			for k, v := range base {
-				m[k] = v
-			}
-			for k, v := range tc.extra {
-				m[k] = v
-			}
-			c, err := config.LoadAWS(env(m), tc.need)
-			if tc.wantErr == "" {
-				if err != nil {
-					t.Fatal(err)
-				}
-				if c.Table != "acs" || c.Region != "eu-west-1" || c.StartTaskTTL.Hours() != 1 || c.MaxRunningSandboxes != 10 {
-					t.Fatalf("config %+v", c)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Fatalf("want an error naming %s, got %v", tc.wantErr, err)
+			c, ok := loadAWS(t, base, tc.extra, tc.need, tc.wantErr)
+			if ok && (c.Table != "acs" || c.Region != "eu-west-1" || c.StartTaskTTL.Hours() != 1 || c.MaxRunningSandboxes != 10) {
+				t.Fatalf("config %+v", c)
 			}
 		})
 	}
