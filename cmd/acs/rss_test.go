@@ -1,13 +1,17 @@
 package main_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,19 +34,132 @@ func rssMB(pid int) float64 {
 	return -1
 }
 
+// procStat reads /proc/<pid>/stat: the state, the parent pid and the start
+// time (clock ticks after boot, which tells a reused pid apart).
+func procStat(pid int) (state string, ppid int, start uint64, ok bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, 0, false
+	}
+	// The command name is in parentheses and may hold spaces; the fields
+	// after it start with state (3) and ppid (4); starttime is field 22.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", 0, 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return "", 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	start, err2 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil {
+		return "", 0, 0, false
+	}
+	return f[0], ppid, start, true
+}
+
+// descendants walks /proc/*/stat for the live (not zombie) descendants of
+// root and returns their start times by pid.
+func descendants(root int) map[int]uint64 {
+	ents, _ := os.ReadDir("/proc")
+	type info struct {
+		ppid  int
+		start uint64
+	}
+	procs := map[int]info{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if state, ppid, start, ok := procStat(pid); ok && state != "Z" {
+			procs[pid] = info{ppid, start}
+		}
+	}
+	out := map[int]uint64{}
+	for pid, p := range procs {
+		// Climb to root (or to a process outside the tree); the depth bound
+		// guards against a cycle from pids reused during the walk.
+		for anc, depth := p.ppid, 0; anc > 1 && depth < 64; depth++ {
+			if anc == root {
+				out[pid] = p.start
+				break
+			}
+			a, ok := procs[anc]
+			if !ok {
+				break
+			}
+			anc = a.ppid
+		}
+	}
+	return out
+}
+
+// alive reports whether pid still runs as the process that started at start.
+func alive(pid int, start uint64) bool {
+	state, _, s, ok := procStat(pid)
+	return ok && s == start && state != "Z"
+}
+
 // agentServerRSS starts `acs agent-server`, measures its RSS idle, runs n
-// conversations to the end and measures again.
+// conversations to the end and measures again. Each conversation runs one
+// terminal command before it finishes, so each holds its live persistent bash
+// session (the terminal starts its shell on first use) when RSS is sampled.
+// The returned figures are the server's own VmRSS; the summed VmRSS of its
+// descendants (the shells) is reported as children-MB, with their count as
+// children, when tb is a benchmark.
 func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
-	llm := llmtest.New(llmtest.Reply{Repeat: true, MatchText: "hello", Text: "Hello! Nothing to do."})
+	llm := llmtest.New(
+		// After the command's observation: finish.
+		llmtest.Reply{Repeat: true, Match: func(r *llmtest.Request) bool {
+			return len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == "tool"
+		}, ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "Ready."}}}},
+		// The first step: one terminal command.
+		llmtest.Reply{Repeat: true, MatchText: "hello", Text: "Checking the shell.", ToolCalls: []llmtest.ToolCall{{Name: "terminal",
+			Arguments: map[string]any{"command": "echo ready", "security_risk": "LOW", "summary": "check the shell"}}}},
+	)
 	defer llm.Close()
 	dir := tb.TempDir()
 	addrFile := filepath.Join(dir, "addr")
+	logFile, err := os.Create(filepath.Join(dir, "agent-server.log"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer logFile.Close()
+	serverLog := func() string { b, _ := os.ReadFile(logFile.Name()); return string(b) }
 	cmd := exec.Command(testbin.ACS(tb), "agent-server", "--addr", "127.0.0.1:0", "--addr-file", addrFile)
 	cmd.Env = append(os.Environ(), "ACS_WORKSPACE_DIR="+filepath.Join(dir, "w"), "OH_SESSION_API_KEYS_0=k")
+	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() {
+		// Note the shells first: once the server is gone they are no longer
+		// its descendants. Stop the server gracefully (SIGKILL if it hangs),
+		// then kill whichever of them is still running.
+		kids := descendants(cmd.Process.Pid)
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+		for pid, start := range kids {
+			if alive(pid, start) {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for pid, start := range kids {
+			for alive(pid, start) && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}()
 	var base string
 	for i := 0; i < 500 && base == ""; i++ {
 		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
@@ -51,34 +168,69 @@ func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if base == "" {
-		tb.Fatal("agent server did not start")
+		tb.Fatalf("agent server did not start:\n%s", serverLog())
 	}
 	time.Sleep(500 * time.Millisecond)
 	idle = rssMB(cmd.Process.Pid)
-	post := func(path, body string) {
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader(body))
+	do := func(method, path, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
 		req.Header.Set("X-Session-API-Key", "k")
 		req.Header.Set("Content-Type", "application/json")
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		res.Body.Close()
-		if res.StatusCode != 201 {
-			tb.Fatalf("%s: %d", path, res.StatusCode)
-		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, b
 	}
-	for i := 0; i < n; i++ {
-		post("/api/conversations", fmt.Sprintf(`{"agent":{"llm":{"model":"m","base_url":%q,"num_retries":0},"tools":[{"name":"terminal"},{"name":"file_editor"}]},`+
+	ids := make([]string, n)
+	for i := range ids {
+		code, b := do("POST", "/api/conversations", fmt.Sprintf(`{"agent":{"llm":{"model":"m","base_url":%q,"num_retries":0},"tools":[{"name":"terminal"},{"name":"file_editor"}]},`+
 			`"workspace":{"working_dir":%q},"initial_message":{"role":"user","content":[{"type":"text","text":"hello"}]}}`,
 			llm.URL, filepath.Join(dir, "w", fmt.Sprint(i))))
+		var created struct {
+			ID string `json:"id"`
+		}
+		if code != 201 || json.Unmarshal(b, &created) != nil || created.ID == "" {
+			tb.Fatalf("create conversation: %d %s", code, b)
+		}
+		ids[i] = created.ID
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for len(llm.Requests()) < n && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	for _, id := range ids {
+		for {
+			code, b := do("GET", "/api/conversations/"+id, "")
+			var info struct {
+				Status string `json:"execution_status"`
+			}
+			json.Unmarshal(b, &info)
+			if code == 200 && info.Status == "finished" {
+				break
+			}
+			if code != 200 || info.Status == "error" || info.Status == "stuck" || time.Now().After(deadline) {
+				tb.Fatalf("conversation %s: %d %s\n%s", id, code, b, serverLog())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	return idle, rssMB(cmd.Process.Pid)
+	loaded = rssMB(cmd.Process.Pid)
+	kids := descendants(cmd.Process.Pid)
+	var children float64
+	for pid := range kids {
+		if mb := rssMB(pid); mb > 0 {
+			children += mb
+		}
+	}
+	if len(kids) < n {
+		tb.Fatalf("%d conversations finished but the server has %d descendant processes, want a live shell each", n, len(kids))
+	}
+	if b, ok := tb.(*testing.B); ok {
+		b.ReportMetric(children, "children-MB")
+		b.ReportMetric(float64(len(kids)), "children")
+	}
+	return idle, loaded
 }
 
 // TestAgentServerRSSSmoke keeps the RSS helper working (figures come from
