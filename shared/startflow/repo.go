@@ -178,8 +178,13 @@ ACS_ASKPASS
   # Another delivery may have cloned meanwhile: keep the first.
   mv -T "$ask/repo" %[1]s 2>/dev/null || [ -d %[1]s/.git ]
   cd %[1]s
-  if git ls-remote --exit-code --heads origin %[3]s >/dev/null 2>&1; then
-    GIT_ASKPASS="$ask/askpass" GIT_TERMINAL_PROMPT=0 git -c credential.helper= checkout --quiet %[3]s
+  # The clone fetched every branch: the selected one is checked out from
+  # its remote-tracking ref (no second round trip to the host, which for a
+  # private repository would need the token again).
+  if git show-ref --verify --quiet refs/heads/%[3]s; then
+    git checkout --quiet %[3]s
+  elif git show-ref --verify --quiet refs/remotes/origin/%[3]s; then
+    git checkout --quiet -b %[3]s --track origin/%[3]s
   else
     git checkout --quiet -b %[3]s
   fi

@@ -477,6 +477,9 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		if err != nil {
 			return "", err
 		}
+		// The runtime's view first: a sandbox whose agent server died since
+		// the record was last updated is ERROR, not a place to reserve a slot.
+		sb, _ = w.lifecycle().Refresh(ctx, sb)
 		if sb.Status.ReadOnly() {
 			return "", failf("Sandbox %s is %s and not startable; choose another sandbox or start without sandbox_id", sb.ID, sb.Status)
 		}
