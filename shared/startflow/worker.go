@@ -308,15 +308,32 @@ func (w *Worker) heartbeat(ctx context.Context, receipt string) func() {
 	return func() { cancel(); <-done }
 }
 
+// fail ends the task with ERROR and gives back the slot it reserved on its
+// sandbox, unless its conversation record exists (deleting that releases
+// it). A slot left behind would inflate conversation_count, fill the
+// sandbox for grouping, and keep it from going with its last conversation.
 func (w *Worker) fail(ctx context.Context, taskID, detail string) error {
-	_, err := w.Store.UpdateStartTask(ctx, taskID, func(tk *acs.StartTask) error {
+	tk, err := w.Store.UpdateStartTask(ctx, taskID, func(tk *acs.StartTask) error {
 		if tk.Status.Done() {
 			return nil
 		}
 		tk.Fail(detail, w.now())
 		return nil
 	})
-	return err
+	if err != nil || tk.Status != acs.TaskError || tk.SandboxID == nil {
+		return err
+	}
+	if _, err := w.Store.GetConversation(ctx, tk.ConversationID); !errors.Is(err, acs.ErrNotFound) {
+		return nil
+	}
+	_, err = w.Store.UpdateSandbox(ctx, *tk.SandboxID, func(s *acs.Sandbox) error {
+		s.Release(tk.ConversationID)
+		return nil
+	})
+	if err != nil && !errors.Is(err, acs.ErrNotFound) {
+		slog.Warn("startflow: release the failed start's slot", "task", taskID, "sandbox", *tk.SandboxID, "error", err)
+	}
+	return nil
 }
 
 // Step runs the task's current step. It returns when the next step is due

@@ -182,6 +182,14 @@ func TestSandboxFailuresEndTheTask(t *testing.T) {
 			if last := done.Steps[len(done.Steps)-1]; last.Status != acs.TaskError || last.Detail == "" {
 				t.Fatalf("the ERROR step is not recorded with its detail: %+v", last)
 			}
+			// The failed start gives back the slot it reserved.
+			if done.SandboxID == nil {
+				t.Fatal("the task never got a sandbox")
+			}
+			sb, err := e.store.GetSandbox(ctx, *done.SandboxID)
+			if err != nil || len(sb.Slots) != 0 {
+				t.Fatalf("sandbox after the failed start: slots %v, %v", sb.Slots, err)
+			}
 		})
 	}
 }
