@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
@@ -193,10 +194,14 @@ func TestStartFlowRepositories(t *testing.T) {
 		if deref(c.SelectedRepository) != "acme/widgets" {
 			t.Fatalf("repository %+v", c)
 		}
+		// READY means the message was sent and the run started; the LLM
+		// call follows asynchronously.
 		found := false
-		for _, r := range llm.Requests() {
-			if strings.Contains(r.LastUserText(), `Resolve issue #7 in acme/widgets ("Widgets wobble")`) {
-				found = true
+		for deadline := time.Now().Add(20 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			for _, r := range llm.Requests() {
+				if strings.Contains(r.LastUserText(), `Resolve issue #7 in acme/widgets ("Widgets wobble")`) {
+					found = true
+				}
 			}
 		}
 		if !found {
