@@ -4,7 +4,7 @@
 # run and stopped after it. As root, the run happens in a private network
 # namespace: DynamoDB Local, which listens on every interface, is then
 # reachable from nothing but the tests, and the tests cannot reach the
-# network. The first run builds Kubernetes (about 9 minutes, then cached in
+# network. The first run builds Kubernetes (6–13 minutes, then cached in
 # .cache/k8s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
