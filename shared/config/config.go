@@ -299,8 +299,10 @@ type Kube struct {
 	// default 0).
 	WarmPool int
 	// NodeSelector places sandbox pods (ACS_KUBE_NODE_SELECTOR:
-	// "key=value,key=value").
+	// "key=value,key=value"); Tolerations is ACS_KUBE_TOLERATIONS, a JSON
+	// array of Kubernetes tolerations kept as text (the runtime parses it).
 	NodeSelector map[string]string
+	Tolerations  string
 	// Credentials: exactly one of Kubeconfig (ACS_KUBECONFIG, a file),
 	// InCluster (ACS_KUBE_IN_CLUSTER=true) or an EKS cluster
 	// (ACS_EKS_CLUSTER with ACS_KUBE_SERVER and ACS_KUBE_CA_DATA, the
@@ -393,6 +395,7 @@ func (p *parser) kube() Kube {
 		PodTemplates: p.getenv("ACS_KUBE_POD_TEMPLATES"),
 		WarmPool:     p.integer("ACS_KUBE_WARM_POOL", 0, 0, 100),
 		Kubeconfig:   p.getenv("ACS_KUBECONFIG"),
+		Tolerations:  p.getenv("ACS_KUBE_TOLERATIONS"),
 		EKSCluster:   p.getenv("ACS_EKS_CLUSTER"),
 		Server:       p.getenv("ACS_KUBE_SERVER"),
 	}

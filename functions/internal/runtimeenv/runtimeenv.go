@@ -5,10 +5,13 @@
 package runtimeenv
 
 import (
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/acs"
@@ -42,10 +45,14 @@ func New(e *awsenv.Env) (acs.Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	tolerations, err := parseTolerations(k.Tolerations)
+	if err != nil {
+		return nil, err
+	}
 	cfg := kubesandbox.Config{Namespace: k.Namespace, BaseHost: k.BaseHost, Separator: k.Separator, Scheme: k.Scheme,
 		IngressClassName: k.IngressClass, TLSSecretName: k.TLSSecret, Templates: templates,
 		Default:      kubesandbox.PodTemplate{Image: k.Image, WarmPool: k.WarmPool},
-		NodeSelector: k.NodeSelector,
+		NodeSelector: k.NodeSelector, Tolerations: tolerations,
 		// Warm pods are started before any request: they get what every
 		// sandbox gets (the webhook URL, the CORS origin).
 		Env: e.Flow().SandboxEnv()}
@@ -69,6 +76,28 @@ func Pool(rt acs.Runtime) acs.WarmPool {
 		return p
 	}
 	return nil
+}
+
+// parseTolerations reads ACS_KUBE_TOLERATIONS: a JSON array of
+// Kubernetes tolerations, unknown fields refused.
+func parseTolerations(v string) ([]corev1.Toleration, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []corev1.Toleration
+	dec := json.NewDecoder(strings.NewReader(v))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("ACS_KUBE_TOLERATIONS must be a JSON array of tolerations: %w", err)
+	}
+	for i, t := range out {
+		switch t.Operator {
+		case "", corev1.TolerationOpEqual, corev1.TolerationOpExists:
+		default:
+			return nil, fmt.Errorf("ACS_KUBE_TOLERATIONS[%d]: operator %q must be Equal or Exists", i, t.Operator)
+		}
+	}
+	return out, nil
 }
 
 // readTemplates parses ACS_KUBE_POD_TEMPLATES, inline or from a file.

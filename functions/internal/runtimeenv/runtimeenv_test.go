@@ -68,6 +68,10 @@ func TestKubernetesConfigurationErrors(t *testing.T) {
 		{"templates file missing", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_POD_TEMPLATES": filepath.Join(dir, "nope.json")}, "ACS_KUBE_POD_TEMPLATES"},
 		{"template without image", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_POD_TEMPLATES": `{"acs-default":{"warm_pool":1}}`}, "image is required"},
 		{"unknown template field", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_POD_TEMPLATES": `{"acs-default":{"image":"i","cpu":2}}`}, "ACS_KUBE_POD_TEMPLATES"},
+		{"tolerations", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_TOLERATIONS": `[{"key":"sandboxes","operator":"Exists","effect":"NoSchedule"}]`}, ""},
+		{"tolerations not an array", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_TOLERATIONS": `{"key":"x"}`}, "ACS_KUBE_TOLERATIONS"},
+		{"toleration with an unknown field", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_TOLERATIONS": `[{"key":"x","operatr":"Exists"}]`}, "ACS_KUBE_TOLERATIONS"},
+		{"toleration with a bad operator", map[string]string{"ACS_KUBECONFIG": kubeconfig, "ACS_KUBE_TOLERATIONS": `[{"key":"x","operator":"Maybe"}]`}, "operator"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,7 +112,8 @@ func TestKubernetesRuntimeFromEnvironment(t *testing.T) {
 	}
 	t.Cleanup(func() { core.Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
 
-	rt := runtimeenv.Runtime(load(t, map[string]string{"ACS_KUBECONFIG": path, "ACS_KUBE_NAMESPACE": ns, "ACS_KUBE_WARM_POOL": "1"}))
+	rt := runtimeenv.Runtime(load(t, map[string]string{"ACS_KUBECONFIG": path, "ACS_KUBE_NAMESPACE": ns, "ACS_KUBE_WARM_POOL": "1",
+		"ACS_KUBE_NODE_SELECTOR": "pool=sandboxes", "ACS_KUBE_TOLERATIONS": `[{"key":"sandboxes","operator":"Exists","effect":"NoSchedule"}]`}))
 	if st, err := rt.Status(ctx, "no-such-sandbox"); err != nil || st.Status != acs.SandboxMissing {
 		t.Fatalf("status of an unknown sandbox: %+v %v", st, err)
 	}
@@ -127,6 +132,13 @@ func TestKubernetesRuntimeFromEnvironment(t *testing.T) {
 	pod := pods.Items[0]
 	if img := pod.Spec.Containers[0].Image; img != "registry.example/acs-sandbox:1" {
 		t.Fatalf("warm pod image %q", img)
+	}
+	found := false
+	for _, tol := range pod.Spec.Tolerations {
+		found = found || (tol.Key == "sandboxes" && tol.Operator == corev1.TolerationOpExists && tol.Effect == corev1.TaintEffectNoSchedule)
+	}
+	if !found || pod.Spec.NodeSelector["pool"] != "sandboxes" {
+		t.Fatalf("warm pod placement: tolerations %v, node selector %v", pod.Spec.Tolerations, pod.Spec.NodeSelector)
 	}
 	sec, err := core.Secrets(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil || string(sec.Data["OH_WEBHOOKS_0_BASE_URL"]) != "https://api.example.com/api/v1/webhooks" {
