@@ -225,8 +225,11 @@ type Conversation struct {
 	// ProjectDir is where the repository was cloned (WorkingDir without
 	// one): the root of file, git, skills and hooks reads.
 	ProjectDir string `json:"project_dir,omitempty"`
-	// RateLimitedUntil is set while the agent backs off an LLM rate limit.
+	// RateLimitedUntil is set while the agent backs off an LLM rate limit;
+	// AgentStateAt is when the agent state it comes from was reported
+	// (older reports are ignored).
 	RateLimitedUntil *time.Time `json:"rate_limited_until,omitempty"`
+	AgentStateAt     time.Time  `json:"agent_state_at"`
 	// ExecutionStatus is the agent's status as last reported, and
 	// ExecutionStatusAt when it was reported (older reports are ignored).
 	ExecutionStatus   string          `json:"execution_status,omitempty"`

@@ -149,7 +149,11 @@ func applyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 		}
 	case "agent_state":
 		var as map[string]string
-		if json.Unmarshal(value, &as) == nil {
+		// A report older than the last one applied (a conversation info
+		// captured before an agent_state event but delivered after it)
+		// must not undo it.
+		if json.Unmarshal(value, &as) == nil && !ts.Before(c.AgentStateAt) {
+			c.AgentStateAt = ts
 			c.RateLimitedUntil = nil
 			if v, ok := as["llm_rate_limited_until"]; ok {
 				if t, err := time.Parse(time.RFC3339, v); err == nil {

@@ -1,0 +1,70 @@
+package api_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/shared/acs"
+)
+
+// TestWebhookAgentStateIgnoresOlderReports: a conversation info captured
+// before an agent_state event but delivered after it (the two webhooks are
+// separate requests) must not undo it — here the rate-limit mark that makes
+// the conversation read PAUSED.
+func TestWebhookAgentStateIgnoresOlderReports(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	const sbID, key, conv = "sb-order", "order-key-0123456789", "0000000000000000000000000000abcd"
+	seeded := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := e.store.CreateSandbox(ctx, acs.Sandbox{ID: sbID, OwnerID: "alice", Status: acs.SandboxRunning,
+		SessionKeyHash: acs.HashKey(key), CreatedAt: seeded, LastUsedAt: seeded, LastActivityAt: seeded}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.CreateConversation(ctx, acs.Conversation{ID: conv, OwnerID: "alice", SandboxID: sbID, CreatedAt: seeded}); err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"X-Session-API-Key": key, "Content-Type": "application/json"}
+	now := time.Now().UTC()
+	until := now.Add(time.Hour).Format(time.RFC3339)
+	// The reading (PAUSED while rate limited) comes from the stored mark;
+	// the sandbox here is not in the runtime, so read the record.
+	reading := func() string {
+		t.Helper()
+		c, err := e.store.GetConversation(ctx, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RateLimitedUntil != nil && time.Now().Before(*c.RateLimitedUntil) {
+			return "PAUSED"
+		}
+		return "RUNNING"
+	}
+	info := func(at time.Time, agentState string) {
+		t.Helper()
+		body := `{"id":"` + conv + `","execution_status":"running","updated_at":"` + events.At(at).String() + `","agent_state":` + agentState + `}`
+		if r := e.do("POST", "/api/v1/webhooks/conversations", body, hdr); r.status != 200 {
+			t.Fatalf("info: %d %s", r.status, r.body)
+		}
+	}
+	// The rate-limit mark arrives as an event at now.
+	batch := `[{"kind":"ConversationStateUpdateEvent","id":"as1","timestamp":"` + events.At(now).String() +
+		`","key":"agent_state","value":{"llm_rate_limited_until":"` + until + `"}}]`
+	if r := e.do("POST", "/api/v1/webhooks/events/"+conv, batch, hdr); r.status != 200 {
+		t.Fatalf("ingest: %d %s", r.status, r.body)
+	}
+	if got := reading(); got != "PAUSED" {
+		t.Fatalf("rate limited: reads %s, want PAUSED", got)
+	}
+	// An info captured a second earlier, without the mark, comes late.
+	info(now.Add(-time.Second), `{}`)
+	if got := reading(); got != "PAUSED" {
+		t.Fatalf("after an older info: reads %s, want PAUSED", got)
+	}
+	// A newer one, after the backoff ended, clears it.
+	info(now.Add(time.Second), `{}`)
+	if got := reading(); got != "RUNNING" {
+		t.Fatalf("after a newer info: reads %s, want RUNNING", got)
+	}
+}
