@@ -42,13 +42,11 @@ import (
 	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/acs-project/acs/internal/awserr"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -397,14 +395,14 @@ func notFound(err error) bool {
 	if errors.As(err, &noKey) || errors.As(err, &nf) {
 		return true
 	}
-	switch errorCode(err) {
+	switch awserr.Code(err) {
 	case "NoSuchKey", "NotFound":
 		return true
 	case "NoSuchBucket":
 		return false
 	}
 	var re *smithyhttp.ResponseError
-	return errors.As(err, &re) && re.HTTPStatusCode() == 404 && errorCode(err) == ""
+	return errors.As(err, &re) && re.HTTPStatusCode() == 404 && awserr.Code(err) == ""
 }
 
 // wrap gives err context and classifies it.
@@ -418,50 +416,9 @@ func wrap(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("s3blob: %s: %w", op, err)
 }
 
-// unavailable reports throttling, server errors and network failures: the
-// errors worth retrying later.
+// unavailable reports the errors worth retrying later.
 func unavailable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var maxAttempts *retry.MaxAttemptsError
-	var quota ratelimit.QuotaExceededError
-	if errors.As(err, &maxAttempts) || errors.As(err, &quota) {
-		return true
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return true
-	}
-	var sendErr *smithyhttp.RequestSendError
-	if errors.As(err, &sendErr) {
-		return true
-	}
-	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary {
-		return true
-	}
-	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
-		return true
-	}
-	code := errorCode(err)
-	if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
-		return true
-	}
-	switch code {
-	case "ServiceUnavailable", "InternalError", "RequestTimeout":
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorFault() == smithy.FaultServer
-}
-
-// errorCode returns the API error code of err ("" for none).
-func errorCode(err error) string {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return ""
-	}
-	return ae.ErrorCode()
+	return awserr.Transient(err, awserr.Code(err), "ServiceUnavailable", "InternalError", "RequestTimeout")
 }
 
 // ctxReader stops reading when ctx ends.

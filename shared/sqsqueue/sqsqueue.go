@@ -53,13 +53,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 
+	"github.com/acs-project/acs/internal/awserr"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -461,57 +459,19 @@ func wrap(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("sqsqueue: %s: %w", op, err)
 }
 
-// unavailable reports throttling, server errors and network failures: the
-// errors worth retrying later.
+// unavailable reports the errors worth retrying later, SQS's own
+// throttling errors included.
 func unavailable(err error) bool {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return false
-	}
-	var maxAttempts *retry.MaxAttemptsError
-	if errors.As(err, &maxAttempts) {
-		return true
-	}
-	var quota ratelimit.QuotaExceededError
-	if errors.As(err, &quota) {
-		return true
-	}
-	var re *smithyhttp.ResponseError
-	if errors.As(err, &re) && re.HTTPStatusCode() >= 500 {
-		return true
-	}
-	var sendErr *smithyhttp.RequestSendError
-	if errors.As(err, &sendErr) {
+	if awserr.Transient(err, errorCode(err), "ServiceUnavailable", "InternalError", "InternalFailure", "KmsThrottled") {
 		return true
 	}
 	var throttled *types.RequestThrottled
 	var kmsThrottled *types.KmsThrottled
-	if errors.As(err, &throttled) || errors.As(err, &kmsThrottled) {
-		return true
-	}
-	if retry.IsErrorRetryables(retry.DefaultRetryables).IsErrorRetryable(err) == aws.TrueTernary {
-		return true
-	}
-	if retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err) == aws.TrueTernary {
-		return true
-	}
-	code := errorCode(err)
-	if _, ok := retry.DefaultThrottleErrorCodes[code]; ok {
-		return true
-	}
-	switch code {
-	case "ServiceUnavailable", "InternalError", "InternalFailure", "KmsThrottled":
-		return true
-	}
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorFault() == smithy.FaultServer
+	return !awserr.Ended(err) && (errors.As(err, &throttled) || errors.As(err, &kmsThrottled))
 }
 
 // errorCode returns the API error code of err ("" for none), without the
 // "AWS.SimpleQueueService." prefix of SQS's query-compatible codes.
 func errorCode(err error) string {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		return ""
-	}
-	return strings.TrimPrefix(ae.ErrorCode(), "AWS.SimpleQueueService.")
+	return strings.TrimPrefix(awserr.Code(err), "AWS.SimpleQueueService.")
 }
