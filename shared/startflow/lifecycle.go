@@ -53,41 +53,93 @@ func Usable(sb acs.Sandbox) error {
 	return nil
 }
 
+// The running cap and its claims.
+//
+// A sandbox counts against its owner's cap while its record reads RUNNING or
+// STARTING. A claim (acs.Quota.Claims, made atomically by Claim) covers the
+// moments before the record shows that: between Claim and CreateSandbox for
+// a new sandbox, and until the record reads RUNNING again for a resume. A
+// claim stays while its record counts, so a check whose listing of the
+// owner's sandboxes is older than the record still sees the claim; it is
+// given back (release) the moment the sandbox stops counting: paused,
+// deleted (MISSING), removed with its last conversation, or failed to start
+// or resume. A claim left behind (a crash between the two writes, or a path
+// that missed it) is pruned at every check by liveClaims:
+//   - its sandbox is the one being claimed again (except): dropped;
+//   - its record counts (RUNNING, STARTING): kept, not counted (the record
+//     is);
+//   - its record does not count and changed after the claim (paused,
+//     stopped, failed): dropped;
+//   - its record does not count and is unchanged since the claim (a resume
+//     on its way): counted, for at most claimTTL;
+//   - its record is not in the listing (removed, or not created yet): counted
+//     only when the claim is younger than claimGrace at the time the listing
+//     began, which covers the step from Claim to CreateSandbox (and the lag
+//     of an eventually consistent owner index); an older claim is dropped.
+//     So a sandbox removed without its claim given back frees its slot at
+//     the next check, or claimGrace after its claim at the latest.
+
 // claimTTL bounds how long a claim counts without its sandbox's record
 // showing it running.
 const claimTTL = 10 * time.Minute
+
+// claimGrace is how long a claim counts while its sandbox's record is not
+// listed: a new sandbox's record is written right after its claim.
+const claimGrace = 30 * time.Second
 
 // capacityError is the 429 answer at the cap.
 func capacityError(n int) error {
 	return fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", n, acs.ErrCapacity)
 }
 
-// usage lists the owner's sandboxes that count against the cap (RUNNING or
-// STARTING, except except) and every sandbox's status and last update.
-func (l *Lifecycle) usage(ctx context.Context, owner, except string) (running map[string]bool, seen map[string]acs.Sandbox, err error) {
-	running, seen = map[string]bool{}, map[string]acs.Sandbox{}
-	err = eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
-		seen[sb.ID] = sb
-		if sb.ID != except && (sb.Status == acs.SandboxRunning || sb.Status == acs.SandboxStarting) {
-			running[sb.ID] = true
-		}
-	})
-	return running, seen, err
+// counts reports whether a sandbox in status st counts against the cap.
+func counts(st acs.SandboxStatus) bool {
+	return st == acs.SandboxRunning || st == acs.SandboxStarting
 }
 
-// liveClaims prunes q's claims: expired ones, the except sandbox's, and
-// those whose sandbox has since stopped running. It returns how many claims
-// count on top of running.
-func liveClaims(q *acs.Quota, running map[string]bool, seen map[string]acs.Sandbox, except string, now time.Time) int {
+// usage is a listing of an owner's sandboxes, for the cap.
+type usage struct {
+	// running holds the sandboxes that count (RUNNING or STARTING), except
+	// the one being claimed.
+	running map[string]bool
+	// seen holds every listed sandbox.
+	seen map[string]acs.Sandbox
+	// listedAt is when the listing began.
+	listedAt time.Time
+}
+
+// usage lists the owner's sandboxes: those that count against the cap (not
+// counting except) and every sandbox's status and last update.
+func (l *Lifecycle) usage(ctx context.Context, owner, except string) (usage, error) {
+	u := usage{running: map[string]bool{}, seen: map[string]acs.Sandbox{}, listedAt: l.now()}
+	err := eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
+		u.seen[sb.ID] = sb
+		if sb.ID != except && counts(sb.Status) {
+			u.running[sb.ID] = true
+		}
+	})
+	return u, err
+}
+
+// liveClaims prunes q's claims by the rules above and returns how many
+// count on top of u.running.
+func liveClaims(q *acs.Quota, u usage, except string, now time.Time) int {
 	n := 0
 	for id, at := range q.Claims {
-		sb, known := seen[id]
+		sb, listed := u.seen[id]
 		switch {
-		case id == except, now.Sub(at) > claimTTL,
-			known && !running[id] && sb.UpdatedAt.After(at):
+		case id == except, now.Sub(at) > claimTTL:
 			delete(q.Claims, id)
-		case !running[id]:
-			n++
+		case listed && counts(sb.Status):
+			// The record counts; the claim stays until the sandbox stops.
+		case listed && sb.UpdatedAt.After(at):
+			delete(q.Claims, id) // stopped since the claim
+		case listed:
+			n++ // a resume on its way
+		case at.Before(u.listedAt.Add(-claimGrace)):
+			delete(q.Claims, id) // the record is gone
+		default:
+			n++ // the record is about to be written (or not yet indexed)
 		}
 	}
 	return n
@@ -95,21 +147,26 @@ func liveClaims(q *acs.Quota, running map[string]bool, seen map[string]acs.Sandb
 
 // CheckCapacity returns ErrCapacity when owner already has the maximum of
 // running (or starting, or being started) sandboxes, not counting except. A
-// cap of 0 means none. It claims nothing (see Claim).
+// cap of 0 means none. It claims nothing (see Claim); it stores the pruned
+// claims.
 func (l *Lifecycle) CheckCapacity(ctx context.Context, owner, except string) error {
 	limit := l.Config.MaxRunningSandboxes
 	if limit <= 0 {
 		return nil
 	}
-	running, seen, err := l.usage(ctx, owner, except)
+	u, err := l.usage(ctx, owner, except)
 	if err != nil {
 		return err
 	}
-	q, err := l.Store.UpdateQuota(ctx, owner, func(*acs.Quota) error { return nil })
-	if err != nil {
+	now := l.now()
+	n := 0
+	if _, err := l.Store.UpdateQuota(ctx, owner, func(q *acs.Quota) error {
+		n = len(u.running) + liveClaims(q, u, except, now)
+		return nil
+	}); err != nil {
 		return err
 	}
-	if n := len(running) + liveClaims(&q, running, seen, except, l.now()); n >= limit {
+	if n >= limit {
 		return capacityError(n)
 	}
 	return nil
@@ -117,26 +174,49 @@ func (l *Lifecycle) CheckCapacity(ctx context.Context, owner, except string) err
 
 // Claim reserves room for sandbox id (being created or resumed) under the
 // owner's cap, atomically: concurrent claims never exceed it. ErrCapacity
-// when full. The claim lapses once the sandbox's record shows it (running
-// sandboxes are counted directly), when it stops, or after claimTTL.
+// when full. The claim is given back when the sandbox stops counting
+// (Pause, Delete, Remove, a failed Create or Resume); one left behind is
+// pruned as liveClaims says.
 func (l *Lifecycle) Claim(ctx context.Context, owner, id string) error {
 	limit := l.Config.MaxRunningSandboxes
 	if limit <= 0 {
 		return nil
 	}
-	running, seen, err := l.usage(ctx, owner, id)
+	u, err := l.usage(ctx, owner, id)
 	if err != nil {
 		return err
 	}
 	now := l.now()
 	_, err = l.Store.UpdateQuota(ctx, owner, func(q *acs.Quota) error {
-		if n := len(running) + liveClaims(q, running, seen, id, now); n >= limit {
+		if n := len(u.running) + liveClaims(q, u, id, now); n >= limit {
 			return capacityError(n)
 		}
 		q.Claims[id] = now
 		return nil
 	})
 	return err
+}
+
+// errNoClaim aborts a release that has nothing to give back (no write).
+var errNoClaim = errors.New("no claim to release")
+
+// release gives back owner's claim on sandbox id, which no longer counts
+// against the cap. A failure is logged: the claim is then pruned at a later
+// check (liveClaims).
+func (l *Lifecycle) release(ctx context.Context, owner, id string) {
+	if owner == "" || l.Config.MaxRunningSandboxes <= 0 {
+		return
+	}
+	_, err := l.Store.UpdateQuota(ctx, owner, func(q *acs.Quota) error {
+		if _, ok := q.Claims[id]; !ok {
+			return errNoClaim
+		}
+		delete(q.Claims, id)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoClaim) {
+		slog.Warn("lifecycle: give back a running-cap claim", "sandbox", id, "owner", owner, "error", err)
+	}
 }
 
 // eachSandbox visits every sandbox of owner (all pages).
@@ -181,11 +261,20 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			return acs.Sandbox{}, fmt.Errorf("sandbox id %s is already in use: %w", sb.ID, acs.ErrConflict)
 		}
 		sb = existing
+		if !counts(sb.Status) {
+			// A start again after a failed one (which gave its claim back).
+			if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
+				return acs.Sandbox{}, err
+			}
+		}
 	case errors.Is(err, acs.ErrNotFound):
 		if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
 			return acs.Sandbox{}, err
 		}
 		if err := l.Store.CreateSandbox(ctx, sb); err != nil {
+			if !errors.Is(err, acs.ErrConflict) { // a conflict: the claim is the other creator's too
+				l.release(ctx, sb.OwnerID, sb.ID)
+			}
 			return acs.Sandbox{}, err
 		}
 	default:
@@ -196,8 +285,10 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	if err != nil {
 		_, _ = l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
 			s.Status, s.Detail = acs.SandboxError, "the runtime could not start the sandbox: "+err.Error()
+			s.UpdatedAt = l.now()
 			return nil
 		})
+		l.release(ctx, sb.OwnerID, sb.ID)
 		return acs.Sandbox{}, fmt.Errorf("start sandbox %s: %w", sb.ID, err)
 	}
 	return l.record(ctx, sb.ID, st)
@@ -244,7 +335,8 @@ func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, err
 	if err := l.Runtime.Pause(ctx, sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
 		return sb, fmt.Errorf("pause sandbox %s: %w", sb.ID, err)
 	}
-	return l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+	id, owner := sb.ID, sb.OwnerID
+	sb, err := l.Store.UpdateSandbox(ctx, id, func(s *acs.Sandbox) error {
 		if s.Status != acs.SandboxPaused {
 			now := l.now()
 			s.Status, s.PausedAt, s.UpdatedAt = acs.SandboxPaused, &now, now
@@ -252,6 +344,10 @@ func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, err
 		s.SessionKeyHash, s.AgentURL = "", ""
 		return nil
 	})
+	if err == nil {
+		l.release(ctx, owner, id)
+	}
+	return sb, err
 }
 
 // Resume brings a paused sandbox back with a new session key (a running one
@@ -270,6 +366,9 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	}
 	spec, _ := l.Config.Spec(sb.SpecID)
 	st, err := l.Runtime.Resume(ctx, sb.ID, acs.NewSecret(40), mergeEnv(spec.InitialEnv, l.Config.SandboxEnv()))
+	if err != nil {
+		l.release(ctx, sb.OwnerID, sb.ID) // it did not come back
+	}
 	if errors.Is(err, acs.ErrNotFound) {
 		_, _ = l.record(ctx, sb.ID, acs.RuntimeStatus{Status: acs.SandboxMissing})
 		return sb, fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
@@ -361,10 +460,11 @@ func (l *Lifecycle) Delete(ctx context.Context, sb acs.Sandbox, archive bool) (a
 			key = ""
 		}
 	}
-	if err := l.Runtime.Delete(ctx, sb.ID); err != nil {
-		return sb, fmt.Errorf("delete sandbox %s: %w", sb.ID, err)
+	id, owner := sb.ID, sb.OwnerID
+	if err := l.Runtime.Delete(ctx, id); err != nil {
+		return sb, fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
-	return l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
+	sb, err := l.Store.UpdateSandbox(ctx, id, func(s *acs.Sandbox) error {
 		now := l.now()
 		s.Status, s.UpdatedAt, s.SessionKeyHash, s.AgentURL = acs.SandboxMissing, now, "", ""
 		if key != "" {
@@ -372,17 +472,29 @@ func (l *Lifecycle) Delete(ctx context.Context, sb acs.Sandbox, archive bool) (a
 		}
 		return nil
 	})
+	if err == nil || errors.Is(err, acs.ErrNotFound) {
+		l.release(ctx, owner, id)
+	}
+	return sb, err
 }
 
 // Remove deletes a sandbox no conversation uses any more: compute,
-// workspace and record.
+// workspace and record, and gives back its place under the owner's running
+// cap.
 func (l *Lifecycle) Remove(ctx context.Context, id string) error {
+	sb, err := l.Store.GetSandbox(ctx, id)
+	if err != nil && !errors.Is(err, acs.ErrNotFound) {
+		return err
+	}
 	if err := l.Runtime.Delete(ctx, id); err != nil {
 		return fmt.Errorf("delete sandbox %s: %w", id, err)
 	}
 	if err := l.Store.DeleteSandbox(ctx, id); err != nil && !errors.Is(err, acs.ErrNotFound) {
 		return err
 	}
+	// A record already gone leaves no owner to release for; its claim, if
+	// any, is pruned at the next check (liveClaims).
+	l.release(ctx, sb.OwnerID, id)
 	return nil
 }
 

@@ -602,7 +602,7 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	cfg := w.cfg()
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
-		return 0, false, failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
+		return 0, false, w.deletedWhileStarting(ctx, t)
 	}
 	if err != nil {
 		return 0, false, err
@@ -627,12 +627,20 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	return cfg.PollInterval, false, nil
 }
 
+// deletedWhileStarting ends a start whose sandbox was removed under it,
+// giving back the sandbox's place under the running cap should the removal
+// have left its claim behind.
+func (w *Worker) deletedWhileStarting(ctx context.Context, t acs.StartTask) error {
+	w.lifecycle().release(ctx, t.OwnerID, *t.SandboxID)
+	return failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
+}
+
 // client returns a client for the task's sandbox, which must be ready (a
 // sandbox paused meanwhile is resumed; not ready yet is a retryable error).
 func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
-		return sb, nil, failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
+		return sb, nil, w.deletedWhileStarting(ctx, t)
 	}
 	if err != nil {
 		return sb, nil, err
