@@ -993,6 +993,31 @@ func TestLifecycleRunningCapConcurrent(t *testing.T) {
 	}
 }
 
+// Rule 11, issue 11: deleting a conversation deletes its sandbox, and the
+// sandbox's place under the cap comes back at once (it was held for the
+// claim's ten minutes, though no sandbox was left).
+func TestLifecycleRunningCapDeletedConversationFreesSlot(t *testing.T) {
+	t.Parallel()
+	s, _, _ := lcServe(t, []llmtest.Reply{lcSay("tag-capdel")}, "ACS_MAX_RUNNING_SANDBOXES=1")
+	s.admin("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": "NO_GROUPING"}).want(200)
+	conv, _ := lcStart(s, apiKey, "tag-capdel first")
+	lcDetail(s, s.admin("POST", "/api/v1/sandboxes", nil), 429, "create a sandbox at the cap")
+
+	lcSuccess(s, s.admin("DELETE", "/api/v1/app-conversations/"+conv, nil))
+	var page struct {
+		Items []sandboxInfo `json:"items"`
+	}
+	s.admin("GET", "/api/v1/sandboxes/search", nil).into(&page)
+	if len(page.Items) != 0 {
+		t.Fatalf("the conversation's sandbox outlived it: %+v", page.Items)
+	}
+	var sb sandboxInfo
+	s.admin("POST", "/api/v1/sandboxes", nil).want(200).into(&sb)
+	lcWaitSandbox(s, apiKey, sb.ID, "RUNNING", 20*time.Second)
+	// The cap still holds: the new sandbox took the place.
+	lcDetail(s, s.admin("POST", "/api/v1/sandboxes", nil), 429, "create a second sandbox")
+}
+
 // Rule 10's counterpart: a sandbox whose agent is working (here waiting for
 // a slow LLM answer) is not idle and must not be paused under it.
 func TestLifecycleIdleSparesWorkingAgent(t *testing.T) {
