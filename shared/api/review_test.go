@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,13 +49,13 @@ func (r runningAt) Archive(context.Context, string, io.Writer) error {
 // workspace even when the agent server names it by its host path.
 func TestReviewRoutesAgentServerFailures(t *testing.T) {
 	const ws = "/srv/acs/sandboxes/sb-review/workspace"
-	var answer func(w http.ResponseWriter, r *http.Request)
+	var answer atomic.Pointer[func(w http.ResponseWriter, r *http.Request)]
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/alive" {
 			w.Write([]byte(`{"status":"ok"}`))
 			return
 		}
-		answer(w, r)
+		(*answer.Load())(w, r)
 	}))
 	defer agent.Close()
 
@@ -122,7 +123,7 @@ func TestReviewRoutesAgentServerFailures(t *testing.T) {
 		{"an older one names the host path of a large file", status(413, `{"detail":"`+ws+`/src/main.go: file larger than 5242880 bytes"}`),
 			routes[2:], 413, "src/main.go: file larger than 5242880 bytes"},
 	} {
-		answer = tc.answer
+		answer.Store(&tc.answer)
 		for _, route := range tc.routes {
 			req, _ := http.NewRequest("GET", srv.URL+"/api/v1/app-conversations/"+conv+route, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceKey)
