@@ -111,6 +111,20 @@ func TestReviewRoutesBadPaths(t *testing.T) {
 			}
 		})
 	}
+	// Odd paths, on every review route: never a 5xx, never a host path.
+	for _, p := range []string{"", ".", "..", "../..", "/", "//", "%", "~", "a/../../x", "\\", "\n", " ", "é/ü.txt",
+		"adir/", "adir/..", "fifo/", "fifo/x", "big.bin/x", "escape", "escape/", "secret-link.txt/..", ".git", ".git/index",
+		".git/HEAD", "nope/nope/nope", strings.Repeat("n", 255), strings.Repeat("../", 50) + "etc/passwd", work, work + "/..", outside} {
+		for _, route := range []string{file(p), changes(p), diff(p)} {
+			r := s.admin("GET", "/api/v1/app-conversations/"+conv+route, nil)
+			if r.status >= 500 || !json.Valid(r.body) {
+				t.Errorf("%s: HTTP %d: %s", route, r.status, r.body)
+			}
+			if r.status >= 400 && (strings.Contains(string(r.body), dataDir) || strings.Contains(string(r.body), outside)) {
+				t.Errorf("%s: the answer names a host path: %s", route, r.body)
+			}
+		}
+	}
 	// The other review routes still read the FIFO's and the large file's
 	// repository.
 	var list []map[string]string
