@@ -656,7 +656,7 @@ func TestLifecycleReadOnly(t *testing.T) {
 	// workspaceRefused checks every workspace route answers code.
 	workspaceRefused := func(s *acsServe, id string, code int) {
 		s.t.Helper()
-		for _, p := range []string{"/file?file_path=notes.txt", "/file", "/git/changes", "/git/diff?path=notes.txt", "/skills", "/hooks"} {
+		for _, p := range []string{"/file?file_path=notes.txt", "/git/changes", "/git/diff?path=notes.txt", "/skills", "/hooks"} {
 			lcDetail(s, s.admin("GET", "/api/v1/app-conversations/"+id+p, nil), code, "GET "+p)
 		}
 	}

@@ -293,17 +293,17 @@ func TestConversationRoutes(t *testing.T) {
 
 	// Review endpoints read the workspace through the agent server.
 	var plan string
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/file", nil).into(&plan)
+	s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=.agents_tmp/PLAN.md", nil).into(&plan)
 	if plan != "# The plan\n" {
-		t.Fatalf("default file (PLAN.md): %q", plan)
+		t.Fatalf("PLAN.md: %q", plan)
 	}
 	s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=docs/notes.txt", nil).into(&plan)
 	if plan != "notes\n" {
 		t.Fatalf("file: %q", plan)
 	}
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=nope.txt", nil).into(&plan)
-	if plan != "" {
-		t.Fatalf("missing file: %q", plan)
+	if r := s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=nope.txt", nil); r.status != 404 ||
+		string(r.body) != `{"detail":"File not found: app/nope.txt"}` {
+		t.Fatalf("missing file: %d %s", r.status, r.body)
 	}
 	if r := s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=/etc/passwd", nil); r.status != 422 {
 		t.Fatalf("a path outside the workspace: %d", r.status)

@@ -145,9 +145,15 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 
 // batchGetEvents returns events by id in request order, null for unknown
 // ones. Ids come as repeated event_ids query parameters or, as the reference
-// sends them, a JSON list in the body.
+// sends them, a JSON list in the body; neither is a 422 "missing" at
+// query.event_ids.
 func (s *Server) batchGetEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	q := wire.NewQuery(r)
+	if !q.Has("event_ids") && r.ContentLength == 0 {
+		q.Require("event_ids")
+		q.OK(w)
+		return
+	}
 	ids := q.Strings("event_ids")
 	if len(ids) == 0 && r.ContentLength != 0 {
 		var body []string

@@ -521,6 +521,7 @@ func (s *Server) getConversation(w http.ResponseWriter, _ *http.Request, c *agen
 
 func (s *Server) batchGetConversations(w http.ResponseWriter, r *http.Request) {
 	q := wire.NewQuery(r)
+	q.Require("ids")
 	ids := q.Strings("ids")
 	if len(ids) > 100 {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "ids"}, Msg: "List should have at most 100 items", Type: "too_long"})

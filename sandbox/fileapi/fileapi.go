@@ -41,11 +41,15 @@ const multipartOverhead = 1 << 20
 // Path rules, for every endpoint: a missing path is 422 ("missing" at
 // query.path, path.path for the legacy forms); a relative path is 422
 // ("value_error", "Value error, Path must be absolute", at the same
-// location); a path that after cleaning and
-// resolving the symbolic links of its existing part is not inside one of
-// roots() is 403 {"detail": "Path is outside the workspace"} (this covers
-// ".." traversal and symbolic links leading out); an otherwise unusable
-// path (NUL byte, symbolic-link loop) is 400. roots is called per request.
+// location), and so is a path no file can have (a NUL byte, over
+// pathguard.PathMax bytes, a name over pathguard.NameMax bytes, looping
+// symbolic links: "Value error, Invalid path: <reason>"); a path that after
+// cleaning and resolving the symbolic links of its existing part is not
+// inside one of roots() is 403 {"detail": "Path is outside the workspace"}
+// (this covers ".." traversal and symbolic links leading out). roots is
+// called per request. No error names a path other than relative to the
+// roots (pathguard.Rel): a remote client never learns where the workspace
+// lies on the host.
 //
 // Upload streams the first part named "file" to a temporary file in the
 // destination directory (creating missing parent directories) and renames
@@ -57,9 +61,15 @@ const multipartOverhead = 1 << 20
 // destination untouched; a malformed or truncated body is 400.
 //
 // Download streams the file with Content-Type application/octet-stream,
-// Content-Length and Content-Disposition attachment; filename="<base>"
-// (plus an RFC 5987 filename* for names that are not plain ASCII). A
-// missing file is 404, a directory 400, any other non-regular file 400.
+// Content-Length, X-File-Size (the file's size, which stays when a
+// middleware that rewrites the body drops Content-Length) and
+// Content-Disposition attachment; filename="<base>" (plus an RFC 5987
+// filename* for names that are not plain ASCII). A
+// missing file is 404 {"detail": "File not found: <relative path>"}, a
+// directory 400 "Path is a directory: <relative path>", any other
+// non-regular file (a FIFO, a socket, a device) 400 "Not a regular file:
+// <relative path>"; a FIFO is never opened for reading, so it cannot block
+// the handler.
 func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
@@ -77,20 +87,21 @@ type handlers struct {
 }
 
 // target extracts and confines the path parameter. It returns the requested
-// path cleaned and its resolved form; on failure it has written the response.
-func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (requested, resolved string, ok bool) {
+// path cleaned, its resolved form and the name messages give it (relative
+// to the roots); on failure it has written the response.
+func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (requested, resolved, name string, ok bool) {
 	if legacy {
 		seg := r.PathValue("path")
 		if seg == "" {
 			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "path"}, Msg: "Field required", Type: "missing"}})
-			return "", "", false
+			return "", "", "", false
 		}
 		requested = "/" + seg
 	} else {
 		v := wire.NewQuery(r).String("path")
 		if v == nil {
 			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "path"}, Msg: "Field required", Type: "missing"}})
-			return "", "", false
+			return "", "", "", false
 		}
 		requested = *v
 	}
@@ -101,7 +112,7 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 	resolved, err := pathguard.Resolve(roots, requested)
 	if err != nil {
 		switch {
-		case errors.Is(err, pathguard.ErrNotAbsolute):
+		case errors.Is(err, pathguard.ErrNotAbsolute) || errors.Is(err, pathguard.ErrInvalidPath):
 			loc := []any{"query", "path"}
 			if legacy {
 				loc = []any{"path", "path"}
@@ -112,9 +123,10 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 		default:
 			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
 		}
-		return "", "", false
+		return "", "", "", false
 	}
-	return filepath.Clean(requested), resolved, true
+	requested = filepath.Clean(requested)
+	return requested, resolved, pathguard.Rel(roots, requested), true
 }
 
 func missingFile(w http.ResponseWriter) {
@@ -123,7 +135,7 @@ func missingFile(w http.ResponseWriter) {
 
 func (h *handlers) upload(legacy bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		_, dest, ok := h.target(w, r, legacy)
+		_, dest, _, ok := h.target(w, r, legacy)
 		if !ok {
 			return
 		}
@@ -254,43 +266,21 @@ func pathErr(err error) string {
 
 func (h *handlers) download(legacy bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		requested, src, ok := h.target(w, r, legacy)
+		requested, src, name, ok := h.target(w, r, legacy)
 		if !ok {
 			return
 		}
-		fi, err := os.Stat(src)
-		switch {
-		case errors.Is(err, fs.ErrNotExist) || isNotDir(err):
-			wire.WriteDetail(w, http.StatusNotFound, "File not found: "+requested)
-			return
-		case err != nil:
-			wire.WriteDetail(w, http.StatusBadRequest, "Cannot read the file: "+pathErr(err))
-			return
-		case fi.IsDir():
-			wire.WriteDetail(w, http.StatusBadRequest, "Path is a directory: "+requested)
-			return
-		case !fi.Mode().IsRegular():
-			wire.WriteDetail(w, http.StatusBadRequest, "Not a regular file: "+requested)
-			return
-		}
-		f, err := os.Open(src)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				wire.WriteDetail(w, http.StatusNotFound, "File not found: "+requested)
-			} else {
-				wire.WriteDetail(w, http.StatusBadRequest, "Cannot read the file: "+pathErr(err))
-			}
+		f, fi, status, msg := openRegular(src, name)
+		if status != http.StatusOK {
+			wire.WriteDetail(w, status, msg)
 			return
 		}
 		defer f.Close()
-		// Size from the open file, in case it was replaced after Stat.
-		if ofi, err := f.Stat(); err == nil && ofi.Mode().IsRegular() {
-			fi = ofi
-		}
 		hdr := w.Header()
 		hdr.Set("Content-Type", "application/octet-stream")
 		hdr.Set("Content-Disposition", contentDisposition(filepath.Base(requested)))
 		hdr.Set("Content-Length", strconv.FormatInt(fi.Size(), 10))
+		hdr.Set("X-File-Size", strconv.FormatInt(fi.Size(), 10))
 		hdr.Set("X-Content-Type-Options", "nosniff")
 		w.WriteHeader(http.StatusOK)
 		if r.Method == http.MethodHead {
@@ -300,6 +290,37 @@ func (h *handlers) download(legacy bool) http.HandlerFunc {
 		// status line is already sent, so there is nothing left to report.
 		_, _ = io.CopyN(w, f, fi.Size())
 	}
+}
+
+// openRegular opens the regular file src for reading, without blocking on
+// a FIFO that was put in its place, and returns it with its information
+// (from the open file). Otherwise it returns the HTTP status and message of
+// the refusal, naming the file as name.
+func openRegular(src, name string) (*os.File, fs.FileInfo, int, string) {
+	fi, err := os.Stat(src)
+	if err == nil {
+		switch {
+		case fi.IsDir():
+			return nil, nil, http.StatusBadRequest, "Path is a directory: " + name
+		case !fi.Mode().IsRegular():
+			return nil, nil, http.StatusBadRequest, "Not a regular file: " + name
+		}
+		var f *os.File
+		if f, err = openNonBlocking(src); err == nil {
+			// The file may have been replaced after Stat: judge the open one.
+			if fi, err = f.Stat(); err == nil && fi.Mode().IsRegular() {
+				return f, fi, http.StatusOK, ""
+			}
+			f.Close()
+			if err == nil {
+				return nil, nil, http.StatusBadRequest, "Not a regular file: " + name
+			}
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) || isNotDir(err) {
+		return nil, nil, http.StatusNotFound, "File not found: " + name
+	}
+	return nil, nil, http.StatusBadRequest, "Cannot read the file " + name + ": " + pathErr(err)
 }
 
 // contentDisposition renders attachment; filename="name", adding an RFC 5987

@@ -77,6 +77,13 @@ var (
 	ErrTooLarge = fmt.Errorf("file larger than %d bytes", MaxContentBytes)
 	// ErrIsDirectory is returned by FileDiff for a directory.
 	ErrIsDirectory = errors.New("path is a directory")
+	// ErrNotRegular is returned by FileDiff for a work-tree file that is
+	// neither a regular file nor a symbolic link (a FIFO, a socket, a
+	// device).
+	ErrNotRegular = errors.New("not a regular file")
+	// ErrUnknownRevision is returned (wrapped) for a ref or commit that
+	// does not name a tree in the repository.
+	ErrUnknownRevision = errors.New("unknown revision")
 )
 
 // scrubbedEnv lists variables that would redirect git to another repository
@@ -350,9 +357,9 @@ func addSafeDirectory(ctx context.Context, dir string) error {
 // to a directory is one ADDED entry. Paths are relative to the repository root, whatever
 // directory path names, and the list is sorted by path.
 //
-// A path outside any work tree yields an empty list and no error. A git
-// failure (unknown ref, git missing, dubious ownership, timeout) is
-// returned as an error.
+// A path outside any work tree yields an empty list and no error. An
+// unknown ref is ErrUnknownRevision (wrapped); any other git failure (git
+// missing, dubious ownership, timeout) is returned as an error.
 func Changes(ctx context.Context, path, ref string) ([]Change, error) {
 	if err := checkRef(ref); err != nil {
 		return nil, err
@@ -376,6 +383,8 @@ func Changes(ctx context.Context, path, ref string) ([]Change, error) {
 				return nil, fmt.Errorf("gitreview: changes: %w", err)
 			}
 		}
+	} else if err := r.checkRevision(ctx, base); err != nil {
+		return nil, fmt.Errorf("gitreview: changes: %w", err)
 	}
 	tracked, err := git(ctx, r.top, maxListBytes, "diff", "--name-status", "-z", "-M",
 		"--no-color", "--no-ext-diff", "--no-textconv", "--no-relative", base, "--")
@@ -463,8 +472,11 @@ func parseNameStatus(b []byte, into map[string]string) error {
 // included) and each side is capped at MaxContentBytes (ErrTooLarge beyond).
 //
 // Errors: ErrRefAndCommit when both ref and commit are set, ErrInvalidRef,
-// ErrIsDirectory, an unknown revision, or any other git failure. A path
-// outside any work tree yields a Diff with both sides nil and no error.
+// ErrIsDirectory, ErrNotRegular, ErrTooLarge, ErrUnknownRevision, or any
+// other git failure. A path outside any work tree yields a Diff with both
+// sides nil and no error. The work-tree file is never opened unless it is
+// a regular file, and then without blocking, so a FIFO cannot hold the
+// call.
 func FileDiff(ctx context.Context, path, ref, commit string) (Diff, error) {
 	if ref != "" && commit != "" {
 		return Diff{}, ErrRefAndCommit
@@ -513,10 +525,19 @@ func FileDiff(ctx context.Context, path, ref, commit string) (Diff, error) {
 	return Diff{Modified: modified, Original: original}, nil
 }
 
+// checkRevision returns ErrUnknownRevision (wrapped) unless base names a
+// tree.
+func (r repo) checkRevision(ctx context.Context, base string) error {
+	if _, err := git(ctx, r.top, 1<<16, "rev-parse", "--verify", "--quiet", base+"^{tree}"); err != nil {
+		return fmt.Errorf("%w %q", ErrUnknownRevision, base)
+	}
+	return nil
+}
+
 // readBlob returns the content of rel in revision base, or nil when absent.
 func (r repo) readBlob(ctx context.Context, base, rel string) (*string, error) {
-	if _, err := git(ctx, r.top, 1<<16, "rev-parse", "--verify", "--quiet", base+"^{tree}"); err != nil {
-		return nil, fmt.Errorf("unknown revision %q", base)
+	if err := r.checkRevision(ctx, base); err != nil {
+		return nil, err
 	}
 	out, err := git(ctx, r.top, 1<<16, "--literal-pathspecs", "ls-tree", "-z", "--full-tree", base, "--", rel)
 	if err != nil {
@@ -543,14 +564,16 @@ func (r repo) readBlob(ctx context.Context, base, rel string) (*string, error) {
 }
 
 // readWorkTree returns the work-tree content of path, nil when it does not
-// exist. A symbolic link yields its target, like git records it.
+// exist. A symbolic link yields its target, like git records it. Errors
+// (ErrIsDirectory, ErrNotRegular, ErrTooLarge, or a file-system failure)
+// do not name the path.
 func readWorkTree(path string) (*string, error) {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, errNotDir) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, pathless(err)
 	}
 	switch {
 	case fi.IsDir():
@@ -558,26 +581,41 @@ func readWorkTree(path string) (*string, error) {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		target, err := os.Readlink(path)
 		if err != nil {
-			return nil, err
+			return nil, pathless(err)
 		}
 		return &target, nil
 	case !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("%s is not a regular file", path)
+		return nil, ErrNotRegular
 	case fi.Size() > MaxContentBytes:
-		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
+		return nil, ErrTooLarge
 	}
-	f, err := os.Open(path)
+	f, err := openNonBlocking(path)
 	if err != nil {
-		return nil, err
+		return nil, pathless(err)
 	}
 	defer f.Close()
+	// The file may have been replaced after Lstat: judge the open one.
+	if ofi, err := f.Stat(); err != nil {
+		return nil, pathless(err)
+	} else if !ofi.Mode().IsRegular() {
+		return nil, ErrNotRegular
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxContentBytes+1))
 	if err != nil {
-		return nil, err
+		return nil, pathless(err)
 	}
 	if len(b) > MaxContentBytes {
-		return nil, fmt.Errorf("%s: %w", path, ErrTooLarge)
+		return nil, ErrTooLarge
 	}
 	s := string(b)
 	return &s, nil
+}
+
+// pathless drops the path from a file-system error.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
 }

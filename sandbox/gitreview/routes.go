@@ -2,6 +2,7 @@ package gitreview
 
 import (
 	"errors"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 
@@ -19,15 +20,21 @@ import (
 //	GET /api/git/diff/{path...}?ref=&commit=  legacy: path without its leading slash
 //
 // The path must be given (422 "missing" at query.path, or path.path for the
-// legacy forms), must be absolute (422 "value_error" at the same location)
-// and, after cleaning and resolving symbolic links of its existing part,
-// must lie inside one of roots() (403 {"detail": "Path is outside the
-// workspace"}; this covers ".." traversal and symbolic links that lead out).
-// An otherwise unusable path (NUL byte, symbolic-link loop) is 400. Both
-// ref and commit given is 422 "value_error" at query.commit, a ref or commit
-// git could take for an option 422 "value_error" at its own location. Git
-// failures, unknown revisions and files over MaxContentBytes are 400
-// {"detail": ...}. roots is called on every request.
+// legacy forms), must be absolute (422 "value_error" at the same location),
+// must be a path a file can have (422 "Value error, Invalid path: <reason>"
+// for a NUL byte, over pathguard.PathMax bytes, a name over
+// pathguard.NameMax bytes, looping symbolic links) and, after cleaning and
+// resolving symbolic links of its existing part, must lie inside one of
+// roots() (403 {"detail": "Path is outside the workspace"}; this covers ".."
+// traversal and symbolic links that lead out). Both ref and commit given is
+// 422 "value_error" at query.commit, a ref or commit git could take for an
+// option 422 "value_error" at its own location, an unknown revision 400.
+// For diff, a directory is 400 "Path is a directory: <path>", another
+// non-regular file (a FIFO, a socket, a device) 400 "Not a regular file:
+// <path>", and a file over MaxContentBytes 413. Any other failure (git
+// missing or failing, a corrupt repository, a timeout) is the server's:
+// 500. No detail names a path other than relative to the roots
+// (pathguard.Rel, pathguard.Scrub). roots is called on every request.
 func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
@@ -43,9 +50,10 @@ type handlers struct {
 	roots func() []string
 }
 
-// target extracts and checks the path parameter. On failure it writes the
+// target extracts and checks the path parameter. It returns the cleaned
+// path and the roots it was checked against. On failure it writes the
 // response and returns ok false.
-func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (string, bool) {
+func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (string, []string, bool) {
 	loc := []any{"query", "path"}
 	var p string
 	if legacy {
@@ -53,14 +61,14 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 		loc = []any{"path", "path"}
 		if seg == "" {
 			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Field required", Type: "missing"}})
-			return "", false
+			return "", nil, false
 		}
 		p = "/" + seg
 	} else {
 		v := wire.NewQuery(r).String("path")
 		if v == nil {
 			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Field required", Type: "missing"}})
-			return "", false
+			return "", nil, false
 		}
 		p = *v
 	}
@@ -70,23 +78,23 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 	}
 	if _, err := pathguard.Resolve(roots, p); err != nil {
 		switch {
-		case errors.Is(err, pathguard.ErrNotAbsolute):
-			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, Path must be absolute", Type: "value_error"}})
+		case errors.Is(err, pathguard.ErrNotAbsolute) || errors.Is(err, pathguard.ErrInvalidPath):
+			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, " + err.Error(), Type: "value_error"}})
 		case errors.Is(err, pathguard.ErrOutsideRoots):
 			wire.WriteDetail(w, http.StatusForbidden, err.Error())
 		default:
 			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
 		}
-		return "", false
+		return "", nil, false
 	}
 	// Git is given the cleaned path, not the resolved one, so that a
 	// tracked symbolic link is diffed as the link git records.
-	return filepath.Clean(p), true
+	return filepath.Clean(p), roots, true
 }
 
 func (h *handlers) changes(legacy bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := h.target(w, r, legacy)
+		p, roots, ok := h.target(w, r, legacy)
 		if !ok {
 			return
 		}
@@ -100,7 +108,7 @@ func (h *handlers) changes(legacy bool) http.HandlerFunc {
 				invalidParam(w, "ref", ErrInvalidRef.Error())
 				return
 			}
-			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+			failure(w, r, roots, p, err)
 			return
 		}
 		wire.WriteJSON(w, http.StatusOK, list)
@@ -109,7 +117,7 @@ func (h *handlers) changes(legacy bool) http.HandlerFunc {
 
 func (h *handlers) diff(legacy bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		p, ok := h.target(w, r, legacy)
+		p, roots, ok := h.target(w, r, legacy)
 		if !ok {
 			return
 		}
@@ -131,11 +139,31 @@ func (h *handlers) diff(legacy bool) http.HandlerFunc {
 			case errors.Is(err, ErrInvalidRef):
 				invalidParam(w, "ref", ErrInvalidRef.Error())
 			default:
-				wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+				failure(w, r, roots, p, err)
 			}
 			return
 		}
 		wire.WriteJSON(w, http.StatusOK, d)
+	}
+}
+
+// failure answers a failed Changes or FileDiff of p: the client's mistakes
+// as 4xx naming p relative to the roots, anything else as 500 with the
+// roots scrubbed from the message.
+func failure(w http.ResponseWriter, r *http.Request, roots []string, p string, err error) {
+	name := pathguard.Rel(roots, p)
+	switch {
+	case errors.Is(err, ErrUnknownRevision):
+		wire.WriteDetail(w, http.StatusBadRequest, pathguard.Scrub(roots, err.Error()))
+	case errors.Is(err, ErrIsDirectory):
+		wire.WriteDetail(w, http.StatusBadRequest, "Path is a directory: "+name)
+	case errors.Is(err, ErrNotRegular):
+		wire.WriteDetail(w, http.StatusBadRequest, "Not a regular file: "+name)
+	case errors.Is(err, ErrTooLarge):
+		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, name+": "+ErrTooLarge.Error())
+	default:
+		slog.WarnContext(r.Context(), "gitreview: git failed", "path", p, "error", err)
+		wire.WriteDetail(w, http.StatusInternalServerError, "Git failed: "+pathguard.Scrub(roots, err.Error()))
 	}
 }
 

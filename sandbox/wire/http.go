@@ -106,6 +106,17 @@ func (q *Query) last(name string) (string, bool) {
 // Has reports whether the parameter is present.
 func (q *Query) Has(name string) bool { _, ok := q.v[name]; return ok }
 
+// Require records the FastAPI 422 of a required parameter that is absent
+// ({"loc": ["query", name], "msg": "Field required", "type": "missing"})
+// and reports whether it is present.
+func (q *Query) Require(name string) bool {
+	if q.Has(name) {
+		return true
+	}
+	q.add(name, "missing", "Field required")
+	return false
+}
+
 // String returns an optional string parameter (nil when absent).
 func (q *Query) String(name string) *string {
 	s, ok := q.last(name)

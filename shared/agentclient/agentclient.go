@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -136,8 +137,13 @@ func (c *Client) SendMessage(ctx context.Context, conversationID string, req *wi
 	return c.do(ctx, http.MethodPost, "/api/conversations/"+url.PathEscape(conversationID)+"/events", req, nil)
 }
 
-// GetConversations fetches conversations by id; nil for unknown ones.
+// GetConversations fetches conversations by id; nil for unknown ones. No
+// ids is an empty answer, without a request (the agent server requires
+// ids).
 func (c *Client) GetConversations(ctx context.Context, ids []string) ([]*Info, error) {
+	if len(ids) == 0 {
+		return []*Info{}, nil
+	}
 	q := url.Values{}
 	for _, id := range ids {
 		q.Add("ids", id)
@@ -252,7 +258,9 @@ func (c *Client) ExecBash(ctx context.Context, req BashRequest) (BashOutput, err
 }
 
 // Download reads a file of the sandbox (at most max bytes; ErrTooLarge
-// beyond). A missing file is an *HTTPError with status 404.
+// beyond, refused from the answer's Content-Length or X-File-Size before
+// any of the body is read). A refusal is an *HTTPError with the agent server's status and
+// detail (404 for a missing file).
 func (c *Client) Download(ctx context.Context, path string, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+"/api/file/download?path="+url.QueryEscape(path), nil)
 	if err != nil {
@@ -266,12 +274,23 @@ func (c *Client) Download(ctx context.Context, path string, max int64) ([]byte, 
 		return nil, fmt.Errorf("agent server download: %w", err)
 	}
 	defer res.Body.Close()
+	if res.StatusCode/100 == 2 {
+		// The agent server's secret masking drops Content-Length; it
+		// keeps X-File-Size.
+		size, err := strconv.ParseInt(res.Header.Get("X-File-Size"), 10, 64)
+		if res.ContentLength > max || (err == nil && size > max) {
+			return nil, ErrTooLarge
+		}
+	}
 	b, err := io.ReadAll(io.LimitReader(res.Body, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("agent server download: %w", err)
 	}
 	if res.StatusCode/100 != 2 {
-		return nil, &HTTPError{Status: res.StatusCode, Detail: strings.TrimSpace(string(b))}
+		if len(b) > 64<<10 {
+			b = b[:64<<10]
+		}
+		return nil, &HTTPError{Status: res.StatusCode, Detail: errorDetail(b)}
 	}
 	if int64(len(b)) > max {
 		return nil, ErrTooLarge

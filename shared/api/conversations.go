@@ -67,8 +67,11 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 }
 
 // batchIDs reads a repeated id parameter (also comma-separated), normalised
-// to hex; malformed ids and too many ids are 422.
+// to hex; an absent parameter, malformed ids and too many ids are 422.
 func batchIDs(q *wire.Query, name string) []string {
+	if !q.Require(name) {
+		return nil
+	}
 	raw := q.Strings(name)
 	if len(raw) > maxBatch {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", name}, Msg: fmt.Sprintf("at most %d ids per request", maxBatch), Type: "too_long"})

@@ -86,6 +86,7 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := wire.NewQuery(r)
+	q.Require("id")
 	ids := q.Strings("id")
 	if len(ids) > maxBatch {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "id"}, Msg: "at most 100 ids per request", Type: "too_long"})

@@ -65,6 +65,7 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
 // missing or another user's.
 func (a *API) getSandboxes(w http.ResponseWriter, r *http.Request) {
 	q := wire.NewQuery(r)
+	q.Require("id")
 	ids := q.Strings("id")
 	if len(ids) > maxBatch {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "id"}, Msg: "at most 100 ids per request", Type: "too_long"})

@@ -108,6 +108,7 @@ func sandboxGone(sb acs.Sandbox, err error) error {
 // for unknown ids.
 func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	q := wire.NewQuery(r)
+	q.Require("id")
 	ids := q.Strings("id")
 	if len(ids) > maxBatch {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "id"}, Msg: "at most 100 ids per request", Type: "too_long"})

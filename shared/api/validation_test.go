@@ -569,6 +569,12 @@ func vValidationCases() []vCase {
 	for _, r := range []string{"get_sandboxes", "get_sandbox_specs", "get_events"} {
 		add(r, "101 ids", ids101("id", "x"), "", "query.id")
 	}
+	// A required parameter that is absent is named (FastAPI's "missing").
+	add("get_start_tasks", "ids missing", "", "", "query.ids")
+	add("get_conversations", "ids missing", "", "", "query.ids")
+	for _, r := range []string{"get_sandboxes", "get_sandbox_specs", "get_events"} {
+		add(r, "id missing", "", "", "query.id")
+	}
 	// Searches and counts.
 	limits := func(route string) {
 		for _, v := range []string{"0", "101", "abc", "-1", "1.5", "", "1e2", "99999999999999999999"} {
@@ -624,6 +630,13 @@ func vValidationCases() []vCase {
 	add("git_diff", "path missing", "", "", "query.path")
 	add("git_diff", "path empty", "path=", "", "query.path")
 	add("git_diff", "path outside the workspace", "path=/etc/passwd", "", "query.path")
+	// Paths no file can have.
+	for _, r := range []struct{ route, param string }{{"read_file", "file_path"}, {"git_changes", "path"}, {"git_diff", "path"}} {
+		add(r.route, r.param+" NUL byte", r.param+"=a%00b.txt", "", "query."+r.param)
+		add(r.route, r.param+" 5000 bytes", r.param+"="+strings.Repeat("d/", 2500), "", "query."+r.param)
+		add(r.route, r.param+" 300-byte name", r.param+"="+strings.Repeat("n", 300), "", "query."+r.param)
+	}
+	add("read_file", "file_path missing", "", "", "query.file_path")
 	// PATCH conversation (alice's conversation has repository, branch and provider).
 	for _, c := range []struct{ name, body, loc string }{
 		{"not json", `{"title":`, "body[*]"}, {"empty body", ``, "body"}, {"null body", `null`, "body"}, {"array body", `[]`, "body"},
