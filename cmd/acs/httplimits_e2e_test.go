@@ -127,6 +127,18 @@ func TestAgentServerHTTPLimits(t *testing.T) {
 		}
 	}
 	hlCheck(t, tg)
+	t.Run("stalled file upload is cut", func(t *testing.T) {
+		c, br := hlDial(t, addr)
+		fmt.Fprintf(c, "POST /api/file/upload?path=%s HTTP/1.1\r\nHost: x\r\n%s\r\n"+
+			"Content-Type: multipart/form-data; boundary=B\r\nContent-Length: 100000\r\n\r\n"+
+			"--B\r\nContent-Disposition: form-data; name=\"file\"; filename=\"f\"\r\n\r\nsome content",
+			filepath.Join(workspace, "stalled.bin"), tg.auth)
+		hlWantDetail(t, hlAnswer(t, br), http.StatusRequestTimeout, "too slowly")
+		hlWantClosed(t, c, br)
+		if _, err := os.Stat(filepath.Join(workspace, "stalled.bin")); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("a cut upload left a file (%v)", err)
+		}
+	})
 
 	cappedAddr, _ := hlAgentServer(t, "ACS_MAX_CONNECTIONS=3")
 	hlCheckCap(t, hlTarget{addr: cappedAddr, auth: tg.auth, get: tg.get})
