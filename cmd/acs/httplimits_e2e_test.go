@@ -45,6 +45,16 @@ type hlTarget struct {
 	// upload sends body (large) slowly but steadily, at well above the
 	// minimum rate, and checks that it was accepted.
 	upload func(t *testing.T)
+	// muxErrors are requests that net/http's ServeMux or a library answers
+	// with an error (plain text before).
+	muxErrors []hlErr
+}
+
+// hlErr is a request and the status and detail of its JSON error answer.
+type hlErr struct {
+	request string
+	code    int
+	detail  string
 }
 
 // hlAgentServer starts `acs agent-server` on a new directory with env and
@@ -88,7 +98,11 @@ func hlAgentServer(t *testing.T, env ...string) (addr, workspace string) {
 func TestServeHTTPLimits(t *testing.T) {
 	s := startServe(t, t.TempDir(), "http://127.0.0.1:9/v1", "ACS_HTTP_READ_TIMEOUT="+hlReadTimeout)
 	addr := strings.TrimPrefix(s.url, "http://")
-	tg := hlTarget{addr: addr, auth: "Authorization: Bearer " + apiKey, decode: "/api/v1/app-conversations", get: "/api/v1/users/me"}
+	tg := hlTarget{addr: addr, auth: "Authorization: Bearer " + apiKey, decode: "/api/v1/app-conversations", get: "/api/v1/users/me",
+		muxErrors: []hlErr{
+			{"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not found"},
+			{"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 400, "Bad Request"},
+		}}
 	tg.upload = func(t *testing.T) {
 		// A secret whose JSON body is padded with 20 MiB of white space: a
 		// valid body of 20 MiB.
@@ -106,7 +120,13 @@ func TestServeHTTPLimits(t *testing.T) {
 
 func TestAgentServerHTTPLimits(t *testing.T) {
 	addr, workspace := hlAgentServer(t, "ACS_HTTP_READ_TIMEOUT="+hlReadTimeout)
-	tg := hlTarget{addr: addr, auth: "X-Session-API-Key: " + hlAgentKey, decode: "/api/conversations", get: "/api/conversations/count"}
+	tg := hlTarget{addr: addr, auth: "X-Session-API-Key: " + hlAgentKey, decode: "/api/conversations", get: "/api/conversations/count",
+		muxErrors: []hlErr{
+			{"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not found"},
+			{"POST /alive HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, "Method Not Allowed"},
+			{"GET /sockets/events/x HTTP/1.1\r\nHost: x\r\n\r\n", 426, "WebSocket"},
+			{"OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 400, "Bad Request"},
+		}}
 	tg.upload = func(t *testing.T) {
 		// A 30 MiB file, streamed by the file API.
 		const size = 30 << 20
@@ -184,6 +204,13 @@ func hlCheck(t *testing.T, tg hlTarget) {
 			c, br := hlDial(t, tg.addr)
 			io.WriteString(c, req)
 			hlWantDetail(t, hlAnswer(t, br), http.StatusBadRequest, "Bad Request")
+		}
+	})
+	t.Run("routing and library errors are JSON", func(t *testing.T) {
+		for _, e := range tg.muxErrors {
+			c, br := hlDial(t, tg.addr)
+			io.WriteString(c, e.request)
+			hlWantDetail(t, hlAnswer(t, br), e.code, e.detail)
 		}
 	})
 	t.Run("a large upload on a slow link succeeds", tg.upload)

@@ -26,9 +26,10 @@
 //     none is idle it is answered 503 {"detail": …} with Retry-After and
 //     closed (at most MaxRefusing such answers are in progress at once; beyond
 //     that a connection is closed without an answer).
-//   - Every error the server writes itself, before any handler runs (400 for
-//     a malformed request, 431, 501, 505, 417), has a JSON {"detail": …} body
-//     like the handlers' errors.
+//   - Every error answer has a JSON {"detail": …} body like the handlers'
+//     own: those net/http writes itself before any handler runs (400 for a
+//     malformed request, 431, 501, 505, 417) and the plain-text ones written
+//     by http.Error, http.ServeMux (404, 405) or a WebSocket library (426).
 package httpserve
 
 import (
@@ -173,6 +174,9 @@ func New(h http.Handler, lim Limits) *Server {
 		ReadHeaderTimeout: lim.ReadTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
+		// "OPTIONS *" goes to the handler too, under the body rules (net/http's
+		// own handler for it reads a body without any deadline).
+		DisableGeneralOptionsHandler: true,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			if gc, ok := c.(*guardConn); ok {
 				return context.WithValue(ctx, connKey{}, gc)
@@ -215,8 +219,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 type connKey struct{}
 
 // guard runs h with the body rules: it marks the connection as serving a
-// request, bounds the reads of the body, and after h returns makes sure the
-// server does not wait for the unread rest of a body.
+// request, bounds the reads of the body, gives plain-text error answers a
+// JSON body (jsonErrors), and after h returns makes sure the server does not
+// wait for the unread rest of a body.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gc, _ := r.Context().Value(connKey{}).(*guardConn)
@@ -234,7 +239,9 @@ func (s *Server) guard(h http.Handler) http.Handler {
 				r.Body = b
 			}
 		}
-		h.ServeHTTP(w, r)
+		jw := &jsonErrors{ResponseWriter: w, head: r.Method == http.MethodHead}
+		h.ServeHTTP(jw, r)
+		jw.finish()
 		if b == nil || b.done.Load() || (gc != nil && gc.hijacked.Load()) {
 			return
 		}

@@ -59,6 +59,9 @@ func serve(t *testing.T, h http.Handler, lim httpserve.Limits) string {
 //	/late     reads the body, outlives ReadTimeout three times, answers
 //	          whether its context survived
 //	/ws       a WebSocket echo
+//	/plain-error, /long-plain-error, /empty-error, /only-get (GET only,
+//	          through a ServeMux), /not-mine (http.NotFound): plain-text or
+//	          empty error answers
 type testHandler struct {
 	lim      httpserve.Limits
 	entered  chan struct{}
@@ -120,6 +123,18 @@ func (h *testHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(3 * h.lim.ReadTimeout):
 			writeJSON(w, 200, map[string]string{"status": "ok"})
 		}
+	case "/plain-error":
+		http.Error(w, "teapot trouble", http.StatusTeapot)
+	case "/long-plain-error":
+		http.Error(w, strings.Repeat("long ", 2000), http.StatusBadGateway)
+	case "/empty-error":
+		w.WriteHeader(http.StatusServiceUnavailable)
+	case "/only-get":
+		m := http.NewServeMux()
+		m.HandleFunc("GET /only-get", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, 200, map[string]string{}) })
+		m.ServeHTTP(w, r)
+	case "/not-mine":
+		http.NotFound(w, r)
 	case "/ws":
 		c, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -427,6 +442,54 @@ func TestServerErrorsAreJSON(t *testing.T) {
 			wantClosed(t, c, br)
 		})
 	}
+	for _, tc := range []struct {
+		name, request string
+		code          int
+		detail        string
+		header        [2]string
+	}{
+		{"http.Error", "GET /plain-error HTTP/1.1\r\nHost: x\r\n\r\n", http.StatusTeapot, "teapot trouble", [2]string{}},
+		{"empty error body", "GET /empty-error HTTP/1.1\r\nHost: x\r\n\r\n", 503, "Service Unavailable", [2]string{}},
+		{"ServeMux 405", "POST /only-get HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405, "Method Not Allowed", [2]string{"Allow", "GET, HEAD"}},
+		{"http.NotFound", "GET /not-mine HTTP/1.1\r\nHost: x\r\n\r\n", 404, "page not found", [2]string{}},
+		{"WebSocket without upgrade", "GET /ws HTTP/1.1\r\nHost: x\r\n\r\n", 426, "WebSocket protocol violation", [2]string{"Upgrade", "websocket"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dial(t, addr)
+			io.WriteString(c, tc.request)
+			a := readAnswer(t, bufio.NewReader(c))
+			wantJSONDetail(t, a, tc.code, tc.detail)
+			if cl := a.header.Get("Content-Length"); cl != strconv.Itoa(len(a.body)) {
+				t.Errorf("Content-Length %q for a %d-byte body", cl, len(a.body))
+			}
+			if tc.header[0] != "" && a.header.Get(tc.header[0]) != tc.header[1] {
+				t.Errorf("%s: %q, want %q", tc.header[0], a.header.Get(tc.header[0]), tc.header[1])
+			}
+		})
+	}
+	t.Run("OPTIONS * with a dribbled body", func(t *testing.T) {
+		// It reaches the handler (net/http's own handler for it would read
+		// the body without a deadline).
+		c := dial(t, addr)
+		io.WriteString(c, "OPTIONS * HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\nx")
+		stop := make(chan struct{})
+		defer close(stop)
+		go dribble(c, 20*time.Millisecond, stop)
+		br := bufio.NewReader(c)
+		wantJSONDetail(t, readAnswer(t, br), 404, "Not Found")
+		wantClosed(t, c, br)
+	})
+	t.Run("a long plain-text error is passed on whole", func(t *testing.T) {
+		res, err := http.Get("http://" + addr + "/long-plain-error")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		if want := strings.Repeat("long ", 2000) + "\n"; res.StatusCode != 502 || string(b) != want {
+			t.Fatalf("HTTP %d with %d bytes, want 502 with the %d bytes written", res.StatusCode, len(b), len(want))
+		}
+	})
 	t.Run("malformed second request on a keep-alive connection", func(t *testing.T) {
 		c := dial(t, addr)
 		io.WriteString(c, "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n")
