@@ -174,7 +174,7 @@ func New(h http.Handler, lim Limits) *Server {
 		ReadHeaderTimeout: lim.ReadTimeout,
 		IdleTimeout:       lim.IdleTimeout,
 		MaxHeaderBytes:    lim.MaxHeaderBytes,
-		// "OPTIONS *" goes to the handler too, under the body rules (net/http's
+		// guard answers "OPTIONS *" itself, under the body rules (net/http's
 		// own handler for it reads a body without any deadline).
 		DisableGeneralOptionsHandler: true,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
@@ -221,7 +221,8 @@ type connKey struct{}
 // guard runs h with the body rules: it marks the connection as serving a
 // request, bounds the reads of the body, gives plain-text error answers a
 // JSON body (jsonErrors), and after h returns makes sure the server does not
-// wait for the unread rest of a body.
+// wait for the unread rest of a body. It answers "OPTIONS *" (200, empty)
+// itself, as net/http would.
 func (s *Server) guard(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		gc, _ := r.Context().Value(connKey{}).(*guardConn)
@@ -239,9 +240,15 @@ func (s *Server) guard(h http.Handler) http.Handler {
 				r.Body = b
 			}
 		}
-		jw := &jsonErrors{ResponseWriter: w, head: r.Method == http.MethodHead}
-		h.ServeHTTP(jw, r)
-		jw.finish()
+		if r.Method == http.MethodOptions && r.RequestURI == "*" {
+			// What net/http's general OPTIONS handler answers, without
+			// reading the body.
+			w.Header().Set("Content-Length", "0")
+		} else {
+			jw := &jsonErrors{ResponseWriter: w, head: r.Method == http.MethodHead}
+			h.ServeHTTP(jw, r)
+			jw.finish()
+		}
 		if b == nil || b.done.Load() || (gc != nil && gc.hijacked.Load()) {
 			return
 		}

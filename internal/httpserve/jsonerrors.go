@@ -14,9 +14,9 @@ import (
 const maxErrorText = 4 << 10
 
 // jsonErrors gives an error answer with a plain-text or no body, as
-// http.Error, http.ServeMux (404, 405, 400 for "OPTIONS *") and WebSocket
-// libraries (426) write them, a JSON {"detail": …} body instead, the
-// detail being the text. Every other answer passes through untouched.
+// http.Error, http.ServeMux (404, 405) and WebSocket libraries (426) write
+// them, a JSON {"detail": …} body instead, the detail being the text. Every
+// other answer passes through untouched.
 type jsonErrors struct {
 	http.ResponseWriter
 	head     bool
