@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/secrets"
@@ -115,22 +116,16 @@ func listen(addr, addrFile string) (net.Listener, error) {
 	return ln, nil
 }
 
-// serveHTTP serves h on ln until ctx ends, then shuts down gracefully.
-func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+// serveHTTP serves h on ln with the hardened server (internal/httpserve:
+// bounded header and body reads, a connection cap, JSON error bodies) until
+// ctx ends, then shuts down gracefully.
+func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, lim httpserve.Limits) error {
+	srv := httpserve.New(h, lim)
+	lim = srv.Limits()
+	slog.Info("http limits", "max_connections", lim.MaxConnections, "read_timeout", lim.ReadTimeout,
+		"min_body_rate", lim.MinBodyRate, "write_timeout", lim.WriteTimeout, "idle_timeout", lim.IdleTimeout,
+		"max_header_bytes", lim.MaxHeaderBytes)
+	return srv.Serve(ctx, ln)
 }
 
 func agentServer(ctx context.Context, args []string) error {
@@ -143,6 +138,10 @@ func agentServer(ctx context.Context, args []string) error {
 		*addr = fmt.Sprintf("0.0.0.0:%d", *port)
 	}
 	cfg, err := agentserver.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
+	lim, err := httpserve.LimitsFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -171,7 +170,7 @@ func agentServer(ctx context.Context, args []string) error {
 		return err
 	}
 	slog.Info("agent server listening", "addr", ln.Addr().String(), "auth", len(cfg.SessionKeys) > 0, "webhooks", len(cfg.WebhookURLs))
-	return serveHTTP(ctx, ln, srv.Handler())
+	return serveHTTP(ctx, ln, srv.Handler(), lim)
 }
 
 func llmTest(ctx context.Context, args []string) error {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/runtimeapi"
@@ -23,6 +24,10 @@ func runtimeAPI(ctx context.Context, args []string) error {
 	root := fs.String("root", envOr("ACS_RUNTIME_ROOT", ".acs-runtime"), "directory of the sandboxes (ACS_RUNTIME_ROOT)")
 	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
 	fs.Parse(args)
+	lim, err := httpserve.LimitsFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 	key := os.Getenv("ACS_RUNTIME_API_KEY")
 	if len(key) < 16 {
 		return errors.New("runtime-api: ACS_RUNTIME_API_KEY must be set (at least 16 characters)")
@@ -47,5 +52,5 @@ func runtimeAPI(ctx context.Context, args []string) error {
 	slog.Info("runtime api listening", "addr", ln.Addr().String(), "root", dir)
 	return serveHTTP(ctx, ln, runtimeapi.Handler(rt, key, func(image string) acs.SandboxSpec {
 		return acs.SandboxSpec{ID: image}
-	}))
+	}), lim)
 }

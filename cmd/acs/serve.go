@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
@@ -27,6 +28,10 @@ func serve(ctx context.Context, args []string) error {
 	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
 	fs.Parse(args)
 	cfg, err := config.LoadLocal(os.Getenv)
+	if err != nil {
+		return err
+	}
+	lim, err := httpserve.LimitsFromEnv(os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -97,7 +102,7 @@ func serve(ctx context.Context, args []string) error {
 	} else {
 		fmt.Printf("\nACS is running at http://%s\n\n", ln.Addr())
 	}
-	return serveHTTP(ctx, ln, v1.Handler())
+	return serveHTTP(ctx, ln, v1.Handler(), lim)
 }
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)

@@ -58,7 +58,9 @@ const multipartOverhead = 1 << 20
 // skipped. It answers {"success": true}. A body that is not multipart or has
 // no "file" part is 422 ("missing" at body.file); a destination that is a
 // directory is 400; content larger than MaxUpload is 413 and leaves the
-// destination untouched; a malformed or truncated body is 400.
+// destination untouched; a malformed or truncated body is 400; a body that
+// stopped arriving (the server's read deadline, os.ErrDeadlineExceeded) is
+// 408.
 //
 // Download streams the file with Content-Type application/octet-stream,
 // Content-Length, X-File-Size (the file's size, which stays when a
@@ -195,6 +197,10 @@ func bodyError(w http.ResponseWriter, err error, max int64) {
 		tooLarge(w, max)
 		return
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		wire.WriteBodyError(w, err)
+		return
+	}
 	wire.WriteDetail(w, http.StatusBadRequest, "Invalid multipart body: "+err.Error())
 }
 
@@ -231,6 +237,8 @@ func store(dest string, src io.Reader, max int64) (int, string) {
 	switch {
 	case errors.As(err, &mbe) || (err == nil && n > max):
 		return http.StatusRequestEntityTooLarge, fmt.Sprintf("File larger than %d bytes", max)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return http.StatusRequestTimeout, "The request body arrived too slowly"
 	case err != nil:
 		var pe *fs.PathError
 		if errors.As(err, &pe) {

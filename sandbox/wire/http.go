@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -54,12 +55,7 @@ func WriteValidation(w http.ResponseWriter, errs strictjson.Errors) {
 func DecodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", MaxBodyBytes))
-			return false
-		}
-		WriteDetail(w, http.StatusBadRequest, "Could not read the request body")
+		WriteBodyError(w, err)
 		return false
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
@@ -79,6 +75,21 @@ func DecodeBody(w http.ResponseWriter, r *http.Request, v any, allowEmpty bool) 
 		return false
 	}
 	return true
+}
+
+// WriteBodyError answers a failure to read a request body: 413 for a body
+// over its http.MaxBytesReader limit, 408 for one that arrived too slowly
+// (the server's read deadline passed: os.ErrDeadlineExceeded), else 400.
+func WriteBodyError(w http.ResponseWriter, err error) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", mbe.Limit))
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		WriteDetail(w, http.StatusRequestTimeout, "The request body arrived too slowly")
+	default:
+		WriteDetail(w, http.StatusBadRequest, "Could not read the request body")
+	}
 }
 
 // Query parses query parameters into typed values, collecting 422 errors

@@ -234,11 +234,11 @@ func writeBadPageID(w http.ResponseWriter) {
 }
 
 // readBody reads a request body of at most wire.MaxBodyBytes; on failure it
-// answers 413 and returns false.
+// answers (413 too large, 408 too slow, 400 otherwise) and returns false.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
 	if err != nil {
-		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", wire.MaxBodyBytes))
+		wire.WriteBodyError(w, err)
 		return nil, false
 	}
 	return body, true
