@@ -172,7 +172,18 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		p := mustNorm(*req.ParentConversationID)
 		conv.ParentConversationID = &p
 	}
-	if err := w.Store.CreateConversation(ctx, conv); err != nil && !errors.Is(err, acs.ErrConflict) {
+	if err := w.Store.CreateConversation(ctx, conv); errors.Is(err, acs.ErrConflict) {
+		// A redelivered step finds its own record; any other record with
+		// this id (a concurrent start that asked for the same
+		// conversation_id and won) makes this start fail.
+		existing, err := w.Store.GetConversation(ctx, conv.ID)
+		if err != nil {
+			return err
+		}
+		if existing.StartTaskID != t.ID {
+			return failf("%s", errIDUnavailable)
+		}
+	} else if err != nil {
 		return err
 	}
 	if conv.ParentConversationID != nil {
