@@ -297,7 +297,9 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err = a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
 		if titleSet {
-			conv.Title = title
+			// Reports the agent server made before it has this title no
+			// longer rename the conversation.
+			conv.RenameByUser(*title, a.now())
 		}
 		if repoSet {
 			conv.SelectedRepository = repo
@@ -513,7 +515,7 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := client.SendMessage(r.Context(), acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: req.Run}); err != nil {
+	if err := startflow.DeliverMessage(r.Context(), a.d.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: req.Run}); err != nil {
 		writeAgentErr(w, err)
 		return
 	}
