@@ -225,6 +225,17 @@ type Conversation struct {
 	// ProjectDir is where the repository was cloned (WorkingDir without
 	// one): the root of file, git, skills and hooks reads.
 	ProjectDir string `json:"project_dir,omitempty"`
+	// TitleAt is when the title was last set: the control plane's time of
+	// the user's rename, or the time of the agent server's report that
+	// set it. TitlePending is set by the user's rename until a report
+	// carries that title; until then reports do not change the title, and
+	// afterwards only reports newer than TitleAt do (ApplyReportedTitle).
+	TitleAt      time.Time `json:"title_at"`
+	TitlePending bool      `json:"title_pending,omitempty"`
+	// Delivered are the user messages the control plane delivered to the
+	// agent server (oldest first, at most MaxDelivered): the events
+	// webhook stores a user message as the user's only when it matches one.
+	Delivered []DeliveredMessage `json:"delivered,omitempty"`
 	// RateLimitedUntil is set while the agent backs off an LLM rate limit;
 	// AgentStateAt is when the agent state it comes from was reported
 	// (older reports are ignored).
@@ -238,6 +249,72 @@ type Conversation struct {
 	StartTaskID       string          `json:"start_task_id,omitempty"`
 	CreatedAt         time.Time       `json:"created_at"`
 	UpdatedAt         time.Time       `json:"updated_at"`
+}
+
+// DeliveredMessage is a user message the control plane delivered: the digest of
+// its content and, once the agent server reported it, the id of that event.
+type DeliveredMessage struct {
+	Digest  string `json:"digest"`
+	EventID string `json:"event_id,omitempty"`
+}
+
+// MaxDelivered bounds Conversation.Delivered; the oldest go first.
+const MaxDelivered = 100
+
+// RecordDelivery notes a user message about to be delivered.
+func (c *Conversation) RecordDelivery(digest string) {
+	if len(c.Delivered) >= MaxDelivered {
+		c.Delivered = append(c.Delivered[:0:0], c.Delivered[len(c.Delivered)-MaxDelivered+1:]...)
+	}
+	c.Delivered = append(c.Delivered, DeliveredMessage{Digest: digest})
+}
+
+// ClaimDelivery reports whether the user message event eventID with this
+// content digest is one the control plane delivered: either it was
+// claimed before by the same event (a redelivered report), or an unclaimed
+// delivery with the digest exists, which it then claims. Each delivery
+// vouches for one event.
+func (c *Conversation) ClaimDelivery(digest, eventID string) bool {
+	for _, d := range c.Delivered {
+		if d.EventID == eventID && d.Digest == digest {
+			return true
+		}
+	}
+	for i, d := range c.Delivered {
+		if d.EventID == "" && d.Digest == digest {
+			c.Delivered[i].EventID = eventID
+			return true
+		}
+	}
+	return false
+}
+
+// RenameByUser sets the title the user chose at now: reports the agent
+// server sent before it learnt that title no longer change it.
+func (c *Conversation) RenameByUser(title string, now time.Time) {
+	c.Title, c.TitleAt, c.TitlePending = &title, now, true
+}
+
+// ApplyReportedTitle applies a title an agent server reported at at. While
+// the user's rename is pending, only a report carrying it counts (it ends
+// the wait; reports made before the agent server had it carry the old
+// title); otherwise a report changes the title only when newer than the
+// last title set.
+func (c *Conversation) ApplyReportedTitle(title string, at time.Time) {
+	if c.TitlePending {
+		if c.Title != nil && *c.Title == title {
+			c.TitlePending = false
+			c.TitleAt = at
+		}
+		return
+	}
+	if !at.After(c.TitleAt) {
+		return
+	}
+	if c.Title == nil || *c.Title != title {
+		c.Title = &title
+	}
+	c.TitleAt = at
 }
 
 // StepTiming records when a start task entered a status.

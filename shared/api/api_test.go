@@ -414,7 +414,9 @@ func TestWebhooks(t *testing.T) {
 	post := func(key, path, body string) resp {
 		return e.do("POST", path, body, map[string]string{"X-Session-API-Key": key, "Content-Type": "application/json"})
 	}
-	ts := func(s int) string { return events.At(now.Add(time.Duration(s) * time.Second)).String() }
+	// Report times in the past: a time after the report's receipt counts
+	// as its receipt.
+	ts := func(s int) string { return events.At(now.Add(time.Duration(s-10) * time.Second)).String() }
 	batch := `[{"kind":"MessageEvent","id":"m1","timestamp":"` + ts(1) + `","source":"user","llm_message":{"role":"user","content":[{"type":"text","text":"Hello"}]}},` +
 		`{"kind":"ConversationStateUpdateEvent","id":"s1","timestamp":"` + ts(3) + `","key":"execution_status","value":"finished"},` +
 		`{"kind":"ConversationStateUpdateEvent","id":"s0","timestamp":"` + ts(2) + `","key":"execution_status","value":"running"},` +

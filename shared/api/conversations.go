@@ -42,12 +42,12 @@ func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkStartSecrets refuses (422, and returns false) a start request whose
-// initial message holds the value of one of the user's stored secrets, as
-// send-message does. The request's own secrets are checked by
-// StartRequest.ValidateStrict; a stored secret that one of them overrides
-// is not a secret of the conversation and is skipped.
+// initial message or title (or suggested task's title) holds the value of
+// one of the user's stored secrets, as send-message does. The request's own
+// secrets are checked by StartRequest.ValidateStrict; a stored secret that
+// one of them overrides is not a secret of the conversation and is skipped.
 func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req startflow.StartRequest) bool {
-	if req.InitialMessage == nil {
+	if req.InitialMessage == nil && req.Title == nil && req.SuggestedTask == nil {
 		return true
 	}
 	stored, err := startflow.MergeSecrets(r.Context(), a.d.Store, a.d.Sealer, userOf(r).ID, nil)
@@ -58,7 +58,11 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 	for name := range req.Secrets {
 		delete(stored, name)
 	}
-	errs := secretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
+	var errs strictjson.Errors
+	if req.InitialMessage != nil {
+		errs = secretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
+	}
+	errs = append(errs, startflow.TitleSecretErrors(&req, stored, []any{"body"})...)
 	if len(errs) > 0 {
 		wire.WriteValidation(w, errs)
 		return false
@@ -279,13 +283,26 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		}
 		errs = append(errs, strictjson.Error{Loc: []any{"body", loc}, Type: "value_error", Msg: msg})
 	}
+	if len(errs) == 0 && titleSet {
+		secrets, err := a.conversationSecrets(r.Context(), c)
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		for _, name := range startflow.SecretsIn(*title, secrets) {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "value_error",
+				Msg: fmt.Sprintf("the title contains the value of secret %s; secret values may not appear in titles", name)})
+		}
+	}
 	if len(errs) > 0 {
 		wire.WriteValidation(w, errs)
 		return
 	}
 	c, err = a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
 		if titleSet {
-			conv.Title = title
+			// Reports the agent server made before it has this title no
+			// longer rename the conversation.
+			conv.RenameByUser(*title, a.now())
 		}
 		if repoSet {
 			conv.SelectedRepository = repo
@@ -501,7 +518,7 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := client.SendMessage(r.Context(), acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: req.Run}); err != nil {
+	if err := startflow.DeliverMessage(r.Context(), a.d.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: req.Run}); err != nil {
 		writeAgentErr(w, err)
 		return
 	}
@@ -512,17 +529,23 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 // secretsInMessage refuses message content holding the value of one of the
 // conversation's secrets (the spec's rule 4).
 func (a *API) secretsInMessage(ctx context.Context, c acs.Conversation, content []events.Content) strictjson.Errors {
+	secrets, err := a.conversationSecrets(ctx, c)
+	if err != nil {
+		return nil
+	}
+	return secretErrors(secrets, content, []any{"body", "content"}, "the message")
+}
+
+// conversationSecrets are the secrets of c: its owner's stored secrets and
+// its start request's, which win.
+func (a *API) conversationSecrets(ctx context.Context, c acs.Conversation) (map[string]string, error) {
 	sealed := map[string]string{}
 	if c.StartTaskID != "" {
 		if t, err := a.d.Store.GetStartTask(ctx, c.StartTaskID); err == nil {
 			sealed = t.SealedSecrets
 		}
 	}
-	secrets, err := startflow.MergeSecrets(ctx, a.d.Store, a.d.Sealer, c.OwnerID, sealed)
-	if err != nil {
-		return nil
-	}
-	return secretErrors(secrets, content, []any{"body", "content"}, "the message")
+	return startflow.MergeSecrets(ctx, a.d.Store, a.d.Sealer, c.OwnerID, sealed)
 }
 
 // secretErrors lists the text items of content (at loc + index + "text")

@@ -10,6 +10,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/startflow"
 )
 
 // PendingMessageRequest is the body of POST .../pending-messages.
@@ -93,7 +94,7 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 		}
 		sb, client, err := a.liveConversation(ctx, c)
 		if err == nil {
-			if err := client.SendMessage(ctx, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: true}); err != nil {
+			if err := startflow.DeliverMessage(ctx, a.d.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: true}); err != nil {
 				writeAgentErr(w, err)
 				return
 			}

@@ -4,13 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/startflow"
 )
 
 // maxEventIDLen bounds event ids (the agent server's are UUIDs).
@@ -65,6 +70,7 @@ func (a *API) sandboxConversation(r *http.Request, sb acs.Sandbox, rawID string)
 // the conversation's execution status and metrics current.
 func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	sb, _ := acs.SandboxFrom(r.Context())
+	received := a.now()
 	body, ok := readBody(w, r)
 	if !ok {
 		return
@@ -76,6 +82,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	var stored []acs.StoredEvent
 	var states []*events.ConversationStateUpdateEvent
+	var claims []userMessage
 	used := false
 	for i, v := range root.Elems {
 		ev, err := events.DecodeValue(v)
@@ -102,8 +109,9 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		// A user message sent straight to the agent server reaches the
 		// control plane only here: it is a use of the sandbox (placement's
 		// LEAST_RECENTLY_USED), like send-message.
-		if _, ok := ev.(*events.MessageEvent); ok && b.Source == events.SourceUser {
+		if m, ok := ev.(*events.MessageEvent); ok && b.Source == events.SourceUser {
 			used = true
+			claims = append(claims, userMessage{index: len(stored) - 1, event: m, digest: startflow.MessageDigest(m.LLMMessage.Content)})
 		}
 	}
 	c, err := a.sandboxConversation(r, sb, r.PathValue("conversation_id"))
@@ -116,13 +124,19 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.life.Touch(r.Context(), sb, used)
+	if len(claims) > 0 {
+		if err := a.verifyUserMessages(r, c.ID, claims, stored); err != nil {
+			writeErr(w, err)
+			return
+		}
+	}
 	if _, err := a.d.Store.PutEvents(r.Context(), c.ID, stored); err != nil {
 		writeErr(w, err)
 		return
 	}
 	if _, err := a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
 		for _, su := range states {
-			applyState(conv, su.Key, su.Value, su.Timestamp.Time)
+			applyState(conv, su.Key, su.Value, reportTime(su.Timestamp.Time, received))
 		}
 		conv.UpdatedAt = a.now()
 		return nil
@@ -133,12 +147,71 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
-// applyState applies one state update reported at ts.
+// UnverifiedSender marks (in "sender") a MessageEvent a sandbox reported
+// with source "user" that matches no message the control plane delivered:
+// it is stored with source "environment" (see verifyUserMessages).
+const UnverifiedSender = "unverified-user"
+
+// userMessage is a MessageEvent with source "user" in a webhook batch.
+type userMessage struct {
+	index  int // in the batch's stored events
+	event  *events.MessageEvent
+	digest string
+}
+
+// verifyUserMessages keeps a user MessageEvent as the user's only when it
+// matches a message the control plane delivered to the conversation
+// (acs.Conversation.ClaimDelivery). Any other one (a message a client sent
+// straight to the agent server, or one a sandbox made up) is stored with
+// nothing dropped but with source "environment" and sender
+// UnverifiedSender, so that a sandbox cannot put words in the user's mouth
+// in the transcript the control plane keeps.
+func (a *API) verifyUserMessages(r *http.Request, convID string, claims []userMessage, stored []acs.StoredEvent) error {
+	verified := make([]bool, len(claims))
+	if _, err := a.d.Store.UpdateConversation(r.Context(), convID, func(conv *acs.Conversation) error {
+		for i, u := range claims {
+			verified[i] = conv.ClaimDelivery(u.digest, u.event.ID)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for i, u := range claims {
+		if verified[i] {
+			continue
+		}
+		m := *u.event
+		sender := UnverifiedSender
+		m.Source, m.Sender = events.SourceEnvironment, &sender
+		stored[u.index].Source, stored[u.index].JSON = string(m.Source), events.MustEncode(&m)
+		slog.Info("api: a user message the control plane did not deliver is stored as unverified",
+			"conversation", convID, "event", m.ID)
+	}
+	return nil
+}
+
+// reportTime is the time a report counts at: its own, but never later than
+// when the control plane received it, so that a report dated in the future
+// (a wrong clock, or a forged date) cannot outrank the reports that follow.
+func reportTime(ts, received time.Time) time.Time {
+	if ts.After(received) {
+		return received
+	}
+	return ts
+}
+
+// validStatus reports whether s is an execution status of the agent server.
+func validStatus(s string) bool {
+	return slices.Contains(wire.ExecutionStatus("").EnumValues(), s)
+}
+
+// applyState applies one state update reported at ts. Values that are not
+// valid (an unknown execution status) are ignored.
 func applyState(c *acs.Conversation, key string, value json.RawMessage, ts time.Time) {
 	switch key {
 	case "execution_status":
 		var s string
-		if json.Unmarshal(value, &s) == nil && s != "" && !ts.Before(c.ExecutionStatusAt) && s != string(wire.StatusDeleting) {
+		if json.Unmarshal(value, &s) == nil && validStatus(s) && !ts.Before(c.ExecutionStatusAt) && s != string(wire.StatusDeleting) {
 			c.ExecutionStatus, c.ExecutionStatusAt = s, ts
 		}
 	case "stats":
@@ -181,25 +254,91 @@ func applyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 	}
 }
 
+// Limits on what a conversations report may set.
+const (
+	maxReportTitle = 200 // characters, as PATCH
+	maxTags        = 100 // per report, and on the record
+	maxTagKey      = 256 // characters
+)
+
+// conversationReport is the part of the agent server's ConversationInfo
+// the control plane keeps; other fields are ignored.
+type conversationReport struct {
+	ID              string            `json:"id"`
+	ExecutionStatus string            `json:"execution_status"`
+	Stats           *wire.Stats       `json:"stats"`
+	Title           *string           `json:"title"`
+	Tags            map[string]string `json:"tags"`
+	UpdatedAt       *string           `json:"updated_at"`
+	AgentState      json.RawMessage   `json:"agent_state"`
+}
+
+// validate checks the report as the public API checks the same values:
+// an execution status of the enum, a title of at most 200 characters, tags
+// as the agent server takes them (at most 100), a valid updated_at. It
+// returns updated_at (nil when absent or empty).
+func (info *conversationReport) validate() (strictjson.Errors, *time.Time) {
+	var errs strictjson.Errors
+	if info.ExecutionStatus != "" && !validStatus(info.ExecutionStatus) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "execution_status"}, Type: "enum",
+			Msg: strictjson.EnumMessage(wire.ExecutionStatus("").EnumValues())})
+	}
+	if info.Title != nil && utf8.RuneCountInString(*info.Title) > maxReportTitle {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "string_too_long",
+			Msg: fmt.Sprintf("title must be at most %d characters", maxReportTitle)})
+	}
+	if len(info.Tags) > maxTags {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "tags"}, Type: "too_long", Msg: fmt.Sprintf("at most %d tags", maxTags)})
+	}
+	for k := range info.Tags {
+		if utf8.RuneCountInString(k) > maxTagKey {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "tags"}, Type: "string_too_long",
+				Msg: fmt.Sprintf("tag keys are at most %d characters", maxTagKey)})
+			break
+		}
+	}
+	errs = append(errs, strictjson.Prefix((&wire.UpdateConversationRequest{Tags: info.Tags}).ValidateStrict(), "body")...)
+	var updated *time.Time
+	if info.UpdatedAt != nil && *info.UpdatedAt != "" {
+		t, err := events.ParseTime(*info.UpdatedAt)
+		if err != nil {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "updated_at"}, Type: "datetime_parsing", Msg: "Input should be a valid datetime"})
+		}
+		updated = &t
+	}
+	return errs, updated
+}
+
 // webhookConversations: POST /api/v1/webhooks/conversations with the agent
-// server's ConversationInfo. It keeps status, metrics and title current.
+// server's ConversationInfo. It keeps status, metrics, title and tags
+// current. An invalid value is a 422 and nothing is stored; the report's
+// updated_at counts no later than its receipt (reportTime); a title does
+// not undo a later rename by the user (acs.Conversation.ApplyReportedTitle).
 func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 	sb, _ := acs.SandboxFrom(r.Context())
+	received := a.now()
 	body, ok := readBody(w, r)
 	if !ok {
 		return
 	}
-	var info struct {
-		ID              string            `json:"id"`
-		ExecutionStatus string            `json:"execution_status"`
-		Stats           *wire.Stats       `json:"stats"`
-		Title           *string           `json:"title"`
-		Tags            map[string]string `json:"tags"`
-		UpdatedAt       string            `json:"updated_at"`
-		AgentState      json.RawMessage   `json:"agent_state"`
-	}
+	var info conversationReport
 	if err := json.Unmarshal(body, &info); err != nil || info.ID == "" {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "id"}, Msg: "The body must be a ConversationInfo object with an id", Type: "missing"}})
+		loc := []any{"body", "id"}
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" && te.Field != "id" && info.ID != "" {
+			loc = []any{"body"}
+			for _, f := range strings.Split(te.Field, ".") {
+				loc = append(loc, f)
+			}
+			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Input should be a valid " + te.Type.String(), Type: "type_error"}})
+			return
+		}
+		wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "The body must be a ConversationInfo object with an id", Type: "missing"}})
+		return
+	}
+	errs, updated := info.validate()
+	if len(errs) > 0 {
+		wire.WriteValidation(w, errs)
 		return
 	}
 	if info.ExecutionStatus == string(wire.StatusDeleting) {
@@ -215,28 +354,28 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	updated, err := events.ParseTime(info.UpdatedAt)
-	if err != nil {
-		updated = a.now()
+	at := received
+	if updated != nil {
+		at = reportTime(*updated, received)
 	}
 	if _, err := a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
 		raw, _ := json.Marshal(info.ExecutionStatus)
-		applyState(conv, "execution_status", raw, updated)
+		applyState(conv, "execution_status", raw, at)
 		if info.Stats != nil && info.Stats.UsageToMetrics != nil {
 			raw, _ := json.Marshal(info.Stats)
-			applyState(conv, "stats", raw, updated)
+			applyState(conv, "stats", raw, at)
 		}
-		if info.Title != nil && *info.Title != "" {
-			conv.Title = info.Title
+		if info.Title != nil && strings.TrimSpace(*info.Title) != "" {
+			conv.ApplyReportedTitle(*info.Title, at)
 		}
 		if len(info.AgentState) > 0 {
-			applyState(conv, "agent_state", info.AgentState, updated)
+			applyState(conv, "agent_state", info.AgentState, at)
 		}
-		if len(info.Tags) > 0 {
+		for k, v := range info.Tags {
 			if conv.Tags == nil {
 				conv.Tags = map[string]string{}
 			}
-			for k, v := range info.Tags {
+			if _, ok := conv.Tags[k]; ok || len(conv.Tags) < maxTags {
 				conv.Tags[k] = v
 			}
 		}

@@ -172,7 +172,22 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		p := mustNorm(*req.ParentConversationID)
 		conv.ParentConversationID = &p
 	}
-	if err := w.Store.CreateConversation(ctx, conv); err != nil && !errors.Is(err, acs.ErrConflict) {
+	if msg := InitialMessage(req); msg != nil && msg.Run {
+		// Delivered with the conversation's creation below.
+		conv.RecordDelivery(MessageDigest(msg.Content))
+	}
+	if err := w.Store.CreateConversation(ctx, conv); errors.Is(err, acs.ErrConflict) {
+		// A redelivered step finds its own record; any other record with
+		// this id (a concurrent start that asked for the same
+		// conversation_id and won) makes this start fail.
+		existing, err := w.Store.GetConversation(ctx, conv.ID)
+		if err != nil {
+			return err
+		}
+		if existing.StartTaskID != t.ID {
+			return failf("%s", errIDUnavailable)
+		}
+	} else if err != nil {
 		return err
 	}
 	if conv.ParentConversationID != nil {
@@ -194,7 +209,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	}
 	if msg := InitialMessage(req); msg != nil && !msg.Run {
 		// run=false: deliver the message without starting the agent, once.
-		if err := sendOnce(ctx, client, t.ConversationID, msg); err != nil {
+		if err := sendOnce(ctx, w.Store, client, t.ConversationID, msg); err != nil {
 			return err
 		}
 	}
@@ -206,7 +221,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 
 // sendOnce sends the initial message unless the conversation already has a
 // user message (a redelivered step after a successful send).
-func sendOnce(ctx context.Context, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
+func sendOnce(ctx context.Context, store acs.Store, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
 	var count int
 	err := client.Get(ctx, "/api/conversations/"+convID+"/events/count?kind=MessageEvent&source=user", &count)
 	if err != nil {
@@ -216,7 +231,7 @@ func sendOnce(ctx context.Context, client *agentclient.Client, convID string, ms
 		return nil
 	}
 	m := *msg
-	return client.SendMessage(ctx, convID, &m)
+	return DeliverMessage(ctx, store, client, convID, &m)
 }
 
 // FlushPending delivers the messages queued under keys to the conversation,
@@ -233,7 +248,7 @@ func FlushPending(ctx context.Context, st acs.Store, client *agentclient.Client,
 			var content []events.Content
 			if err := strictjson.Unmarshal(m.Content, &content); err != nil {
 				slog.Warn("startflow: unreadable pending message dropped", "id", m.ID, "error", err)
-			} else if err := client.SendMessage(ctx, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
+			} else if err := DeliverMessage(ctx, st, client, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
 				slog.Warn("startflow: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
 			}
 			if err := st.DeletePendingMessage(ctx, key, m.ID); err != nil {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/acs-project/acs/events"
@@ -234,8 +235,31 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 			}
 		}
 	}
+	errs = append(errs, TitleSecretErrors(r, r.Secrets, nil)...)
 	if r.ObservabilityMetadata != nil {
 		errs = append(errs, wire.ValidateObservabilityMetadata(r.ObservabilityMetadata)...)
+	}
+	return errs
+}
+
+// TitleSecretErrors lists the titles of r (title, suggested_task.title)
+// that hold the value of one of secrets, at loc + the field: a title is
+// stored, listed, searched and downloaded as it is, so a secret's value
+// may not appear in one.
+func TitleSecretErrors(r *StartRequest, secrets map[string]string, loc []any) []strictjson.Error {
+	var errs []strictjson.Error
+	check := func(text *string, field ...any) {
+		if text == nil {
+			return
+		}
+		for _, name := range SecretsIn(*text, secrets) {
+			errs = append(errs, verr(append(loc[:len(loc):len(loc)], field...), "value_error",
+				fmt.Sprintf("the title contains the value of secret %s; secret values may not appear in titles", name)))
+		}
+	}
+	check(r.Title, "title")
+	if r.SuggestedTask != nil {
+		check(&r.SuggestedTask.Title, "suggested_task", "title")
 	}
 	return errs
 }
@@ -245,4 +269,17 @@ func contentText(c events.Content) string {
 		return t.Text
 	}
 	return ""
+}
+
+// SecretsIn names (sorted) the secrets whose values appear in text; values
+// shorter than 4 characters are not checked, as for messages.
+func SecretsIn(text string, secrets map[string]string) []string {
+	var names []string
+	for name, v := range secrets {
+		if len(v) >= 4 && strings.Contains(text, v) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }

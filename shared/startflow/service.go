@@ -53,8 +53,9 @@ func MaskedRequest(req StartRequest) []byte {
 //     room);
 //   - seals the per-conversation secrets.
 //
-// A conversation_id already in use is ErrConflict; a queue failure marks the
-// task ERROR and returns ErrUnavailable (the caller may retry).
+// A conversation_id that is not available (checkIDAvailable) is
+// ErrConflict; a queue failure marks the task ERROR and returns
+// ErrUnavailable (the caller may retry).
 func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (acs.StartTask, error) {
 	if req.AgentType == "" {
 		req.AgentType = "default"
@@ -104,9 +105,7 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 		if err != nil {
 			return acs.StartTask{}, err
 		}
-		if _, err := s.Store.GetConversation(ctx, id); err == nil {
-			return acs.StartTask{}, fmt.Errorf("conversation %s already exists: %w", id, acs.ErrConflict)
-		} else if !errors.Is(err, acs.ErrNotFound) {
+		if err := s.checkIDAvailable(ctx, id); err != nil {
 			return acs.StartTask{}, err
 		}
 		convID = id
@@ -138,6 +137,36 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 		return acs.StartTask{}, fmt.Errorf("queue start task: %w", acs.ErrUnavailable)
 	}
 	return t, nil
+}
+
+// errIDUnavailable is the one answer for an explicit conversation_id that
+// cannot be used, whatever the reason: it names neither the reason nor the
+// id, so it cannot tell another user's conversation from anything else.
+const errIDUnavailable = "conversation_id is not available; choose another id or leave it out to get a generated one"
+
+// checkIDAvailable returns ErrConflict (errIDUnavailable) when id names a
+// conversation or a sandbox, anyone's: ids are global, and a sandbox is
+// named after the conversation it was made for (which may since have been
+// deleted while the sandbox went on serving others). The answer is the
+// same in every case, the caller's own conversation included, so it does
+// not reveal that another user's conversation exists: the same user gets
+// it for a free id whose sandbox name is taken.
+func (s *Service) checkIDAvailable(ctx context.Context, id string) error {
+	_, err := s.Store.GetConversation(ctx, id)
+	if err == nil {
+		return fmt.Errorf("%s: %w", errIDUnavailable, acs.ErrConflict)
+	}
+	if !errors.Is(err, acs.ErrNotFound) {
+		return err
+	}
+	_, err = s.Store.GetSandbox(ctx, id)
+	if err == nil {
+		return fmt.Errorf("%s: %w", errIDUnavailable, acs.ErrConflict)
+	}
+	if !errors.Is(err, acs.ErrNotFound) {
+		return err
+	}
+	return nil
 }
 
 // FieldError is a request field that refers to something that does not

@@ -2,6 +2,7 @@ package startflow_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -199,7 +200,7 @@ func TestSubmitRefusesUsedConversationID(t *testing.T) {
 	id := strings.Repeat("1", 32)
 	e.store.CreateConversation(ctx, acs.Conversation{ID: id, OwnerID: "bob"})
 	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{ConversationID: &id})
-	if err == nil || !strings.Contains(err.Error(), "already exists") {
+	if !errors.Is(err, acs.ErrConflict) || !strings.Contains(err.Error(), "not available") {
 		t.Fatalf("got %v", err)
 	}
 }

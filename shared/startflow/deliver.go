@@ -1,0 +1,52 @@
+package startflow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/agentclient"
+)
+
+// MessageDigest is the digest of a user message's content as the control
+// plane delivers it and as the agent server reports it back in a
+// MessageEvent (both sides encode it canonically).
+func MessageDigest(content []events.Content) string {
+	sum := sha256.Sum256(strictjson.MustMarshal(content))
+	return hex.EncodeToString(sum[:])
+}
+
+// DeliverMessage sends a user message to the conversation on the agent
+// server, first recording its digest on the conversation's record (convID,
+// hex or dashed), so that the events webhook recognises the MessageEvent
+// the agent server reports for it as the user's. A record that cannot be
+// updated is logged and the message is sent anyway (it is then stored as
+// an unverified message rather than lost). The error is the send's.
+func DeliverMessage(ctx context.Context, st acs.Store, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
+	RecordDelivery(ctx, st, convID, msg.Content)
+	return client.SendMessage(ctx, convID, msg)
+}
+
+// RecordDelivery records on the conversation's record that a user message
+// with this content is being delivered (see DeliverMessage); a failure is
+// logged.
+func RecordDelivery(ctx context.Context, st acs.Store, convID string, content []events.Content) {
+	id, err := acs.NormalizeID(convID)
+	if err != nil {
+		slog.Warn("startflow: record delivery: bad conversation id", "conversation", convID)
+		return
+	}
+	digest := MessageDigest(content)
+	if _, err := st.UpdateConversation(ctx, id, func(c *acs.Conversation) error {
+		c.RecordDelivery(digest)
+		return nil
+	}); err != nil && !errors.Is(err, acs.ErrNotFound) {
+		slog.Warn("startflow: record delivery", "conversation", id, "error", err)
+	}
+}
