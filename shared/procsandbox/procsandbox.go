@@ -13,9 +13,10 @@
 // directories with the same session key and environment, after a back-off
 // (RestartBackoff, doubled per recent crash, at most RestartBackoffMax);
 // meanwhile the sandbox is STARTING. Only a crash loop (CrashLoopCount exits
-// within CrashLoopWindow) or a workspace that is gone makes it ERROR, and an
-// ERROR sandbox stays so until Resume starts it afresh (a new key, the crash
-// count cleared) or it is deleted.
+// within CrashLoopWindow), a workspace that is gone or an agent server that
+// cannot start (it exits before listening) makes it ERROR, and an ERROR
+// sandbox stays so until Resume starts it afresh (a new key, the crash count
+// cleared) or it is deleted.
 package procsandbox
 
 import (
@@ -91,6 +92,9 @@ type proc struct {
 	// failed, once set, makes the sandbox ERROR with it as the detail; no
 	// restart follows.
 	failed string
+	// wasReady: a process of this sandbox got as far as listening. One
+	// that exits before (it cannot start) is ERROR at once.
+	wasReady bool
 }
 
 // run is one agent-server process.
@@ -299,7 +303,9 @@ func (r *Runtime) supervise(id string, p *proc, rn *run, logf *os.File) {
 
 // crashedLocked handles an agent server that exited on its own: it is
 // restarted after the back-off, unless this exit completes a crash loop or
-// the workspace is gone, which make the sandbox ERROR.
+// the workspace is gone, which make the sandbox ERROR. A sandbox whose
+// agent server never got as far as listening cannot start: it is ERROR at
+// once (restarting it would only delay the error).
 func (r *Runtime) crashedLocked(id string, p *proc, err error) {
 	now := time.Now()
 	p.lastExit = exitText(err)
@@ -311,7 +317,13 @@ func (r *Runtime) crashedLocked(id string, p *proc, err error) {
 	}
 	p.crashes = append(recent, now)
 	n := len(p.crashes)
+	if _, err := os.Stat(filepath.Join(r.dir(id), addrFile)); err == nil {
+		p.wasReady = true
+	}
 	switch {
+	case !p.wasReady:
+		p.failed = fmt.Sprintf("the agent server exited (%s) before it was ready; last log lines: %s",
+			p.lastExit, tail(filepath.Join(r.dir(id), logFile), 600))
 	case !r.hasWorkspace(id):
 		p.failed = fmt.Sprintf("the agent server exited (%s) and the sandbox's workspace is gone", p.lastExit)
 	case n >= r.cfg.CrashLoopCount:
