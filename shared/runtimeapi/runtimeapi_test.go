@@ -22,7 +22,7 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // (RestartAfterCrash) included.
 func TestConformance(t *testing.T) {
 	root := t.TempDir()
-	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 200 * time.Millisecond})
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestConformance(t *testing.T) {
 		AgentReachable:  true,
 		Spec:            acs.SandboxSpec{ID: "acs-local"},
 		KillAgent:       sandboxtest.KillByPIDFile(func(id string) string { return filepath.Join(root, id, "agent.pid") }),
-		RestartBackoff:  200 * time.Millisecond,
+		RestartBackoff:  500 * time.Millisecond,
 		RemoveWorkspace: sandboxtest.RemoveWorkingDir,
 		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
 			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
