@@ -681,17 +681,14 @@ func TestLifecycleReadOnly(t *testing.T) {
 
 	t.Run("ERROR is read-only", func(t *testing.T) {
 		s := lcBind(s, t)
-		pid := lcPid(t, dataDir, brokenSB)
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill agent server %d: %v", pid, err)
-		}
-		lcWait(t, "the killed agent server to be reaped", 10*time.Second, func() bool { return !lcAlive(pid) })
-		sb := lcWaitSandbox(s, apiKey, brokenSB, "ERROR", 10*time.Second)
+		// A crash loop (one crash is restarted: TestAgentServerCrashIsRestarted).
+		pid := rsCrashLoop(s, t, dataDir, brokenSB)
+		sb := lcWaitSandbox(s, apiKey, brokenSB, "ERROR", 30*time.Second)
 		if sb.SessionAPIKey != nil || len(sb.ExposedURLs) != 0 {
 			t.Fatalf("ERROR sandbox: %+v", sb)
 		}
 		lcDetail(s, send(s, broken), 503, "send-message")
-		lcDetail(s, s.admin("POST", "/api/v1/sandboxes/"+brokenSB+"/resume", nil), 503, "resume")
+		lcDetail(s, s.admin("POST", "/api/v1/sandboxes/"+brokenSB+"/pause", nil), 503, "pause")
 		workspaceRefused(s, broken, 503)
 		readsWork(s, broken, "ERROR")
 		if sb := s.sandbox(apiKey, brokenSB); sb.Status != "ERROR" {
@@ -705,22 +702,30 @@ func TestLifecycleReadOnly(t *testing.T) {
 
 // Rule 9, the moment after a crash: the control plane has not looked at the
 // sandbox since its agent server died, so its record still says RUNNING.
+// The runtime restarts the agent server by itself (issue 11): the resume
+// succeeds and starts no second one, and the sandbox comes back RUNNING.
 func TestLifecycleResumeRightAfterCrash(t *testing.T) {
 	t.Parallel()
-	s, _, dataDir := lcServe(t, []llmtest.Reply{lcSay("tag-crash")})
+	s, llm, dataDir := lcServe(t, []llmtest.Reply{lcSay("tag-crash")})
 	conv, sbID := lcStart(s, apiKey, "tag-crash")
 	lcWaitFinished(s, apiKey, conv)
-	pid := lcPid(t, dataDir, sbID)
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	pid := rsKill(t, dataDir, sbID)
+	lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+sbID+"/resume", nil))
+	if sb := s.sandbox(apiKey, sbID); sb.Status == "ERROR" {
+		t.Fatalf("resume of a crashed sandbox left it ERROR")
 	}
-	lcWait(t, "the killed agent server to be reaped", 10*time.Second, func() bool { return !lcAlive(pid) })
-	time.Sleep(50 * time.Millisecond) // procsandbox notes the exit right after reaping
-	r := s.admin("POST", "/api/v1/sandboxes/"+sbID+"/resume", nil)
-	sb := s.sandbox(apiKey, sbID)
-	if r.status != 503 || sb.Status != "ERROR" {
-		t.Fatalf("resume of a crashed sandbox: HTTP %d %s; the sandbox then reads %s (want 503 and ERROR)", r.status, r.body, sb.Status)
+	lcWait(t, "the agent server to be restarted", 60*time.Second, func() bool {
+		p := rsPid(dataDir, sbID)
+		return p != 0 && p != pid && lcAlive(p) && s.sandbox(apiKey, sbID).Status == "RUNNING"
+	})
+	var out struct {
+		Success bool `json:"success"`
 	}
+	s.admin("POST", "/api/v1/app-conversations/"+conv+"/send-message", msg("tag-crash again")).into(&out)
+	if !out.Success {
+		t.Fatal("send-message after the restart failed")
+	}
+	lcWait(t, "the agent to run the new message", 60*time.Second, func() bool { return lcSawMessage(llm, "tag-crash again") })
 }
 
 // Rules 6 and 7: with the sandbox running, a conversation reads PAUSED while

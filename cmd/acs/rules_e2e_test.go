@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -148,15 +147,11 @@ func TestRulesParentInheritsRepository(t *testing.T) {
 func TestRulesExplicitErrorSandbox(t *testing.T) {
 	s, _, dataDir := lcServe(t, []llmtest.Reply{{Repeat: true, Text: "ok"}})
 
+	// crash makes a sandbox ERROR: a crash loop (one crash is restarted).
 	crash := func(s *acsServe, t *testing.T) (convID, sbID string, pid int) {
 		convID, sbID = lcStart(s, apiKey, "hello")
 		lcWaitFinished(s, apiKey, convID)
-		pid = lcPid(t, dataDir, sbID)
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-			t.Fatalf("kill agent server %d: %v", pid, err)
-		}
-		lcWait(t, "the killed agent server to be reaped", 10*time.Second, func() bool { return !lcAlive(pid) })
-		return convID, sbID, pid
+		return convID, sbID, rsCrashLoop(s, t, dataDir, sbID)
 	}
 	check := func(s *acsServe, t *testing.T, sbID string, pid, slots, convs int) {
 		t.Helper()
@@ -192,7 +187,7 @@ func TestRulesExplicitErrorSandbox(t *testing.T) {
 		check(s, t, sbID, pid, 1, 1)
 	})
 
-	t.Run("right after the crash, before anything looked", func(t *testing.T) {
+	t.Run("right after the last crash, before anything looked", func(t *testing.T) {
 		s := lcBind(s, t)
 		_, sbID, pid := crash(s, t)
 		check(s, t, sbID, pid, 1, 2)

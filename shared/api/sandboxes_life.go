@@ -37,8 +37,9 @@ func (a *API) pauseSandbox(w http.ResponseWriter, r *http.Request) {
 }
 
 // resumeSandbox: POST /api/v1/sandboxes/{sandbox_id}/resume — starts a
-// paused sandbox again with a new session key (429 at the running cap;
-// 410/503 for a MISSING/ERROR sandbox).
+// paused sandbox, or an ERROR one whose workspace still exists, again with a
+// new session key (429 at the running cap; 410 for a MISSING sandbox, 503
+// for an ERROR one that cannot be started again).
 func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 	sb, err := a.ownSandbox(r, r.PathValue("sandbox_id"))
 	if err != nil {

@@ -10,10 +10,9 @@ import (
 )
 
 // Waiting reasons that end a sandbox: Kubernetes keeps retrying them, but
-// they do not fix themselves (a wrong image, a broken spec, a crashing
-// agent server).
+// they do not fix themselves (a wrong image, a broken spec). A crashing
+// agent server (CrashLoopBackOff) ends it only as a crash loop (crashLoop).
 var fatalWaiting = map[string]bool{
-	"CrashLoopBackOff":           true,
 	"ImagePullBackOff":           true,
 	"InvalidImageName":           true,
 	"ErrImageNeverPull":          true,
@@ -22,11 +21,20 @@ var fatalWaiting = map[string]bool{
 	"RunContainerError":          true,
 }
 
+// crashLoop is how many crashes of a container make a crash loop, as in
+// procsandbox (3 within 5 minutes): a container waiting in CrashLoopBackOff
+// has crashed restartCount+1 times, and the kubelet only backs off crashes
+// that come close together (its back-off resets after 10 minutes of
+// running), which stands in for the window.
+const crashLoop = 3
+
 // PodStatus maps an agent-server Pod to a sandbox status and a detail for
 // the user. RUNNING only when the pod is Ready (its readiness probe on
 // /ready passes); a pod being deleted, pending scheduling, pulling its image
-// or starting is STARTING; a crash loop, an image that cannot be pulled, a
-// broken container spec, an eviction or a pod that ended is ERROR.
+// or starting is STARTING, and so is a container Kubernetes restarts after
+// a crash; a crash loop (the container backing off its third crash), an
+// image that cannot be pulled, a broken container spec, an eviction or a
+// pod that ended is ERROR.
 func PodStatus(pod *corev1.Pod) (acs.SandboxStatus, string) {
 	if pod == nil {
 		return acs.SandboxMissing, ""
@@ -47,6 +55,15 @@ func PodStatus(pod *corev1.Pod) (acs.SandboxStatus, string) {
 		if w := cs.State.Waiting; w != nil && fatalWaiting[w.Reason] {
 			return acs.SandboxError, fmt.Sprintf("container %s: %s", cs.Name, strings.TrimSpace(w.Reason+": "+w.Message))
 		}
+		if w := cs.State.Waiting; w != nil && w.Reason == "CrashLoopBackOff" {
+			crashes := cs.RestartCount + 1
+			if crashes >= crashLoop {
+				return acs.SandboxError, fmt.Sprintf("crash loop: container %s exited %d times%s; %s",
+					cs.Name, crashes, lastExit(cs), strings.TrimSpace(w.Reason+": "+w.Message))
+			}
+			return acs.SandboxStarting, fmt.Sprintf("container %s restarting after a crash%s (%s, crash %d; %d make the sandbox ERROR)",
+				cs.Name, lastExit(cs), w.Reason, crashes, crashLoop)
+		}
 	}
 	if pod.Status.Phase == corev1.PodRunning && condition(pod, corev1.PodReady) == corev1.ConditionTrue {
 		return acs.SandboxRunning, ""
@@ -66,6 +83,19 @@ func PodStatus(pod *corev1.Pod) (acs.SandboxStatus, string) {
 		return acs.SandboxStarting, "waiting for the agent server to be ready"
 	}
 	return acs.SandboxStarting, ""
+}
+
+// lastExit describes a container's last termination (" (last: OOMKilled,
+// exit code 137)"), or "".
+func lastExit(cs corev1.ContainerStatus) string {
+	t := cs.LastTerminationState.Terminated
+	if t == nil {
+		return ""
+	}
+	if t.Reason != "" {
+		return fmt.Sprintf(" (last: %s, exit code %d)", t.Reason, t.ExitCode)
+	}
+	return fmt.Sprintf(" (last: exit code %d)", t.ExitCode)
 }
 
 func reasonSuffix(reason, msg string) string {

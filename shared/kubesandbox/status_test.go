@@ -18,6 +18,11 @@ func TestPodStatus(t *testing.T) {
 	waiting := func(reason string) []corev1.ContainerStatus {
 		return []corev1.ContainerStatus{{Name: "agent-server", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: "details"}}}}
 	}
+	backingOff := func(restarts int32) []corev1.ContainerStatus {
+		return []corev1.ContainerStatus{{Name: "agent-server", RestartCount: restarts,
+			State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 10s"}},
+			LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
+	}
 	cases := []struct {
 		name   string
 		pod    *corev1.Pod
@@ -41,8 +46,16 @@ func TestPodStatus(t *testing.T) {
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "agent-server", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}}},
 			acs.SandboxStarting, "ready"},
 		{"ready", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: ready}}, acs.SandboxRunning, ""},
-		{"crash loop", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: waiting("CrashLoopBackOff")}},
-			acs.SandboxError, "CrashLoopBackOff"},
+		// A crash is restarted (STARTING); the third in a row, the
+		// kubelet backing it off, is a crash loop (ERROR).
+		{"backing off a first crash", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: backingOff(0)}},
+			acs.SandboxStarting, "restarting after a crash (last: OOMKilled, exit code 137) (CrashLoopBackOff, crash 1;"},
+		{"backing off a second crash", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: backingOff(1)}},
+			acs.SandboxStarting, "crash 2;"},
+		{"crash loop", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: backingOff(2)}},
+			acs.SandboxError, "crash loop: container agent-server exited 3 times (last: OOMKilled, exit code 137); CrashLoopBackOff"},
+		{"long crash loop", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady, ContainerStatuses: backingOff(7)}},
+			acs.SandboxError, "exited 8 times"},
 		{"restarting after an exit", &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: notReady,
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "agent-server", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2}}}}}},
 			acs.SandboxStarting, "exit code 2"},

@@ -7,6 +7,16 @@
 // process (for example after `acs serve` restarted) is PAUSED. Children get a
 // minimal environment (never the control plane's secrets) and die with their
 // parent; an orphan left by a crash is killed when the runtime starts.
+//
+// An agent server that exits on its own (a crash, an OOM kill) is restarted
+// like a Kubernetes container with restartPolicy Always: on the same
+// directories with the same session key and environment, after a back-off
+// (RestartBackoff, doubled per recent crash, at most RestartBackoffMax);
+// meanwhile the sandbox is STARTING. Only a crash loop (CrashLoopCount exits
+// within CrashLoopWindow), a workspace that is gone or an agent server that
+// cannot start (it exits before listening) makes it ERROR, and an ERROR
+// sandbox stays so until Resume starts it afresh (a new key, the crash count
+// cleared) or it is deleted.
 package procsandbox
 
 import (
@@ -39,6 +49,15 @@ type Config struct {
 	PassEnv []string
 	// StopTimeout is how long a sandbox gets to exit after SIGTERM.
 	StopTimeout time.Duration
+	// RestartBackoff is the wait before restarting an agent server that
+	// exited on its own (default 1s); it doubles with each further crash
+	// within CrashLoopWindow, up to RestartBackoffMax (default 30s).
+	RestartBackoff    time.Duration
+	RestartBackoffMax time.Duration
+	// CrashLoopCount exits within CrashLoopWindow (default 3 within 5m) are
+	// a crash loop: the sandbox is ERROR instead of restarted again.
+	CrashLoopCount  int
+	CrashLoopWindow time.Duration
 }
 
 const (
@@ -56,14 +75,37 @@ type meta struct {
 	CreatedAt  time.Time `json:"created_at"`
 }
 
+// proc is a sandbox's supervised agent server: its current process and,
+// across automatic restarts, its key, environment and recent crashes.
 type proc struct {
-	cmd      *exec.Cmd
 	key      string
 	env      map[string]string
-	done     chan struct{}
-	exitErr  error
-	stopping bool
+	run      *run
+	stopping bool // stopped on purpose (pause, delete, close): no restart
+	// crashes are the times of exits on its own within CrashLoopWindow.
+	crashes []time.Time
+	// lastExit says how the last process ended ("signal: killed").
+	lastExit string
+	// restart is the pending restart, due at restartAt.
+	restart   *time.Timer
+	restartAt time.Time
+	// failed, once set, makes the sandbox ERROR with it as the detail; no
+	// restart follows.
+	failed string
+	// wasReady: a process of this sandbox got as far as listening. One
+	// that exits before (it cannot start) is ERROR at once.
+	wasReady bool
 }
+
+// run is one agent-server process.
+type run struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	exitErr error
+}
+
+// live reports whether the current process runs.
+func (p *proc) live() bool { return p.run != nil && !exited(p.run) }
 
 // Runtime runs sandboxes as child processes.
 type Runtime struct {
@@ -84,6 +126,18 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	if cfg.StopTimeout == 0 {
 		cfg.StopTimeout = 10 * time.Second
+	}
+	if cfg.RestartBackoff <= 0 {
+		cfg.RestartBackoff = time.Second
+	}
+	if cfg.RestartBackoffMax <= 0 {
+		cfg.RestartBackoffMax = 30 * time.Second
+	}
+	if cfg.CrashLoopCount <= 0 {
+		cfg.CrashLoopCount = 3
+	}
+	if cfg.CrashLoopWindow <= 0 {
+		cfg.CrashLoopWindow = 5 * time.Minute
 	}
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("procsandbox: create root: %w", err)
@@ -129,15 +183,20 @@ func validID(id string) bool {
 	return true
 }
 
-// Start creates the sandbox directory and starts its agent server.
+// Start creates the sandbox directory and starts its agent server. A
+// sandbox already running, starting or restarting after a crash is left as
+// it is; one that failed (ERROR) starts afresh.
 func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeStatus, error) {
 	if !validID(req.SandboxID) {
 		return acs.RuntimeStatus{}, fmt.Errorf("procsandbox: sandbox id %q: %w", req.SandboxID, acs.ErrInvalid)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if p, ok := r.procs[req.SandboxID]; ok && !exited(p) {
-		return r.statusLocked(req.SandboxID), nil
+	if p, ok := r.procs[req.SandboxID]; ok {
+		if p.failed == "" {
+			return r.statusLocked(req.SandboxID), nil
+		}
+		delete(r.procs, req.SandboxID)
 	}
 	dir := r.dir(req.SandboxID)
 	work := filepath.Join(dir, "workspace")
@@ -169,7 +228,7 @@ func mergeEnv(maps ...map[string]string) map[string]string {
 	return out
 }
 
-func exited(p *proc) bool {
+func exited(p *run) bool {
 	select {
 	case <-p.done:
 		return true
@@ -178,6 +237,9 @@ func exited(p *proc) bool {
 	}
 }
 
+// launchLocked starts the sandbox's agent server with key and env. The
+// sandbox's supervision state (its crashes) is kept: callers starting a
+// sandbox afresh delete it from r.procs first.
 func (r *Runtime) launchLocked(id, key string, env map[string]string) error {
 	dir := r.dir(id)
 	os.Remove(filepath.Join(dir, addrFile))
@@ -213,21 +275,105 @@ func (r *Runtime) launchLocked(id, key string, env map[string]string) error {
 		return fmt.Errorf("procsandbox: start agent server: %w", err)
 	}
 	_ = os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
-	p := &proc{cmd: cmd, key: key, env: env, done: make(chan struct{})}
-	r.procs[id] = p
-	go func() {
-		err := cmd.Wait()
-		logf.Close()
-		r.mu.Lock()
-		p.exitErr = err
-		close(p.done)
-		stopping := p.stopping
-		r.mu.Unlock()
-		if !stopping {
-			slog.Warn("procsandbox: agent server exited", "sandbox", id, "error", err)
-		}
-	}()
+	p := r.procs[id]
+	if p == nil {
+		p = &proc{}
+		r.procs[id] = p
+	}
+	rn := &run{cmd: cmd, done: make(chan struct{})}
+	p.key, p.env, p.run = key, env, rn
+	go r.supervise(id, p, rn, logf)
 	return nil
+}
+
+// supervise waits for a process to end; one that ended on its own is a
+// crash (crashedLocked).
+func (r *Runtime) supervise(id string, p *proc, rn *run, logf *os.File) {
+	err := rn.cmd.Wait()
+	logf.Close()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	rn.exitErr = err
+	close(rn.done)
+	if p.stopping || r.procs[id] != p || p.run != rn {
+		return
+	}
+	r.crashedLocked(id, p, err)
+}
+
+// crashedLocked handles an agent server that exited on its own: it is
+// restarted after the back-off, unless this exit completes a crash loop or
+// the workspace is gone, which make the sandbox ERROR. A sandbox whose
+// agent server never got as far as listening cannot start: it is ERROR at
+// once (restarting it would only delay the error).
+func (r *Runtime) crashedLocked(id string, p *proc, err error) {
+	now := time.Now()
+	p.lastExit = exitText(err)
+	recent := p.crashes[:0]
+	for _, at := range p.crashes {
+		if now.Sub(at) < r.cfg.CrashLoopWindow {
+			recent = append(recent, at)
+		}
+	}
+	p.crashes = append(recent, now)
+	n := len(p.crashes)
+	if _, err := os.Stat(filepath.Join(r.dir(id), addrFile)); err == nil {
+		p.wasReady = true
+	}
+	switch {
+	case !p.wasReady:
+		p.failed = fmt.Sprintf("the agent server exited (%s) before it was ready; last log lines: %s",
+			p.lastExit, tail(filepath.Join(r.dir(id), logFile), 600))
+	case !r.hasWorkspace(id):
+		p.failed = fmt.Sprintf("the agent server exited (%s) and the sandbox's workspace is gone", p.lastExit)
+	case n >= r.cfg.CrashLoopCount:
+		p.failed = fmt.Sprintf("crash loop: the agent server exited %d times within %s (last: %s); it is not restarted again until the sandbox is resumed; last log lines: %s",
+			n, r.cfg.CrashLoopWindow, p.lastExit, tail(filepath.Join(r.dir(id), logFile), 600))
+	}
+	if p.failed != "" {
+		slog.Warn("procsandbox: agent server exited; the sandbox is ERROR", "sandbox", id, "exit", p.lastExit, "detail", p.failed)
+		return
+	}
+	delay := r.cfg.RestartBackoff
+	for i := 1; i < n && delay < r.cfg.RestartBackoffMax; i++ {
+		delay *= 2
+	}
+	delay = min(delay, r.cfg.RestartBackoffMax)
+	p.restartAt = now.Add(delay)
+	p.restart = time.AfterFunc(delay, func() { r.restartCrashed(id, p) })
+	slog.Warn("procsandbox: agent server exited; restarting it", "sandbox", id, "exit", p.lastExit, "in", delay, "crashes", n)
+}
+
+// restartCrashed starts a crashed agent server again, with its key and
+// environment, unless the sandbox was stopped or deleted meanwhile.
+func (r *Runtime) restartCrashed(id string, p *proc) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.procs[id] != p || p.stopping || p.failed != "" || p.live() {
+		return
+	}
+	p.restart = nil
+	if !r.hasWorkspace(id) {
+		p.failed = fmt.Sprintf("the agent server exited (%s) and the sandbox's workspace is gone", p.lastExit)
+		return
+	}
+	if err := r.launchLocked(id, p.key, p.env); err != nil {
+		p.failed = fmt.Sprintf("the agent server exited (%s) and could not be restarted: %v", p.lastExit, err)
+		slog.Warn("procsandbox: restart agent server", "sandbox", id, "error", err)
+	}
+}
+
+func (r *Runtime) hasWorkspace(id string) bool {
+	st, err := os.Stat(filepath.Join(r.dir(id), "workspace"))
+	return err == nil && st.IsDir()
+}
+
+// exitText says how a process ended: "signal: killed", "exit status 2".
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 // Status reports a sandbox.
@@ -246,17 +392,28 @@ func (r *Runtime) statusLocked(id string) acs.RuntimeStatus {
 			return acs.RuntimeStatus{Status: acs.SandboxMissing}
 		}
 		if _, err := os.Stat(filepath.Join(dir, metaFile)); err == nil {
+			if !r.hasWorkspace(id) {
+				return acs.RuntimeStatus{Status: acs.SandboxError, WorkingDir: work, Detail: "the sandbox's workspace is gone"}
+			}
 			return acs.RuntimeStatus{Status: acs.SandboxPaused, WorkingDir: work}
 		}
 		return acs.RuntimeStatus{Status: acs.SandboxMissing}
 	}
-	if exited(p) {
-		return acs.RuntimeStatus{Status: acs.SandboxError, WorkingDir: work,
-			Detail: fmt.Sprintf("agent server exited (%v); last log lines: %s", p.exitErr, tail(filepath.Join(dir, logFile), 600))}
+	if p.failed != "" {
+		return acs.RuntimeStatus{Status: acs.SandboxError, WorkingDir: work, Detail: p.failed}
+	}
+	if !p.live() {
+		return acs.RuntimeStatus{Status: acs.SandboxStarting, WorkingDir: work, SessionKey: p.key,
+			Detail: fmt.Sprintf("the agent server exited (%s); restarting it in %s (crash %d within %s; %d make the sandbox ERROR)",
+				p.lastExit, max(time.Until(p.restartAt), 0).Round(100*time.Millisecond), len(p.crashes), r.cfg.CrashLoopWindow, r.cfg.CrashLoopCount)}
 	}
 	addr, err := os.ReadFile(filepath.Join(dir, addrFile))
 	if err != nil || len(addr) == 0 {
-		return acs.RuntimeStatus{Status: acs.SandboxStarting, WorkingDir: work, SessionKey: p.key}
+		st := acs.RuntimeStatus{Status: acs.SandboxStarting, WorkingDir: work, SessionKey: p.key}
+		if p.lastExit != "" {
+			st.Detail = fmt.Sprintf("the agent server is restarting after it exited (%s)", p.lastExit)
+		}
+		return st
 	}
 	return acs.RuntimeStatus{Status: acs.SandboxRunning, AgentURL: "http://" + strings.TrimSpace(string(addr)),
 		SessionKey: p.key, WorkingDir: work}
@@ -287,18 +444,22 @@ func (r *Runtime) stopLocked(id string) {
 		return
 	}
 	delete(r.procs, id)
-	if exited(p) {
+	p.stopping = true
+	if p.restart != nil {
+		p.restart.Stop()
+	}
+	if !p.live() {
 		return
 	}
-	p.stopping = true
-	pid := p.cmd.Process.Pid
+	rn := p.run
+	pid := rn.cmd.Process.Pid
 	_ = syscall.Kill(-pid, syscall.SIGTERM)
 	r.mu.Unlock()
 	select {
-	case <-p.done:
+	case <-rn.done:
 	case <-time.After(r.cfg.StopTimeout):
 		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		<-p.done
+		<-rn.done
 	}
 	r.mu.Lock()
 	os.Remove(filepath.Join(r.dir(id), pidFile))
@@ -319,18 +480,25 @@ func (r *Runtime) Pause(_ context.Context, id string) error {
 	return nil
 }
 
-// Resume starts a paused (or failed) sandbox again with a new session key.
+// Resume starts a paused or failed (ERROR) sandbox again with a new session
+// key and a clear crash count; one running, starting or restarting after a
+// crash is left as it is. Errors wrap acs.ErrNotFound for an unknown
+// sandbox and acs.ErrSandboxFailed when its workspace is gone (it stays
+// ERROR).
 func (r *Runtime) Resume(_ context.Context, id, key string, env map[string]string) (acs.RuntimeStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if p, ok := r.procs[id]; ok {
-		if !exited(p) {
+		if p.failed == "" {
 			return r.statusLocked(id), nil
 		}
 		delete(r.procs, id)
 	}
-	if st := r.statusLocked(id); st.Status == acs.SandboxMissing {
+	switch st := r.statusLocked(id); st.Status {
+	case acs.SandboxMissing:
 		return st, fmt.Errorf("procsandbox: sandbox %s: %w", id, acs.ErrNotFound)
+	case acs.SandboxError:
+		return st, fmt.Errorf("procsandbox: sandbox %s cannot be resumed: %s: %w", id, st.Detail, acs.ErrSandboxFailed)
 	}
 	if err := r.launchLocked(id, key, env); err != nil {
 		return acs.RuntimeStatus{}, err
@@ -345,7 +513,13 @@ func (r *Runtime) Delete(_ context.Context, id string) error {
 	}
 	r.mu.Lock()
 	r.stopLocked(id)
+	// Without its meta file the sandbox reads MISSING at once, not ERROR
+	// (workspace gone) while the rest is removed.
+	err := os.Remove(filepath.Join(r.dir(id), metaFile))
 	r.mu.Unlock()
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("procsandbox: remove %s: %w", id, err)
+	}
 	if err := os.RemoveAll(r.dir(id)); err != nil {
 		return fmt.Errorf("procsandbox: remove %s: %w", id, err)
 	}

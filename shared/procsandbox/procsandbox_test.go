@@ -15,15 +15,23 @@ import (
 
 func TestMain(m *testing.M) { testbin.Main(m) }
 
+// TestConformance includes RestartAfterCrash: kill -9 of an agent server
+// is followed by a restart with back-off (the sandbox STARTING, never
+// ERROR), three in a row are a crash loop (ERROR), resume restarts an ERROR
+// sandbox, and a removed workspace makes it ERROR for good.
 func TestConformance(t *testing.T) {
-	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: t.TempDir()})
+	root := t.TempDir()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
 	sandboxtest.Run(t, rt, sandboxtest.Options{
-		AgentReachable: true,
-		Spec:           acs.SandboxSpec{ID: "acs-local"},
+		AgentReachable:  true,
+		Spec:            acs.SandboxSpec{ID: "acs-local"},
+		KillAgent:       sandboxtest.KillByPIDFile(func(id string) string { return filepath.Join(root, id, "agent.pid") }),
+		RestartBackoff:  500 * time.Millisecond,
+		RemoveWorkspace: sandboxtest.RemoveWorkingDir,
 		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
 			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
 				t.Fatal(err)

@@ -105,7 +105,9 @@ func Handler(rt acs.Runtime, key string, specs func(image string) acs.SandboxSpe
 			write(w, http.StatusNotFound, map[string]string{"detail": err.Error()})
 		case errors.Is(err, acs.ErrInvalid):
 			write(w, http.StatusUnprocessableEntity, map[string]string{"detail": err.Error()})
-		case errors.Is(err, acs.ErrConflict):
+		case errors.Is(err, acs.ErrConflict), errors.Is(err, acs.ErrSandboxFailed):
+			// ErrSandboxFailed: an ERROR sandbox that cannot be resumed
+			// (its workspace is gone); the status says why.
 			write(w, http.StatusConflict, map[string]string{"detail": err.Error()})
 		default:
 			slog.Error("runtime api", "error", err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/shared/acs"
@@ -17,9 +18,11 @@ import (
 func TestMain(m *testing.M) { testbin.Main(m) }
 
 // TestConformance: process sandboxes served by the runtime API and driven
-// through the client pass the runtime suite.
+// through the client pass the runtime suite, restarts after a crash
+// (RestartAfterCrash) included.
 func TestConformance(t *testing.T) {
-	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: t.TempDir()})
+	root := t.TempDir()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,8 +31,11 @@ func TestConformance(t *testing.T) {
 	t.Cleanup(srv.Close)
 	c := runtimeapi.NewClient(srv.URL, "runtime-key")
 	sandboxtest.Run(t, c, sandboxtest.Options{
-		AgentReachable: true,
-		Spec:           acs.SandboxSpec{ID: "acs-local"},
+		AgentReachable:  true,
+		Spec:            acs.SandboxSpec{ID: "acs-local"},
+		KillAgent:       sandboxtest.KillByPIDFile(func(id string) string { return filepath.Join(root, id, "agent.pid") }),
+		RestartBackoff:  500 * time.Millisecond,
+		RemoveWorkspace: sandboxtest.RemoveWorkingDir,
 		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
 			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
 				t.Fatal(err)

@@ -11,8 +11,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -33,6 +36,19 @@ type Options struct {
 	// that Archive holds the file.
 	WriteFile func(t *testing.T, st acs.RuntimeStatus, name, content string)
 	ReadFile  func(t *testing.T, st acs.RuntimeStatus, name string) (string, error)
+	// KillAgent, when set, SIGKILLs the agent server of sandbox id (as an
+	// OOM kill does) and returns once the process is gone, to check the
+	// restart rule: the runtime restarts the agent server by itself, after
+	// at least RestartBackoff (doubled per crash), with the same session
+	// key, the sandbox reading STARTING meanwhile and never ERROR;
+	// CrashLoopCount (default 3) crashes in a row make it ERROR; Resume
+	// starts an ERROR sandbox afresh (new key, crash count cleared).
+	KillAgent      func(t *testing.T, id string)
+	RestartBackoff time.Duration
+	CrashLoopCount int
+	// RemoveWorkspace, with KillAgent, deletes a sandbox's workspace: the
+	// agent server's next exit makes the sandbox ERROR, and Resume fails.
+	RemoveWorkspace func(t *testing.T, st acs.RuntimeStatus)
 }
 
 // Run runs the suite against rt.
@@ -225,6 +241,12 @@ func Run(t *testing.T, rt acs.Runtime, opts Options) {
 		}
 	})
 
+	if opts.KillAgent != nil {
+		t.Run("RestartAfterCrash", func(t *testing.T) {
+			restartAfterCrash(t, rt, opts, waitFor, alive, id(t))
+		})
+	}
+
 	t.Run("ConcurrentStartsMakeOneSandbox", func(t *testing.T) {
 		sid := id(t)
 		t.Cleanup(func() { rt.Delete(ctx, sid) })
@@ -247,6 +269,170 @@ func Run(t *testing.T, rt acs.Runtime, opts Options) {
 			t.Fatal("the one sandbox does not answer with its key")
 		}
 	})
+}
+
+// restartAfterCrash checks the restart rule (Options.KillAgent).
+func restartAfterCrash(t *testing.T, rt acs.Runtime, opts Options,
+	waitFor func(*testing.T, string, acs.SandboxStatus) acs.RuntimeStatus,
+	alive func(*testing.T, acs.RuntimeStatus, string) int, sid string) {
+	ctx := context.Background()
+	loop := opts.CrashLoopCount
+	if loop == 0 {
+		loop = 3
+	}
+	key := acs.NewSecret(32)
+	if _, err := rt.Start(ctx, acs.StartRequest{SandboxID: sid, OwnerID: "u1", Spec: opts.Spec, SessionKey: key}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Delete(ctx, sid) })
+	running := waitFor(t, sid, acs.SandboxRunning)
+	if opts.WriteFile != nil {
+		opts.WriteFile(t, running, "before-crash.txt", "kept across crashes")
+	}
+	// crash kills the agent server and waits until the runtime has noticed
+	// (the sandbox leaves RUNNING for want; when want is STARTING, a
+	// restart already done, RUNNING at another address, counts too).
+	crash := func(t *testing.T, want acs.SandboxStatus) acs.RuntimeStatus {
+		t.Helper()
+		before, err := rt.Status(ctx, sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.KillAgent(t, sid)
+		deadline := time.Now().Add(opts.Timeout)
+		for time.Now().Before(deadline) {
+			st, err := rt.Status(ctx, sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.Status == want || want == acs.SandboxStarting && st.Status == acs.SandboxRunning && st.AgentURL != before.AgentURL {
+				return st
+			}
+			if st.Status != acs.SandboxRunning {
+				t.Fatalf("after the agent server was killed the sandbox reads %s (%s), want %s", st.Status, st.Detail, want)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Fatalf("the killed agent server was not noticed (want %s)", want)
+		return acs.RuntimeStatus{}
+	}
+	// restarted expects the runtime to bring the agent server back by
+	// itself, with key, no sooner than backoff after killedAt.
+	restarted := func(t *testing.T, killedAt time.Time, backoff time.Duration, key string) acs.RuntimeStatus {
+		t.Helper()
+		back := waitFor(t, sid, acs.SandboxRunning)
+		if took := time.Since(killedAt); took < backoff {
+			t.Fatalf("restarted %s after the crash, sooner than the back-off %s", took, backoff)
+		}
+		if back.SessionKey != key {
+			t.Fatal("the restarted agent server does not keep the session key")
+		}
+		if opts.AgentReachable {
+			if code := alive(t, back, key); code != 200 {
+				t.Fatalf("restarted agent server with its key: %d", code)
+			}
+		}
+		return back
+	}
+
+	// Crashes short of a loop: restarted with a doubling back-off.
+	backoff := opts.RestartBackoff
+	for i := 1; i < loop; i++ {
+		killedAt := time.Now()
+		st := crash(t, acs.SandboxStarting)
+		if st.Status == acs.SandboxStarting && st.Detail == "" {
+			t.Fatal("a sandbox restarting after a crash has no detail")
+		}
+		restarted(t, killedAt, backoff, key)
+		backoff *= 2
+	}
+	// The crash that makes a loop: ERROR, with a detail saying so.
+	failed := crash(t, acs.SandboxError)
+	if !strings.Contains(failed.Detail, "crash loop") || !strings.Contains(failed.Detail, fmt.Sprint(loop)) {
+		t.Fatalf("crash-loop detail %q does not say so", failed.Detail)
+	}
+	if st, err := rt.Status(ctx, sid); err != nil || st.Status != acs.SandboxError {
+		t.Fatalf("after a crash loop: %+v %v", st, err)
+	}
+
+	// Resume starts it afresh: new key, workspace kept, crash count
+	// cleared (one more crash is restarted again).
+	newKey := acs.NewSecret(32)
+	if _, err := rt.Resume(ctx, sid, newKey, nil); err != nil {
+		t.Fatalf("resume after a crash loop: %v", err)
+	}
+	resumed := waitFor(t, sid, acs.SandboxRunning)
+	if resumed.SessionKey != newKey {
+		t.Fatal("resume after a crash loop must use the new session key")
+	}
+	if opts.AgentReachable {
+		if code := alive(t, resumed, newKey); code != 200 {
+			t.Fatalf("resumed agent server with the new key: %d", code)
+		}
+	}
+	if opts.ReadFile != nil {
+		if got, err := opts.ReadFile(t, resumed, "before-crash.txt"); err != nil || got != "kept across crashes" {
+			t.Fatalf("workspace after the crashes: %q %v", got, err)
+		}
+	}
+	killedAt := time.Now()
+	crash(t, acs.SandboxStarting)
+	back := restarted(t, killedAt, opts.RestartBackoff, newKey)
+
+	// A workspace that is gone: the next exit is ERROR, and stays so.
+	if opts.RemoveWorkspace == nil {
+		return
+	}
+	opts.RemoveWorkspace(t, back)
+	gone := crash(t, acs.SandboxError)
+	if !strings.Contains(gone.Detail, "workspace") {
+		t.Fatalf("detail %q does not name the missing workspace", gone.Detail)
+	}
+	if _, err := rt.Resume(ctx, sid, acs.NewSecret(32), nil); err == nil || errors.Is(err, acs.ErrNotFound) {
+		t.Fatalf("resume without a workspace: %v, want an error other than not found", err)
+	}
+	if st, err := rt.Status(ctx, sid); err != nil || st.Status != acs.SandboxError {
+		t.Fatalf("after resuming without a workspace: %+v %v", st, err)
+	}
+}
+
+// KillByPIDFile is an Options.KillAgent for agent servers that are local
+// processes: SIGKILL of the pid in pidFile(id) (the agent server alone, as
+// the OOM killer does), then a wait until the process is reaped.
+func KillByPIDFile(pidFile func(id string) string) func(t *testing.T, id string) {
+	return func(t *testing.T, id string) {
+		t.Helper()
+		b, err := os.ReadFile(pidFile(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 1 {
+			t.Fatalf("pid file %q", b)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the agent server %d: %v", pid, err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for syscall.Kill(pid, 0) == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("the killed agent server %d was not reaped", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// RemoveWorkingDir is an Options.RemoveWorkspace for workspaces on this
+// machine: it deletes st.WorkingDir.
+func RemoveWorkingDir(t *testing.T, st acs.RuntimeStatus) {
+	t.Helper()
+	if st.WorkingDir == "" {
+		t.Fatal("no working directory")
+	}
+	if err := os.RemoveAll(st.WorkingDir); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // untar reads a gzip-compressed tar and returns its regular files by name

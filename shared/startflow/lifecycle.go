@@ -351,15 +351,33 @@ func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, err
 }
 
 // Resume brings a paused sandbox back with a new session key (a running one
-// is left as it is). ErrCapacity when the owner's cap is reached; read-only
-// sandboxes are refused (Usable).
+// is left as it is). An ERROR sandbox (a crash loop, say) is started again
+// the same way when its runtime still has it; one whose workspace is gone
+// stays ERROR (ErrSandboxFailed with the reason). ErrCapacity when the
+// owner's cap is reached; a MISSING sandbox is ErrGone.
 func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
-	sb, st := l.Refresh(ctx, sb)
-	if err := Usable(sb); err != nil {
-		return sb, err
-	}
-	if st.Status == acs.SandboxRunning || st.Status == acs.SandboxStarting {
-		return sb, nil
+	var st acs.RuntimeStatus
+	if sb.Status == acs.SandboxError {
+		// Refresh leaves ERROR records alone; the runtime says whether
+		// there is something left to start.
+		cur, err := l.Runtime.Status(ctx, sb.ID)
+		if err != nil {
+			return sb, fmt.Errorf("resume sandbox %s: %w", sb.ID, err)
+		}
+		if cur.Status == acs.SandboxMissing {
+			if updated, err := l.record(ctx, sb.ID, cur); err == nil {
+				sb = updated
+			}
+			return sb, Usable(sb)
+		}
+	} else {
+		sb, st = l.Refresh(ctx, sb)
+		if err := Usable(sb); err != nil {
+			return sb, err
+		}
+		if st.Status == acs.SandboxRunning || st.Status == acs.SandboxStarting {
+			return sb, nil
+		}
 	}
 	if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
 		return sb, err
@@ -374,6 +392,14 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 		return sb, fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
 	}
 	if err != nil {
+		// A sandbox the runtime cannot start again (its workspace is
+		// gone) is ERROR with the runtime's reason.
+		if cur, serr := l.Runtime.Status(ctx, sb.ID); serr == nil && cur.Status == acs.SandboxError {
+			if updated, rerr := l.record(ctx, sb.ID, cur); rerr == nil {
+				sb = updated
+			}
+			return sb, Usable(sb)
+		}
 		return sb, fmt.Errorf("resume sandbox %s: %w", sb.ID, err)
 	}
 	now := l.now()
