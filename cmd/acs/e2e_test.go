@@ -19,7 +19,10 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+func TestMain(m *testing.M) {
+	credMCPMain()
+	testbin.Main(m)
+}
 
 const apiKey = "e2e-admin-key-0123456789"
 

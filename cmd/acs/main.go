@@ -24,6 +24,7 @@ import (
 	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/telemetry"
 )
@@ -160,6 +161,12 @@ func agentServer(ctx context.Context, args []string) error {
 		}
 	}()
 	cfg.TracerProvider = tp
+	// The configuration is read: the server's own credentials leave the
+	// environment every tool inherits, and are masked wherever they appear.
+	cfg.Masker.Add(procenv.Secrets(os.Environ())...)
+	if err := procenv.Seal(); err != nil {
+		slog.Warn("agent server: could not fully seal its credentials from the processes it starts", "error", err)
+	}
 	srv, err := agentserver.New(ctx, cfg)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/tools/mcp"
@@ -295,7 +296,7 @@ func gitClone(ctx context.Context, url string, ref *string, dir string) error {
 	}
 	args = append(args, "--", url, tmp)
 	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(procenv.Environ(), "GIT_TERMINAL_PROMPT=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {

@@ -45,6 +45,9 @@ type Server struct {
 	mux     *http.ServeMux
 	masker  *secrets.Masker
 	cipher  *secrets.Cipher
+	// ownMasked is how many of the masker's values are the server's own
+	// session keys (see workspaceArchive).
+	ownMasked int
 
 	mu    sync.RWMutex
 	convs map[uuid.UUID]*agent.Conversation
@@ -70,7 +73,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.masker == nil {
 		s.masker = secrets.NewMasker()
 	}
+	// The server's own credentials are secrets too: a tool never sees them
+	// (procenv), and should one reach output anyway it is masked.
 	s.masker.Add(cfg.SecretKey)
+	s.masker.Add(cfg.SessionKeys...)
+	own := map[string]bool{}
+	for _, k := range cfg.SessionKeys {
+		if len(k) >= secrets.MinLength {
+			own[k] = true
+		}
+	}
+	s.ownMasked = len(own)
 	// Secrets are sealed with OH_SECRET_KEY, else the first session key;
 	// without either they are not persisted.
 	s.cipher = secrets.NewCipher(cfg.SecretKey)
@@ -336,11 +349,16 @@ func (s *Server) listTools(w http.ResponseWriter, _ *http.Request) {
 // The content of every regular file, entry names and link targets pass
 // through the secret masker (the values of every loaded conversation, as for
 // the other responses): a file holding a secret is archived with it replaced
-// by <secret-hidden> (and a size to match), any other byte for byte.
+// by <secret-hidden> (and a size to match), any other byte for byte. The
+// server's session keys alone do not turn masking on.
 func (s *Server) workspaceArchive(w http.ResponseWriter, r *http.Request) {
 	aw := &archiveResponse{w: w}
 	opts := wsarchive.Options{Exclude: s.stateInWorkspace()}
-	if s.masker.Len() > 0 {
+	// Masking buffers each file (spilling big ones to a temporary file), so
+	// it is done only when there is something to hide besides the server's
+	// own session keys: the archive is taken when the sandbox is cleaned up,
+	// after which those keys open nothing.
+	if s.masker.Len() > s.ownMasked {
 		opts.Mask = func(w io.Writer) io.WriteCloser { return s.masker.Writer(w) }
 		opts.MaskName = s.masker.Mask
 	}

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/acs-project/acs/sandbox/procenv"
 )
 
 // Tunables of output streaming and process teardown.
@@ -139,7 +141,7 @@ func (s *Service) start(req ExecuteBashRequest) (*process, error) {
 // environ returns the sanitised environment of a command.
 func (s *Service) environ() []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range procenv.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if secretName(name) {
 			continue

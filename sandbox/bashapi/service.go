@@ -8,9 +8,10 @@
 //   - Each command runs on its own as `/bin/bash -c <command>` in a new session
 //     (and so a new process group), with stdin from /dev/null, separate stdout
 //     and stderr pipes, the working directory cwd (default Options.WorkDir)
-//     and a sanitised environment: the server's environment without variables
-//     whose upper-cased names contain KEY, TOKEN, SECRET or PASSWORD (which
-//     covers SESSION_API_KEY and OH_SESSION_API_KEYS_*), plus Options.Env.
+//     and a sanitised environment: the server's environment without its own
+//     credentials and webhook settings (procenv.Withheld) and without
+//     variables whose upper-cased names contain KEY, TOKEN, SECRET or
+//     PASSWORD, plus Options.Env.
 //   - Every started command is recorded as a BashCommand followed by one or more
 //     BashOutput events with order 0, 1, 2, ...; the last one, and only it,
 //     carries exit_code. Output is emitted while the command runs: output that

@@ -29,6 +29,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/acs-project/acs/sandbox/procenv"
 )
 
 // Change statuses.
@@ -96,7 +98,7 @@ var scrubbedEnv = []string{
 }
 
 func gitEnv() []string {
-	env := os.Environ()
+	env := procenv.Environ()
 	out := env[:0:0]
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/acs-project/acs/sandbox/procenv"
 )
 
 // Input is the event a hook receives as JSON on stdin.
@@ -104,8 +106,9 @@ type Runner struct {
 // is not valid JSON is sent as a JSON string).
 //
 // Each command hook runs as /bin/sh -c <command> in WorkDir, in its own
-// process group, with the inherited environment (minus variables whose
-// names contain KEY, TOKEN, SECRET or PASSWORD), then r.Env and r.EnvFunc(), then
+// process group, with the inherited environment (minus the agent server's
+// own credentials, procenv.Withheld, and variables whose names contain KEY,
+// TOKEN, SECRET or PASSWORD), then r.Env and r.EnvFunc(), then
 // OPENHANDS_PROJECT_DIR, CLAUDE_PROJECT_DIR, OPENHANDS_SESSION_ID,
 // OPENHANDS_EVENT_TYPE and OPENHANDS_TOOL_NAME. At its timeout, or when ctx
 // is done, the whole process group is killed: a timeout is reported
@@ -195,7 +198,7 @@ func secretName(name string) bool {
 
 func (r *Runner) environ(event EventType, in Input, workDir string) []string {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range procenv.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
 		if !secretName(name) {
 			env = append(env, kv)

@@ -585,7 +585,8 @@ func writeAgentErr(w http.ResponseWriter, err error) {
 
 // downloadConversation: GET /api/v1/app-conversations/{id}/download: a zip
 // of every stored event (event_{i:06d}_{id}.json, in order) and meta.json
-// (the conversation). It works for read-only conversations.
+// (the conversation, without its session key). It works for read-only
+// conversations.
 func (a *API) downloadConversation(w http.ResponseWriter, r *http.Request) {
 	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
 	if err != nil {
@@ -627,7 +628,11 @@ func (a *API) downloadConversation(w http.ResponseWriter, r *http.Request) {
 			return // the zip is left unterminated: the client sees a broken download
 		}
 	}
-	meta, _ := strictjson.Marshal(a.conversationJSON(ctx, a.view(), c))
+	// A download is a transcript to keep or share: it never carries the
+	// sandbox's live session key (which runs commands in the sandbox).
+	cj := a.conversationJSON(ctx, a.view(), c)
+	cj.SessionAPIKey = nil
+	meta, _ := strictjson.Marshal(cj)
 	if f, err := zw.Create("meta.json"); err == nil {
 		f.Write(meta)
 	}

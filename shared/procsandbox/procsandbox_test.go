@@ -45,12 +45,19 @@ func TestConformance(t *testing.T) {
 }
 
 // A sandbox's environment is minimal: the control plane's secrets never
-// reach it.
+// reach it. (The environment is recorded by a wrapper that then runs the
+// agent server: the agent server hides its own /proc/<pid>/environ.)
 func TestEnvironmentIsMinimal(t *testing.T) {
 	t.Setenv("LLM_API_KEY", "sk-must-not-leak")
 	t.Setenv("ACS_API_KEY", "acs-must-not-leak")
 	root := t.TempDir()
-	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root})
+	dump := filepath.Join(t.TempDir(), "env.txt")
+	wrapper := filepath.Join(t.TempDir(), "acs-wrapper")
+	script := "#!/bin/sh\nenv > '" + dump + ".tmp' && mv '" + dump + ".tmp' '" + dump + "'\nexec '" + testbin.ACS(t) + "' \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	rt, err := procsandbox.New(procsandbox.Config{Binary: wrapper, Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,23 +66,20 @@ func TestEnvironmentIsMinimal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pidFile := filepath.Join(root, "envcheck", "agent.pid")
 	var environ []byte
-	for i := 0; i < 200 && len(environ) == 0; i++ {
-		if b, err := os.ReadFile(pidFile); err == nil {
-			environ, _ = os.ReadFile("/proc/" + string(b) + "/environ")
-		}
+	for deadline := time.Now().Add(10 * time.Second); len(environ) == 0 && time.Now().Before(deadline); {
+		environ, _ = os.ReadFile(dump)
 		if len(environ) == 0 {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	env := string(environ)
+	env := "\n" + string(environ)
 	for _, leak := range []string{"sk-must-not-leak", "acs-must-not-leak"} {
-		if len(env) == 0 || strings.Contains(env, leak) {
+		if len(environ) == 0 || strings.Contains(env, leak) {
 			t.Fatalf("environment leaks %q (or could not be read)", leak)
 		}
 	}
-	if !strings.Contains(env, "EXTRA=yes") || !strings.Contains(env, "OH_SESSION_API_KEYS_0=k") {
+	if !strings.Contains(env, "\nEXTRA=yes\n") || !strings.Contains(env, "\nOH_SESSION_API_KEYS_0=k\n") {
 		t.Fatalf("environment lacks what the sandbox needs: %q", env)
 	}
 }

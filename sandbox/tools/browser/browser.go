@@ -34,6 +34,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/procenv"
 )
 
 // DefaultActionTimeout bounds one action when Options.ActionTimeout is zero.
@@ -363,6 +364,8 @@ func (b *Browser) ensureStarted(ctx context.Context) error {
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-quic", true),
 		chromedp.UserDataDir(dir),
+		// Never the agent server's own credentials.
+		chromedp.NoInheritEnv, chromedp.Env(procenv.Environ()...),
 	)
 	for _, f := range b.opts.ExtraFlags {
 		name, value, hasValue := strings.Cut(strings.TrimLeft(f, "-"), "=")

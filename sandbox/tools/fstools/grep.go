@@ -19,6 +19,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/procenv"
 )
 
 // grepBinaryWindow is how much of a file is checked for a NUL byte before it
@@ -210,6 +211,7 @@ func grepRipgrep(ctx context.Context, rg string, req *grepRequest) ([]string, er
 	cmd := exec.CommandContext(ctx, rg, args...)
 	// rg roots --glob patterns at its working directory.
 	cmd.Dir = req.dir.real
+	cmd.Env = procenv.Environ()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

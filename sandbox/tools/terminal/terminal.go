@@ -27,6 +27,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/procenv"
 )
 
 // ErrClosed is returned by Execute and Export once Close has been called.
@@ -35,7 +36,7 @@ var ErrClosed = errors.New("terminal: session closed")
 // Options configures a Session.
 type Options struct {
 	WorkDir         string              // initial working directory (must exist; absolute)
-	Env             []string            // extra KEY=VALUE pairs added to the environment
+	Env             []string            // extra KEY=VALUE pairs added to the environment (procenv.Environ, less the shell's prompt and pager variables)
 	Shell           string              // default "/bin/bash"
 	NoChangeTimeout time.Duration       // soft "no new output" timeout, default 30s
 	MaxOutputChars  int                 // default 30000
@@ -188,7 +189,8 @@ func buildEnv(opts Options) []string {
 		"COLUMNS": true, "LINES": true, "SHLVL": true,
 	}
 	var env []string
-	for _, kv := range os.Environ() {
+	// The agent server's own credentials are never in it (procenv).
+	for _, kv := range procenv.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		if drop[k] || strings.HasPrefix(k, "BASH_FUNC_") {
 			continue
