@@ -39,6 +39,7 @@ var (
 	bConvCount    = []byte("conversations_count")
 	bEvents       = []byte("events")
 	bEventIDs     = []byte("event_ids")
+	bEventText    = []byte("event_text") // per conversation: event key → text of the events that have one
 	bSettings     = []byte("settings")
 	bSecrets      = []byte("secrets")
 	bPending      = []byte("pending_messages")
@@ -46,7 +47,7 @@ var (
 	bQuotas       = []byte("quotas")
 
 	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bTasksOpen, bSandboxes, bSandboxHash,
-		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bSettings, bSecrets, bPending, bMeta, bQuotas}
+		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bEventText, bSettings, bSecrets, bPending, bMeta, bQuotas}
 )
 
 // Store is an acs.Store on a bbolt file.
