@@ -2,11 +2,14 @@ package boltstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/storetest"
@@ -102,5 +105,46 @@ func TestBodySearchIsBounded(t *testing.T) {
 	page, err = s.SearchEvents(ctx, "obs", acs.EventQuery{EventFilter: acs.EventFilter{Body: "needle"}})
 	if err != nil || len(page.Items) != 1 || page.Next != "" {
 		t.Fatalf("behind observations: %d events, next %q, %v", len(page.Items), page.Next, err)
+	}
+}
+
+// TestFullDiskIsStorageFull: on a full disk, a write that needs the file to
+// grow fails with acs.ErrStorageFull (HTTP 507) and stores nothing; what
+// was stored before is intact and writes work again once space is freed
+// (issue 11, defect 7).
+func TestFullDiskIsStorageFull(t *testing.T) {
+	dir := diskfulltest.Dir(t, 2<<20)
+	s, err := boltstore.Open(filepath.Join(dir, "acs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	base := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	event := func(i int) acs.StoredEvent {
+		id := fmt.Sprintf("e%06d", i)
+		return acs.StoredEvent{ID: id, Kind: "MessageEvent", Source: "user", Timestamp: base.Add(time.Duration(i) * time.Second),
+			Text: "message " + id, JSON: []byte(fmt.Sprintf(`{"id":%q,"pad":%q}`, id, strings.Repeat("x", 1000)))}
+	}
+	free := diskfulltest.Fill(t, dir)
+	stored := 0
+	for ; stored < 100_000; stored++ {
+		if _, err = s.PutEvents(ctx, "c", []acs.StoredEvent{event(stored)}); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, acs.ErrStorageFull) {
+		t.Fatalf("event %d on a full disk: %v, want ErrStorageFull", stored, err)
+	}
+	if n, err := s.CountEvents(ctx, "c", acs.EventFilter{}); err != nil || n != stored {
+		t.Fatalf("after the failed write: %d events, %v; want %d", n, err, stored)
+	}
+	free()
+	if _, err := s.PutEvents(ctx, "c", []acs.StoredEvent{event(stored)}); err != nil {
+		t.Fatalf("after freeing space: %v", err)
+	}
+	n, err := s.CountEvents(ctx, "c", acs.EventFilter{Body: "message e"})
+	if err != nil || n != stored+1 {
+		t.Fatalf("after freeing space: %d events, %v; want %d", n, err, stored+1)
 	}
 }
