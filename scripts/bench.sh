@@ -9,6 +9,10 @@ echo "== event log: durable append, and search on a 100k-event log (sandbox/even
 go test ./sandbox/eventlog -run '^$' -count "$count" \
   -bench 'BenchmarkAppend$|BenchmarkAppendParallel|BenchmarkAppendOn100k|BenchmarkSearch100k|BenchmarkOpen100k' -benchtime 1s
 
+echo "== body search, first page, 3 matches, on 1k, 10k and 100k events: flat means bounded (sandbox/eventlog, shared/boltstore)"
+go test ./sandbox/eventlog -run '^$' -count "$count" -bench 'BenchmarkSearchBody' -benchtime 200x
+go test ./shared/boltstore -run '^$' -count "$count" -bench 'BenchmarkSearchEventsBody' -benchtime 200x
+
 echo "== start-to-READY: a new local sandbox, and a running one reused (cmd/acs)"
 go test ./cmd/acs -run '^$' -count "$count" -bench 'BenchmarkStartToReady' -benchtime 20x
 

@@ -311,13 +311,11 @@ func (c *Conversation) logErr(err error) {
 }
 
 // failLocked records a run-loop failure: ConversationErrorEvent, then status
-// error.
+// error. The status changes even when the event cannot be stored (the
+// disk is full): the run is over and must not read running.
 func (c *Conversation) failLocked(ctx context.Context, code, detail string) error {
 	ev := &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment}, Code: code, Detail: detail}
-	if err := c.emitLocked(ctx, ev); err != nil {
-		return err
-	}
-	return c.setStatusLocked(ctx, wire.StatusError)
+	return errors.Join(c.emitLocked(ctx, ev), c.setStatusLocked(ctx, wire.StatusError))
 }
 
 func errorCode(err error) string {

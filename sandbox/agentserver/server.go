@@ -22,6 +22,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/bashapi"
 	"github.com/acs-project/acs/sandbox/eventlog"
@@ -512,6 +513,10 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		slog.Error("create conversation", "error", err)
+		if diskfull.Is(err) {
+			wire.WriteInsufficientStorage(w, diskFullDetail)
+			return
+		}
 		wire.WriteDetail(w, http.StatusInternalServerError, "Could not create the conversation: "+err.Error())
 		return
 	}
@@ -526,6 +531,10 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		msg.Run = true
 		if _, err := c.SendMessage(r.Context(), msg); err != nil {
 			slog.Error("send initial message", "conversation", id, "error", err)
+			if diskfull.Is(err) {
+				wire.WriteInsufficientStorage(w, "Conversation created, but its initial message could not be stored: the disk is full; free space and send it again")
+				return
+			}
 			wire.WriteDetail(w, http.StatusInternalServerError, "Conversation created, but the initial message failed: "+err.Error())
 			return
 		}
@@ -647,8 +656,15 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *agent.Co
 	wire.WriteJSON(w, 200, wire.Success{Success: true})
 }
 
+// diskFullDetail is the detail of a 507: the sandbox's disk (or quota) is
+// full, so an event or file could not be stored.
+const diskFullDetail = "Insufficient storage: the sandbox's disk is full, so this could not be stored; free space and retry"
+
 func conversationError(w http.ResponseWriter, err error) {
 	switch {
+	case diskfull.Is(err):
+		slog.Error("conversation operation failed: disk full", "error", err)
+		wire.WriteInsufficientStorage(w, diskFullDetail)
 	case errors.Is(err, agent.ErrAlreadyRunning), errors.Is(err, agent.ErrNotWaiting), errors.Is(err, agent.ErrNoCondenser):
 		wire.WriteDetail(w, http.StatusConflict, err.Error())
 	case errors.Is(err, agent.ErrClosed):

@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
@@ -72,6 +73,8 @@ func writeStartError(w http.ResponseWriter, err error) {
 		wire.WriteJSON(w, http.StatusBadRequest, be)
 	case errors.Is(err, ErrClosed):
 		wire.WriteDetail(w, http.StatusServiceUnavailable, "The bash service is closed")
+	case diskfull.Is(err):
+		wire.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so the command could not be recorded; free space and retry")
 	default:
 		wire.WriteDetail(w, http.StatusInternalServerError, err.Error())
 	}

@@ -159,5 +159,82 @@ func TestMain(m *testing.M) {
 		bigLog.Close()
 		os.RemoveAll(bigDir)
 	}
+	for _, l := range bodyLogs {
+		l.Close()
+	}
+	for _, d := range bodyDirs {
+		os.RemoveAll(d)
+	}
 	os.Exit(code)
+}
+
+// bodyLogs are logs of 1k, 10k and 100k events (a quarter user messages, a
+// quarter agent messages, half state updates) with "needle" in three user
+// messages: at the start, the middle and the end. Built once per size and
+// removed by TestMain.
+var (
+	bodyMu   sync.Mutex
+	bodyLogs = map[int]*eventlog.Log{}
+	bodyDirs []string
+)
+
+func bodyLog(b *testing.B, n int) *eventlog.Log {
+	bodyMu.Lock()
+	defer bodyMu.Unlock()
+	if l := bodyLogs[n]; l != nil {
+		return l
+	}
+	dir, err := os.MkdirTemp("", "eventlog-bench-body-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	bodyDirs = append(bodyDirs, dir)
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := make([]events.Event, 0, 1000)
+	for i := 0; i < n; i++ {
+		var ev events.Event
+		switch {
+		case i == 0 || i == n/2 || i == n-4:
+			ev = msg("user", fmt.Sprintf("user message %d: the NEEDLE is here", i))
+		case i%4 == 0:
+			ev = msg("user", fmt.Sprintf("user message %d about the parser", i))
+		case i%4 == 1:
+			ev = msg("agent", fmt.Sprintf("agent reply %d: I looked at the parser and fixed the tokenizer", i))
+		default:
+			ev = state("execution_status", `"running"`)
+		}
+		batch = append(batch, ev)
+		if len(batch) == cap(batch) || i == n-1 {
+			if err := l.Append(context.Background(), batch...); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	bodyLogs[n] = l
+	return l
+}
+
+// BenchmarkSearchBody measures the first page of a body search that
+// matches three events, on logs of growing length: the cost per request
+// must stay flat as the log grows (issue 11, defect 9).
+func BenchmarkSearchBody(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			l := bodyLog(b, n)
+			for _, order := range []events.EventSortOrder{events.SortTimestamp, events.SortTimestampDesc} {
+				b.Run(string(order), func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := l.Search(eventlog.Query{Limit: 100, Order: order, Filter: eventlog.Filter{Body: "needle"}}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
+			}
+		})
+	}
 }

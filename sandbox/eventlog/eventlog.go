@@ -65,6 +65,7 @@ type Log struct {
 	mu       sync.RWMutex
 	f        *os.File
 	entries  []entry // published (fsynced) events
+	texts    []int   // positions in entries of the events with searchable text, ascending
 	byID     map[string]int
 	size     int64 // bytes written, synced or not
 	lastTS   int64 // last timestamp assigned, including unpublished
@@ -152,8 +153,7 @@ func (l *Log) load() error {
 			return fmt.Errorf("%w: record at offset %d: %v", ErrCorrupt, off, err)
 		}
 		e.off, e.n = off+headerSize, n
-		l.byID[e.id] = len(l.entries)
-		l.entries = append(l.entries, e)
+		l.publish(e)
 		l.lastTS = max(l.lastTS, e.ts)
 		off += headerSize + int64(n)
 	}
@@ -304,8 +304,7 @@ func (l *Log) sync(seq uint64) error {
 	}
 	l.mu.Lock()
 	for _, e := range l.pending[:npend] {
-		l.byID[e.id] = len(l.entries)
-		l.entries = append(l.entries, e)
+		l.publish(e)
 		delete(l.ids, e.id)
 	}
 	l.pending = append(l.pending[:0], l.pending[npend:]...)
@@ -314,6 +313,16 @@ func (l *Log) sync(seq uint64) error {
 	l.mu.Unlock()
 	l.syncedSeq = target
 	return nil
+}
+
+// publish makes e visible: appended to entries, indexed by id and, when it
+// has searchable text, in the text index. Callers hold mu for writing.
+func (l *Log) publish(e entry) {
+	l.byID[e.id] = len(l.entries)
+	if e.text != "" {
+		l.texts = append(l.texts, len(l.entries))
+	}
+	l.entries = append(l.entries, e)
 }
 
 // Len returns the number of visible events.
@@ -428,7 +437,7 @@ func (l *Log) GetEvent(id string) (events.Event, error) {
 type Filter struct {
 	Kind         string        // short kind name
 	Source       events.Source // agent, user or environment
-	Body         string        // case-insensitive substring of message text
+	Body         string        // case-insensitive substring of message text (see Search)
 	TimestampGTE *time.Time
 	TimestampLT  *time.Time
 }
@@ -478,9 +487,24 @@ type Page struct {
 	NextPageID string // "" on the last page
 }
 
+// A search with a body filter examines only the events that have searchable
+// text (message events, through an index kept in memory), and per page at
+// most BodyScanEvents of them or, once it has read BodyScanBytes of their
+// text, none more: the cost of a page does not grow with the log.
+const (
+	BodyScanEvents = 2000
+	BodyScanBytes  = 1 << 20
+)
+
 // Search returns the events matching q in timestamp order (ascending unless
-// q.Order is TIMESTAMP_DESC). NextPageID is the id of the first event of the
-// next page. An unknown PageID is ErrBadPageID.
+// q.Order is TIMESTAMP_DESC). NextPageID is the id of the event the next page
+// starts from. An unknown PageID is ErrBadPageID.
+//
+// Without a body filter a page holds q.Limit events whenever that many more
+// match. With one, a page ends early when its scan budget (BodyScanEvents,
+// BodyScanBytes) is spent: it may then hold fewer than q.Limit events, or
+// none, and still carry a NextPageID. Following NextPageID until it is ""
+// visits every match exactly once, in order.
 func (l *Log) Search(q Query) (Page, error) {
 	if q.Limit <= 0 {
 		q.Limit = 100
@@ -503,20 +527,24 @@ func (l *Log) Search(q Query) (Page, error) {
 	}
 	var hits []entry
 	next := ""
-	step := 1
-	if desc {
-		step = -1
-	}
-	for i := start; i >= lo && i < hi; i += step {
-		e := &l.entries[i]
-		if !q.Filter.match(e, body) {
-			continue
+	if body != "" {
+		hits, next = l.searchText(&q.Filter, body, lo, hi, start, desc, q.Limit)
+	} else {
+		step := 1
+		if desc {
+			step = -1
 		}
-		if len(hits) == q.Limit {
-			next = e.id
-			break
+		for i := start; i >= lo && i < hi; i += step {
+			e := &l.entries[i]
+			if !q.Filter.match(e, body) {
+				continue
+			}
+			if len(hits) == q.Limit {
+				next = e.id
+				break
+			}
+			hits = append(hits, *e)
 		}
-		hits = append(hits, *e)
 	}
 	l.mu.RUnlock()
 	page := Page{Items: make([][]byte, 0, len(hits)), NextPageID: next}
@@ -530,19 +558,66 @@ func (l *Log) Search(q Query) (Page, error) {
 	return page, nil
 }
 
-// Count returns how many events match f.
+// searchText is the body search: it walks the text index from log position
+// start, in the order asked, within positions [lo, hi), and returns up to
+// limit matches and the id the next page starts from ("" at the end). It
+// stops early when the scan budget is spent. Callers hold mu.
+func (l *Log) searchText(f *Filter, body string, lo, hi, start int, desc bool, limit int) ([]entry, string) {
+	j := sort.SearchInts(l.texts, start) // the first slot at or after start
+	step := 1
+	if desc {
+		if j == len(l.texts) || l.texts[j] != start {
+			j-- // the last slot before start
+		}
+		step = -1
+	}
+	var hits []entry
+	scanned, read := 0, 0
+	for ; j >= 0 && j < len(l.texts); j += step {
+		i := l.texts[j]
+		if i < lo || i >= hi {
+			break
+		}
+		e := &l.entries[i]
+		if scanned == BodyScanEvents || read >= BodyScanBytes {
+			return hits, e.id
+		}
+		scanned++
+		read += len(e.text)
+		if !f.match(e, body) {
+			continue
+		}
+		if len(hits) == limit {
+			return hits, e.id
+		}
+		hits = append(hits, *e)
+	}
+	return hits, ""
+}
+
+// Count returns how many events match f. With a body filter it reads only
+// the text index (message events), so its cost grows with the number of
+// messages in the time range, not with the log.
 func (l *Log) Count(f Filter) int {
 	body := strings.ToLower(f.Body)
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	lo, hi := l.bounds(&f)
-	if f.Kind == "" && f.Source == "" && body == "" {
-		return hi - lo
-	}
 	n := 0
-	for i := lo; i < hi; i++ {
-		if f.match(&l.entries[i], body) {
-			n++
+	switch {
+	case body != "":
+		for j := sort.SearchInts(l.texts, lo); j < len(l.texts) && l.texts[j] < hi; j++ {
+			if f.match(&l.entries[l.texts[j]], body) {
+				n++
+			}
+		}
+	case f.Kind == "" && f.Source == "":
+		n = hi - lo
+	default:
+		for i := lo; i < hi; i++ {
+			if f.match(&l.entries[i], body) {
+				n++
+			}
 		}
 	}
 	return n

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/sandbox/pathguard"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -60,7 +61,8 @@ const multipartOverhead = 1 << 20
 // directory is 400; content larger than MaxUpload is 413 and leaves the
 // destination untouched; a malformed or truncated body is 400; a body that
 // stopped arriving (the server's read deadline, os.ErrDeadlineExceeded) is
-// 408.
+// 408; a disk (or quota) too full for the file is 507 with Retry-After, and
+// the destination is untouched.
 //
 // Download streams the file with Content-Type application/octet-stream,
 // Content-Length, X-File-Size (the file's size, which stays when a
@@ -174,6 +176,10 @@ func (h *handlers) upload(legacy bool) http.HandlerFunc {
 				continue
 			}
 			status, msg := store(dest, part, h.max)
+			if status == http.StatusInsufficientStorage {
+				wire.WriteInsufficientStorage(w, msg)
+				return
+			}
 			if status != http.StatusOK {
 				wire.WriteDetail(w, status, msg)
 				return
@@ -223,7 +229,7 @@ func store(dest string, src io.Reader, max int64) (int, string) {
 	}
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(dest)+".upload-*")
 	if err != nil {
-		return http.StatusInternalServerError, "Cannot create the file: " + pathErr(err)
+		return writeFailed(err, "Cannot create the file: ")
 	}
 	done := false
 	defer func() {
@@ -242,21 +248,31 @@ func store(dest string, src io.Reader, max int64) (int, string) {
 	case err != nil:
 		var pe *fs.PathError
 		if errors.As(err, &pe) {
-			return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+			return writeFailed(err, "Cannot write the file: ")
 		}
 		return http.StatusBadRequest, "Invalid multipart body: " + err.Error()
 	}
 	if err := tmp.Chmod(mode); err != nil {
-		return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+		return writeFailed(err, "Cannot write the file: ")
 	}
 	if err := tmp.Close(); err != nil {
-		return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+		return writeFailed(err, "Cannot write the file: ")
 	}
 	if err := os.Rename(tmp.Name(), dest); err != nil {
-		return http.StatusInternalServerError, "Cannot write the file: " + pathErr(err)
+		return writeFailed(err, "Cannot write the file: ")
 	}
 	done = true
 	return http.StatusOK, ""
+}
+
+// writeFailed is the status and message for a failed write of an upload:
+// 507 when the disk (or quota) is full, which the caller answers with
+// Retry-After; 500 with what failed otherwise.
+func writeFailed(err error, what string) (int, string) {
+	if diskfull.Is(err) {
+		return http.StatusInsufficientStorage, "Insufficient storage: the disk is full, so the file was not written; free space and retry"
+	}
+	return http.StatusInternalServerError, what + pathErr(err)
 }
 
 // pathErr renders a file-system error without repeating the temporary name.

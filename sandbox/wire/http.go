@@ -44,6 +44,18 @@ func WriteDetail(w http.ResponseWriter, status int, msg string) {
 	}{msg})
 }
 
+// StorageFullRetryAfter is the Retry-After (seconds) of a 507: space comes
+// back when someone frees it, not in a moment.
+const StorageFullRetryAfter = "60"
+
+// WriteInsufficientStorage answers 507 Insufficient Storage with
+// Retry-After and {"detail": msg}: a write found the disk (or quota) full
+// and stored nothing.
+func WriteInsufficientStorage(w http.ResponseWriter, msg string) {
+	w.Header().Set("Retry-After", StorageFullRetryAfter)
+	WriteDetail(w, http.StatusInsufficientStorage, msg)
+}
+
 // WriteValidation writes a 422 HTTPValidationError body.
 func WriteValidation(w http.ResponseWriter, errs strictjson.Errors) {
 	WriteJSON(w, http.StatusUnprocessableEntity, events.HTTPValidationError{Detail: errs})

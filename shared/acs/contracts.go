@@ -131,7 +131,14 @@ type Store interface {
 	PutEvents(ctx context.Context, conversationID string, evs []StoredEvent) (int, error)
 	// SearchEvents pages a conversation's events in timestamp order (ties by
 	// id); ErrInvalid for a page token that is not one this store issued.
+	// With a Body filter, only events with Text can match, and a page
+	// examines a bounded number of them (each adapter documents its
+	// budget), so its cost does not grow with the conversation: a page may
+	// then end with fewer than Limit items, or none, and a Next token.
+	// Following Next until it is "" serves every match once, in order.
 	SearchEvents(ctx context.Context, conversationID string, q EventQuery) (Page[[]byte], error)
+	// CountEvents counts a conversation's events matching f (exactly; with
+	// a Body filter adapters read only the events with Text).
 	CountEvents(ctx context.Context, conversationID string, f EventFilter) (int, error)
 	// GetEvents returns events by id, nil for the missing ones, in order.
 	GetEvents(ctx context.Context, conversationID string, ids []string) ([][]byte, error)

@@ -29,6 +29,10 @@ var (
 	ErrCapacity     = errors.New("capacity exceeded")
 	// ErrSandboxFailed: the sandbox is in ERROR (HTTP 503 with the reason).
 	ErrSandboxFailed = errors.New("sandbox failed")
+	// ErrStorageFull: a write found no space (the disk or the quota is
+	// full) and stored nothing; it may work once space is freed. It wraps
+	// ErrUnavailable (HTTP 507 with Retry-After).
+	ErrStorageFull = fmt.Errorf("storage full: %w", ErrUnavailable)
 )
 
 // SandboxStatus is the lifecycle state of a sandbox.

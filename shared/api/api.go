@@ -216,6 +216,9 @@ func writeErr(w http.ResponseWriter, err error) {
 	case errors.Is(err, acs.ErrCapacity):
 		w.Header().Set("Retry-After", "30")
 		wire.WriteDetail(w, http.StatusTooManyRequests, strings.TrimSuffix(msg, ": "+acs.ErrCapacity.Error()))
+	case errors.Is(err, acs.ErrStorageFull): // before ErrUnavailable, which it wraps
+		slog.Error("api: storage full", "error", err)
+		wire.WriteInsufficientStorage(w, "Insufficient storage: the service's disk is full, so nothing was changed; retry later")
 	case errors.Is(err, acs.ErrUnavailable):
 		w.Header().Set("Retry-After", "2")
 		wire.WriteDetail(w, http.StatusServiceUnavailable, "Service temporarily unavailable; retry shortly")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,6 +152,79 @@ func BenchmarkCountConversations10k(b *testing.B) {
 				if err != nil || n != tc.want {
 					b.Fatalf("count %d, want %d, %v", n, tc.want, err)
 				}
+			}
+		})
+	}
+}
+
+// benchEvents seeds conversation "events-<n>" of the bench store with n
+// events as an agent writes them: per ten, a user message, an agent message
+// and eight actions, observations (4 KB of output) and state updates.
+// Three user messages, at the start, the middle and the end, hold "needle".
+func benchEvents(b *testing.B, s *Store, n int) string {
+	b.Helper()
+	conv := fmt.Sprintf("events-%d", n)
+	ctx := context.Background()
+	if c, err := s.CountEvents(ctx, conv, acs.EventFilter{}); err != nil || c == n {
+		if err != nil {
+			b.Fatal(err)
+		}
+		return conv
+	}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	output := strings.Repeat("ok  \tgithub.com/acme/widgets/parser\t0.012s\n", 4096/42)
+	batch := make([]acs.StoredEvent, 0, 1000)
+	for i := 0; i < n; i++ {
+		e := acs.StoredEvent{ID: fmt.Sprintf("ev-%08d", i), Source: "agent", Timestamp: base.Add(time.Duration(i) * time.Millisecond)}
+		switch {
+		case i == 0 || i == n/2 || i == n-10:
+			e.Kind, e.Source, e.Text = "MessageEvent", "user", fmt.Sprintf("message %d: where is the needle?", i)
+		case i%10 == 0:
+			e.Kind, e.Source, e.Text = "MessageEvent", "user", fmt.Sprintf("message %d: please run the parser tests again", i)
+		case i%10 == 5:
+			e.Kind, e.Text = "MessageEvent", fmt.Sprintf("reply %d: the parser tests pass; the tokenizer is fixed", i)
+		case i%10 == 1 || i%10 == 6:
+			e.Kind = "ActionEvent"
+			e.JSON = []byte(fmt.Sprintf(`{"kind":"ActionEvent","id":%q,"tool_name":"terminal","action":{"kind":"TerminalAction","command":"go test ./parser/..."},"thought":[{"type":"text","text":"run the tests"}]}`, e.ID))
+		case i%10 == 2 || i%10 == 7:
+			e.Kind, e.Source = "ObservationEvent", "environment"
+			e.JSON = []byte(fmt.Sprintf(`{"kind":"ObservationEvent","id":%q,"observation":{"kind":"TerminalObservation","content":[{"type":"text","text":%q}]}}`, e.ID, output))
+		default:
+			e.Kind, e.Source = "ConversationStateUpdateEvent", "environment"
+			e.JSON = []byte(fmt.Sprintf(`{"kind":"ConversationStateUpdateEvent","id":%q,"key":"execution_status","value":"running"}`, e.ID))
+		}
+		if e.JSON == nil {
+			e.JSON = []byte(fmt.Sprintf(`{"kind":"MessageEvent","id":%q,"source":%q,"llm_message":{"role":"user","content":[{"type":"text","text":%q}]}}`, e.ID, e.Source, e.Text))
+		}
+		batch = append(batch, e)
+		if len(batch) == cap(batch) || i == n-1 {
+			if _, err := s.PutEvents(ctx, conv, batch); err != nil {
+				b.Fatal(err)
+			}
+			batch = batch[:0]
+		}
+	}
+	return conv
+}
+
+// BenchmarkSearchEventsBody measures the first page of a body search that
+// matches three events, on conversations of growing length: the cost per
+// request must stay flat as the log grows (issue 11, defect 9).
+func BenchmarkSearchEventsBody(b *testing.B) {
+	s := benchSeed(b)
+	ctx := context.Background()
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("events=%d", n), func(b *testing.B) {
+			conv := benchEvents(b, s, n)
+			for _, desc := range []bool{false, true} {
+				b.Run(map[bool]string{false: "TIMESTAMP", true: "TIMESTAMP_DESC"}[desc], func(b *testing.B) {
+					b.ReportAllocs()
+					for b.Loop() {
+						if _, err := s.SearchEvents(ctx, conv, acs.EventQuery{Limit: 100, Desc: desc, EventFilter: acs.EventFilter{Body: "needle"}}); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
 			}
 		})
 	}

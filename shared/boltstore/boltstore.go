@@ -19,6 +19,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -39,6 +40,7 @@ var (
 	bConvCount    = []byte("conversations_count")
 	bEvents       = []byte("events")
 	bEventIDs     = []byte("event_ids")
+	bEventText    = []byte("event_text") // per conversation: event key → text of the events that have one
 	bSettings     = []byte("settings")
 	bSecrets      = []byte("secrets")
 	bPending      = []byte("pending_messages")
@@ -46,12 +48,26 @@ var (
 	bQuotas       = []byte("quotas")
 
 	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bTasksOpen, bSandboxes, bSandboxHash,
-		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bSettings, bSecrets, bPending, bMeta, bQuotas}
+		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bEventText, bSettings, bSecrets, bPending, bMeta, bQuotas}
 )
 
 // Store is an acs.Store on a bbolt file.
 type Store struct {
-	db *bolt.DB
+	db boltDB
+}
+
+// boltDB is the store's bbolt file. Its Update reports a write that found
+// the disk or quota full as acs.ErrStorageFull: the transaction is rolled
+// back, nothing is stored and the file stays consistent, so the same write
+// works once space is freed.
+type boltDB struct{ *bolt.DB }
+
+func (d boltDB) Update(fn func(*bolt.Tx) error) error {
+	err := d.DB.Update(fn)
+	if diskfull.Is(err) {
+		return fmt.Errorf("store %s: %w: %w", d.Path(), err, acs.ErrStorageFull)
+	}
+	return err
 }
 
 var _ acs.Store = (*Store)(nil)
@@ -75,7 +91,7 @@ func Open(path string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("init store %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return &Store{db: boltDB{db}}, nil
 }
 
 // Close closes the file.

@@ -29,6 +29,17 @@ func eventKey(ts time.Time, id string) []byte {
 	return append(k, id...)
 }
 
+// The text index: each conversation's events that have searchable text (its
+// messages) also have an entry in bEventText, under the event's key, holding
+// that text. A body filter walks these entries instead of the events, and a
+// search page examines at most bodyScanEvents of them or, once it has read
+// bodyScanBytes of text, none more. A page can thus end short of its limit
+// (even empty) with a token to go on: its cost does not grow with the log.
+var (
+	bodyScanEvents = 2000
+	bodyScanBytes  = 1 << 20
+)
+
 // PutEvents implements acs.Store.
 func (s *Store) PutEvents(_ context.Context, convID string, evs []acs.StoredEvent) (int, error) {
 	added := 0
@@ -42,6 +53,7 @@ func (s *Store) PutEvents(_ context.Context, convID string, evs []acs.StoredEven
 		if err != nil {
 			return err
 		}
+		var tb *bolt.Bucket
 		for _, ev := range evs {
 			if ev.ID == "" {
 				return fmt.Errorf("event without id: %w", acs.ErrInvalid)
@@ -60,6 +72,16 @@ func (s *Store) PutEvents(_ context.Context, convID string, evs []acs.StoredEven
 			if err := ib.Put([]byte(ev.ID), k); err != nil {
 				return err
 			}
+			if ev.Text != "" {
+				if tb == nil {
+					if tb, err = tx.Bucket(bEventText).CreateBucketIfNotExists([]byte(convID)); err != nil {
+						return err
+					}
+				}
+				if err := tb.Put(k, []byte(ev.Text)); err != nil {
+					return err
+				}
+			}
 			added++
 		}
 		return nil
@@ -72,11 +94,33 @@ func matchEvent(f *acs.EventFilter, body string, e *storedEvent) bool {
 		(body == "" || strings.Contains(e.Text, body))
 }
 
-// SearchEvents implements acs.Store.
+// eventRange is the key range [lo, hi) of f's time filters (nil: open).
+func eventRange(f *acs.EventFilter) (lo, hi []byte) {
+	if f.TimestampGTE != nil {
+		lo = eventKey(*f.TimestampGTE, "")
+	}
+	if f.TimestampLT != nil {
+		hi = eventKey(*f.TimestampLT, "")
+	}
+	return lo, hi
+}
+
+// SearchEvents implements acs.Store. With a body filter it walks the text
+// index and ends a page early when the scan budget is spent (see
+// bodyScanEvents): such a page may hold fewer than the limit, or no events,
+// and still have a token.
 func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery) (acs.Page[[]byte], error) {
 	var page acs.Page[[]byte]
 	body := strings.ToLower(q.Body)
 	limit := clamp(q.Limit)
+	var start []byte
+	if q.PageToken != "" {
+		var err error
+		start, err = decodeToken(q.PageToken, tagEvents, nil)
+		if err != nil || len(start) < 8 {
+			return page, fmt.Errorf("page token: %w", acs.ErrInvalid)
+		}
+	}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		eb := tx.Bucket(bEvents).Bucket([]byte(convID))
 		if eb == nil {
@@ -85,20 +129,16 @@ func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery)
 			}
 			return nil
 		}
-		c := eb.Cursor()
-		var lo, hi []byte
-		if q.TimestampGTE != nil {
-			lo = eventKey(*q.TimestampGTE, "")
-		}
-		if q.TimestampLT != nil {
-			hi = eventKey(*q.TimestampLT, "")
-		}
-		var k, v []byte
-		if q.PageToken != "" {
-			start, err := decodeToken(q.PageToken, tagEvents, nil)
-			if err != nil || len(start) < 8 {
-				return fmt.Errorf("page token: %w", acs.ErrInvalid)
+		scan := eb // the bucket walked: the events, or the text index
+		if body != "" {
+			if scan = tx.Bucket(bEventText).Bucket([]byte(convID)); scan == nil {
+				return nil // no messages
 			}
+		}
+		c := scan.Cursor()
+		lo, hi := eventRange(&q.EventFilter)
+		var k, v []byte
+		if start != nil {
 			k, v = c.Seek(start)
 			if q.Desc && (k == nil || !bytes.Equal(k, start)) {
 				if k == nil {
@@ -127,6 +167,7 @@ func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery)
 		if q.Desc {
 			step = c.Prev
 		}
+		scanned, read := 0, 0
 		for ; k != nil; k, v = step() {
 			if lo != nil && bytes.Compare(k, lo) < 0 {
 				if q.Desc {
@@ -139,6 +180,20 @@ func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery)
 					break
 				}
 				continue
+			}
+			if body != "" {
+				if scanned == bodyScanEvents || read >= bodyScanBytes {
+					page.Next = encodeToken(tagEvents, k)
+					break
+				}
+				scanned++
+				read += len(v)
+				if !bytes.Contains(v, []byte(body)) {
+					continue
+				}
+				if v = eb.Get(k); v == nil {
+					return fmt.Errorf("text index entry without its event in conversation %s", convID)
+				}
 			}
 			var e storedEvent
 			if err := json.Unmarshal(v, &e); err != nil {
@@ -158,29 +213,51 @@ func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery)
 	return page, err
 }
 
-// CountEvents implements acs.Store.
+// CountEvents implements acs.Store. With a body filter it reads the text
+// index, so its cost grows with the conversation's messages, not its log;
+// events are decoded only when a kind or source filter needs them.
 func (s *Store) CountEvents(_ context.Context, convID string, f acs.EventFilter) (int, error) {
 	n := 0
 	body := strings.ToLower(f.Body)
+	lo, hi := eventRange(&f)
+	decode := f.Kind != "" || f.Source != ""
 	err := s.db.View(func(tx *bolt.Tx) error {
 		eb := tx.Bucket(bEvents).Bucket([]byte(convID))
 		if eb == nil {
 			return nil
 		}
-		return eb.ForEach(func(k, v []byte) error {
-			ts := time.UnixMicro(int64(binary.BigEndian.Uint64(k[:8]) - 1<<63))
-			if !inRange(ts, f.TimestampGTE, f.TimestampLT) {
+		scan := eb
+		if body != "" {
+			if scan = tx.Bucket(bEventText).Bucket([]byte(convID)); scan == nil {
 				return nil
 			}
-			var e storedEvent
-			if err := json.Unmarshal(v, &e); err != nil {
-				return err
+		}
+		c := scan.Cursor()
+		k, v := c.First()
+		if lo != nil {
+			k, v = c.Seek(lo)
+		}
+		for ; k != nil && (hi == nil || bytes.Compare(k, hi) < 0); k, v = c.Next() {
+			if body != "" {
+				if !bytes.Contains(v, []byte(body)) {
+					continue
+				}
+				if decode {
+					v = eb.Get(k)
+				}
 			}
-			if matchEvent(&f, body, &e) {
-				n++
+			if decode {
+				var e storedEvent
+				if err := json.Unmarshal(v, &e); err != nil {
+					return err
+				}
+				if !matchEvent(&f, "", &e) {
+					continue
+				}
 			}
-			return nil
-		})
+			n++
+		}
+		return nil
 	})
 	return n, err
 }
@@ -213,15 +290,11 @@ func (s *Store) GetEvents(_ context.Context, convID string, ids []string) ([][]b
 // DeleteEvents implements acs.Store.
 func (s *Store) DeleteEvents(_ context.Context, convID string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bEvents, bEventIDs} {
+		for _, b := range [][]byte{bEvents, bEventIDs, bEventText} {
 			if err := tx.Bucket(b).DeleteBucket([]byte(convID)); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
 				return err
 			}
 		}
 		return nil
 	})
-}
-
-func inRange(t time.Time, gte, lt *time.Time) bool {
-	return (gte == nil || !t.Before(*gte)) && (lt == nil || t.Before(*lt))
 }

@@ -14,8 +14,8 @@ import (
 // schemaVersion is the layout this code writes. Version 1 (no meta bucket)
 // had empty owner-index values, no update-time task index, no conversation
 // counts, and a sandbox conversation counter instead of slots. Version 2 had
-// no index of unfinished tasks.
-const schemaVersion = 3
+// no index of unfinished tasks. Version 3 had no text index of events.
+const schemaVersion = 4
 
 var metaSchema = []byte("schema")
 
@@ -50,7 +50,35 @@ func migrate(tx *bolt.Tx) error {
 			return err
 		}
 	}
+	if version < 4 {
+		if err := migrateV4(tx); err != nil {
+			return err
+		}
+	}
 	return meta.Put(metaSchema, []byte{schemaVersion})
+}
+
+// migrateV4 builds the text index of the events stored so far.
+func migrateV4(tx *bolt.Tx) error {
+	return tx.Bucket(bEvents).ForEachBucket(func(conv []byte) error {
+		var tb *bolt.Bucket
+		return tx.Bucket(bEvents).Bucket(conv).ForEach(func(k, raw []byte) error {
+			var e storedEvent
+			if err := json.Unmarshal(raw, &e); err != nil {
+				return fmt.Errorf("migrate event of conversation %s: %w", conv, err)
+			}
+			if e.Text == "" {
+				return nil
+			}
+			if tb == nil {
+				var err error
+				if tb, err = tx.Bucket(bEventText).CreateBucketIfNotExists(conv); err != nil {
+					return fmt.Errorf("migrate events of conversation %s: %w", conv, err)
+				}
+			}
+			return tb.Put(bytes.Clone(k), []byte(e.Text))
+		})
+	})
 }
 
 // migrateV2 brings a version 1 file to version 2.

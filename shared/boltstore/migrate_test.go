@@ -202,3 +202,51 @@ func TestOpenMigratesVersion2(t *testing.T) {
 		t.Fatalf("unfinished after migration: %v, want [t2 t0]", ids)
 	}
 }
+
+// A version 3 file has no text index of events: opening it indexes the
+// messages stored so far, so body searches and counts find them.
+func TestOpenMigratesVersion3(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "acs.db")
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, conv := range []string{"c1", "c2"} {
+		_, err := s.PutEvents(ctx, conv, []acs.StoredEvent{
+			{ID: conv + "-m1", Kind: "MessageEvent", Source: "user", Timestamp: sec(1), Text: "fix the bug in " + conv, JSON: []byte(`{"id":"` + conv + `-m1"}`)},
+			{ID: conv + "-a1", Kind: "ActionEvent", Source: "agent", Timestamp: sec(2), JSON: []byte(`{"id":"` + conv + `-a1"}`)},
+			{ID: conv + "-m2", Kind: "MessageEvent", Source: "agent", Timestamp: sec(3), Text: "bug fixed", JSON: []byte(`{"id":"` + conv + `-m2"}`)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Back to version 3: no text index.
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bEventText); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Put(metaSchema, []byte{3})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, conv := range []string{"c1", "c2"} {
+		page, err := s.SearchEvents(ctx, conv, acs.EventQuery{EventFilter: acs.EventFilter{Body: "BUG"}, Desc: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprintf("%s", page.Items); got != fmt.Sprintf(`[{"id":"%s-m2"} {"id":"%s-m1"}]`, conv, conv) {
+			t.Fatalf("%s: body search after migration: %s", conv, got)
+		}
+		if n, err := s.CountEvents(ctx, conv, acs.EventFilter{Body: "in " + conv}); err != nil || n != 1 {
+			t.Fatalf("%s: count %d, %v", conv, n, err)
+		}
+	}
+}

@@ -35,6 +35,8 @@
 //	                                                             title_lc updated sandbox sub
 //	event                 EVENTS#<conversation> T#<time>#<id>    d (or blob) id kind source text
 //	event id lookup       EVENTS#<conversation> I#<id>           at (the event's sk)
+//	event text entry      EVENTS#<conversation> X#<time>#<id>    id kind source text (events with text only)
+//	text index marker     EVENTS#<conversation> X                (every event with text has its entry)
 //	message queue head    PENDING#<key>         #                v seq expires_at
 //	queued message        PENDING#<key>         M#<seq, 16 hex>  d id seq expires_at
 //
@@ -101,12 +103,19 @@
 //	CountConversations                 GetItem CONVCOUNT (all or top) without a filter; else the Query, Select COUNT
 //	ListConversationsBySandbox         Query gsi3 gsi3pk = CONVSBYSANDBOX#<sandbox>, BatchGetItem
 //	DeleteConversation                 GetItem, TransactWriteItems: record on v = :v + ADD -1 to CONVCOUNT
-//	PutEvents                          TransactWriteItems of up to 50 events: per event the id lookup and the event,
-//	                                   each attribute_not_exists(pk); ids found to exist are dropped and the rest retried
+//	PutEvents                          on a partition first seen: GetItem of the marker, Query Limit 1 of "T#".."T$",
+//	                                   PutItem of the marker when there is no event yet;
+//	                                   TransactWriteItems of up to 100 items: per event the id lookup, the event and,
+//	                                   with text, its text entry, each attribute_not_exists(pk); ids found to exist
+//	                                   are dropped and the rest retried
 //	SearchEvents                       Query pk = EVENTS#<conv> AND sk BETWEEN "T#<gte>" AND "T#<lt>" (default "T#".."T$",
 //	                                   narrowed by the token), either direction, strongly consistent;
-//	                                   filter: kind = :k, source = :s, contains(text, :b)
-//	CountEvents                        the same Query, Select COUNT
+//	                                   filter: kind = :k, source = :s
+//	SearchEvents with body             GetItem of the marker (then remembered); Query of "X#<gte>".."X#<lt>" (without the
+//	                                   marker: of the events, "T#…"), filter kind, source, contains(text, :b), at most
+//	                                   Options.BodyScanItems items evaluated in at most 2 calls; BatchGetItem of the
+//	                                   events found
+//	CountEvents                        the same Query, Select COUNT (with body: of the text entries)
 //	GetEvents                          BatchGetItem of the id lookups, then of the events
 //	DeleteEvents                       Query pk = EVENTS#<conv> (keys), BatchWriteItem deletes, then the event blobs
 //	AddPendingMessage                  Query pk = PENDING#<key>, TransactWriteItems: head (v = :v, or
@@ -143,6 +152,19 @@
 // the condition that the version it read is current; a delete writes a new
 // version too. Concurrent adds thus never exceed max, and each gets its exact
 // position.
+//
+// # Body search
+//
+// Only events with text (messages) can match a body filter, so each has a
+// text entry next to it ("X#", same order), and a body search reads those:
+// its cost follows the conversation's messages, not its log. A page
+// examines at most Options.BodyScanItems entries (DefaultBodyScanItems,
+// 1000) in at most two Queries; when that budget runs out first, the page
+// ends with what it found — fewer than the limit, possibly none — and a
+// token to go on. Tokens name event sort keys either way. A partition that
+// held events before the index existed has no marker item: its body
+// searches read its event items (which keep their text) under the same
+// budget.
 //
 // # Large events
 //

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -27,6 +30,22 @@ const (
 	sEvent    = "T#" // + timeKey(Timestamp) + "#" + id: an event
 	sEventEnd = "T$" // after every event
 	sEventID  = "I#" // + id: an event's id lookup
+	sText     = "X#" // + timeKey(Timestamp) + "#" + id: the text index entry of an event with text
+	sTextEnd  = "X$" // after every text index entry
+	// sTextMarker marks a partition whose every event with text has its
+	// text index entry: PutEvents writes it before the first events of a
+	// partition. A partition that held events before it was first seen
+	// (stored by a version without the index) has none, and body filters
+	// read its event items instead.
+	sTextMarker = "X"
+)
+
+// DefaultBodyScanItems is how many items a body search examines per page
+// unless Options.BodyScanItems says otherwise; a page also stops after
+// maxBodyScanCalls Queries (each reads at most 1 MB).
+const (
+	DefaultBodyScanItems = 1000
+	maxBodyScanCalls     = 2
 )
 
 const (
@@ -63,12 +82,14 @@ func truncateUTF8(s string, n int) string {
 // strings must be).
 func eventText(ev acs.StoredEvent) string { return strings.ToValidUTF8(ev.Text, "\uFFFD") }
 
-// PutEvents implements acs.Store. Each event is two items: the event, in
-// timestamp order, and its id lookup, both written with the condition that
-// they are new, in TransactWriteItems of at most 50 events (100 items) and
-// 3 MB. A transaction cancelled because some ids exist is retried without
-// them. Calls of more than one batch may store their first batches and then
-// fail: storing again is idempotent.
+// PutEvents implements acs.Store. Each event is two items, or three when it
+// has text: the event, in timestamp order, its id lookup and its text index
+// entry, all written with the condition that they are new, in
+// TransactWriteItems of at most 100 items and 3 MB. A transaction cancelled
+// because some ids exist is retried without them. Calls of more than one
+// batch may store their first batches and then fail: storing again is
+// idempotent. The first call on a partition without events writes its text
+// index marker first (see sTextMarker).
 func (s *Store) PutEvents(ctx context.Context, convID string, evs []acs.StoredEvent) (int, error) {
 	if convID == "" {
 		return 0, fmt.Errorf("events without a conversation: %w", acs.ErrInvalid)
@@ -86,6 +107,11 @@ func (s *Store) PutEvents(ctx context.Context, convID string, evs []acs.StoredEv
 		if n := len(ev.JSON) + len(eventText(ev)); s.blobs == nil && n > InlineEventLimit {
 			return 0, fmt.Errorf("event %s: %d bytes of JSON and text, over the %d an item holds, and no blob store: %w",
 				ev.ID, n, InlineEventLimit, acs.ErrInvalid)
+		}
+	}
+	if len(evs) > 0 {
+		if err := s.markTextIndexed(ctx, pk); err != nil {
+			return 0, err
 		}
 	}
 	var todo []pending
@@ -119,13 +145,17 @@ func (s *Store) PutEvents(ctx context.Context, convID string, evs []acs.StoredEv
 		}
 		setS(it, aText, text)
 		size := len(ev.ID) + len(text) + len(ev.Kind) + len(ev.Source) + len(bin(it, aData)) + len(pk) + 200
+		if text != "" {
+			size += len(text) + len(pk) + len(ev.ID) + 100 // the text index entry
+		}
 		todo = append(todo, pending{it, size})
 	}
 	added := 0
 	for len(todo) > 0 {
-		n, size := 0, 0
-		for n < len(todo) && n < 50 && (n == 0 || size+todo[n].size <= transactLimit) {
+		n, size, items := 0, 0, 0
+		for n < len(todo) && items+len(eventItems(todo[n].it)) <= 100 && (n == 0 || size+todo[n].size <= transactLimit) {
 			size += todo[n].size
+			items += len(eventItems(todo[n].it))
 			n++
 		}
 		batch := make([]item, n)
@@ -149,6 +179,21 @@ func eventIDItem(ev item) item {
 	return it
 }
 
+// eventItems are the items that store an event item: its id lookup, the
+// event and, when it has text, its text index entry (kind, source, text).
+func eventItems(ev item) []item {
+	out := []item{eventIDItem(ev), ev}
+	if text := str(ev, aText); text != "" {
+		it := key(str(ev, aPK), sText+strings.TrimPrefix(str(ev, aSK), sEvent))
+		it[aID] = ev[aID]
+		setS(it, aKind, str(ev, aKind))
+		setS(it, aSource, str(ev, aSource))
+		it[aText] = ev[aText]
+		out = append(out, it)
+	}
+	return out
+}
+
 // putEventBatch writes new events (their items and id lookups) in one
 // transaction, dropping those whose id exists; it returns how many it
 // stored.
@@ -158,11 +203,16 @@ func (s *Store) putEventBatch(ctx context.Context, batch []item) (int, error) {
 		if len(batch) == 0 {
 			return nil
 		}
-		items := make([]types.TransactWriteItem, 0, 2*len(batch))
-		for _, it := range batch {
-			e1, e2 := newExpr(), newExpr()
-			items = append(items, condPut(eventIDItem(it), notExists(e1), e1), condPut(it, notExists(e2), e2))
+		items := make([]types.TransactWriteItem, 0, 3*len(batch))
+		first := make([]int, len(batch)+1) // batch[i]'s items are items[first[i]:first[i+1]]
+		for i, it := range batch {
+			first[i] = len(items)
+			for _, w := range eventItems(it) {
+				e := newExpr()
+				items = append(items, condPut(w, notExists(e), e))
+			}
 		}
+		first[len(batch)] = len(items)
 		err := s.transact(ctx, items)
 		if err == nil {
 			stored = len(batch)
@@ -175,7 +225,7 @@ func (s *Store) putEventBatch(ctx context.Context, batch []item) (int, error) {
 		var keep []item
 		if len(reasons) == len(items) {
 			for i, it := range batch {
-				if reasons[2*i] != "ConditionalCheckFailed" && reasons[2*i+1] != "ConditionalCheckFailed" {
+				if !slices.Contains(reasons[first[i]:first[i+1]], "ConditionalCheckFailed") {
 					keep = append(keep, it)
 				}
 			}
@@ -204,16 +254,22 @@ func (s *Store) putEventBatch(ctx context.Context, batch []item) (int, error) {
 }
 
 // eventQuery is the query of a conversation's events matching f: the
-// event items of its partition ("T#" sort keys), by timestamp and id.
-func eventQuery(convID string, f *acs.EventFilter, desc bool) *rangeQuery {
+// event items of its partition ("T#" sort keys), by timestamp and id, or
+// with text set the entries of its text index ("X#" sort keys, the same
+// order).
+func eventQuery(convID string, f *acs.EventFilter, desc, text bool) *rangeQuery {
 	e := newExpr()
+	begin, end := sEvent, sEventEnd
+	if text {
+		begin, end = sText, sTextEnd
+	}
 	q := &rangeQuery{pkAttr: aPK, skAttr: aSK, pk: pEvents + convID, desc: desc, e: e, consistent: true,
-		lo: sEvent, hi: sEventEnd}
+		lo: begin, hi: end}
 	if f.TimestampGTE != nil {
-		q.lo = sEvent + timeKey(*f.TimestampGTE)
+		q.lo = begin + timeKey(*f.TimestampGTE)
 	}
 	if f.TimestampLT != nil {
-		q.hi = sEvent + timeKey(*f.TimestampLT) // events at TimestampLT sort after it ("#id")
+		q.hi = begin + timeKey(*f.TimestampLT) // events at TimestampLT sort after it ("#id")
 	}
 	if f.Kind != "" {
 		q.filter = append(q.filter, fmt.Sprintf("%s = %s", e.n(aKind), e.v(sv(strings.ToValidUTF8(f.Kind, "\uFFFD")))))
@@ -234,7 +290,7 @@ func validEventKey(k string) bool {
 
 // SearchEvents implements acs.Store: a strongly consistent Query of the
 // conversation's partition in either direction, filters in the filter
-// expression.
+// expression. A body filter reads the text index instead (searchBody).
 func (s *Store) SearchEvents(ctx context.Context, convID string, q acs.EventQuery) (acs.Page[[]byte], error) {
 	var page acs.Page[[]byte]
 	tag := byte(tagEvents)
@@ -246,7 +302,10 @@ func (s *Store) SearchEvents(ctx context.Context, convID string, q acs.EventQuer
 		return page, err
 	}
 	limit := clamp(q.Limit)
-	rq := eventQuery(convID, &q.EventFilter, q.Desc)
+	if q.Body != "" {
+		return s.searchBody(ctx, convID, q, tag, last, limit)
+	}
+	rq := eventQuery(convID, &q.EventFilter, q.Desc, false)
 	rq.lo, rq.hi = after(rq.lo, rq.hi, last, q.Desc)
 	items, err := s.collect(ctx, rq, limit, last)
 	if err != nil {
@@ -258,6 +317,149 @@ func (s *Store) SearchEvents(ctx context.Context, convID string, q acs.EventQuer
 	}
 	page.Items, err = s.eventJSON(ctx, items)
 	return page, err
+}
+
+// searchBody is a search with a body filter. It reads the conversation's
+// text index (or, in a partition without its marker, the event items) with
+// the filters in the filter expression, and examines at most
+// Options.BodyScanItems items in at most maxBodyScanCalls Queries: a page
+// ends there, with the items found so far, fewer than limit or none, and a
+// token after the last item examined. Page tokens name event sort keys
+// ("T#…") either way. The events found are read with BatchGetItem.
+func (s *Store) searchBody(ctx context.Context, convID string, q acs.EventQuery, tag byte, last string, limit int) (acs.Page[[]byte], error) {
+	var page acs.Page[[]byte]
+	pk := pEvents + convID
+	indexed, err := s.textIndexed(ctx, pk)
+	if err != nil {
+		return page, err
+	}
+	rq := eventQuery(convID, &q.EventFilter, q.Desc, indexed)
+	if indexed {
+		rq.projection = []string{aPK, aSK}
+		if last != "" {
+			last = sText + strings.TrimPrefix(last, sEvent)
+		}
+	}
+	rq.lo, rq.hi = after(rq.lo, rq.hi, last, q.Desc)
+	in, ok := rq.input()
+	if !ok {
+		return page, nil
+	}
+	// eventKey is the event sort key of an item read: the token's form.
+	eventKey := func(sk string) string {
+		if indexed {
+			return sEvent + strings.TrimPrefix(sk, sText)
+		}
+		return sk
+	}
+	var hits []item
+	budget := s.bodyScan
+scan:
+	for calls := 1; ; calls++ {
+		in.Limit = aws.Int32(int32(budget))
+		res, err := s.query(ctx, in)
+		if err != nil {
+			return page, err
+		}
+		budget -= int(res.ScannedCount)
+		for _, it := range res.Items {
+			if last != "" && str(it, aSK) == last {
+				continue
+			}
+			hits = append(hits, it)
+			if len(hits) > limit {
+				hits = hits[:limit]
+				page.Next = encodeToken(tag, convID, eventKey(str(hits[limit-1], aSK)))
+				break scan
+			}
+		}
+		if len(res.LastEvaluatedKey) == 0 {
+			break
+		}
+		if budget <= 0 || calls == maxBodyScanCalls {
+			page.Next = encodeToken(tag, convID, eventKey(str(res.LastEvaluatedKey, aSK)))
+			break
+		}
+		in.ExclusiveStartKey = res.LastEvaluatedKey
+	}
+	if indexed && len(hits) > 0 {
+		keys := make([]item, len(hits))
+		for i, it := range hits {
+			keys[i] = key(pk, eventKey(str(it, aSK)))
+		}
+		got, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return page, err
+		}
+		hits = hits[:0]
+		for _, k := range keys {
+			if it := got[pk+"\x00"+str(k, aSK)]; it != nil { // an entry outlives its event only mid-delete
+				hits = append(hits, it)
+			}
+		}
+	}
+	page.Items, err = s.eventJSON(ctx, hits)
+	return page, err
+}
+
+// textIndexed reports whether the partition's text index is complete (its
+// marker exists). A partition once seen indexed stays so for this Store:
+// its entries are written with every event, and a partition emptied by
+// DeleteEvents and filled again gets them for all its events.
+func (s *Store) textIndexed(ctx context.Context, pk string) (bool, error) {
+	if v, ok := s.indexed.Load(pk); ok && v.(bool) {
+		return true, nil
+	}
+	it, err := s.getItem(ctx, key(pk, sTextMarker))
+	if err != nil || it == nil {
+		return false, err
+	}
+	s.remember(pk, true)
+	return true, nil
+}
+
+// markTextIndexed writes the partition's text index marker when it holds no
+// event yet; a partition that already holds events and has no marker (they
+// were stored by a version without the index) is remembered as such.
+func (s *Store) markTextIndexed(ctx context.Context, pk string) error {
+	if _, ok := s.indexed.Load(pk); ok {
+		return nil
+	}
+	if it, err := s.getItem(ctx, key(pk, sTextMarker)); err != nil || it != nil {
+		if it != nil {
+			s.remember(pk, true)
+		}
+		return err
+	}
+	rq := &rangeQuery{pkAttr: aPK, skAttr: aSK, pk: pk, lo: sEvent, hi: sEventEnd, consistent: true, projection: []string{aPK, aSK}}
+	in, ok := rq.input()
+	if !ok {
+		return nil
+	}
+	in.Limit = aws.Int32(1)
+	res, err := s.query(ctx, in)
+	if err != nil {
+		return err
+	}
+	if len(res.Items) > 0 {
+		s.remember(pk, false)
+		return nil
+	}
+	if err := s.putItem(ctx, &dynamodb.PutItemInput{Item: key(pk, sTextMarker)}); err != nil {
+		return err
+	}
+	s.remember(pk, true)
+	return nil
+}
+
+// remember caches whether a partition's text index is complete, forgetting
+// everything past 100,000 partitions.
+func (s *Store) remember(pk string, indexed bool) {
+	if s.indexedN.Add(1) > 100_000 {
+		s.indexed.Clear()
+		s.indexedN.Store(1)
+	}
+	s.indexed.Store(pk, indexed)
 }
 
 // eventJSON returns the JSON of event items, reading large ones from Blobs.
@@ -302,9 +504,17 @@ func (s *Store) eventJSON(ctx context.Context, items []item) ([][]byte, error) {
 	return out, errors.Join(errs...)
 }
 
-// CountEvents implements acs.Store: a Select COUNT Query.
+// CountEvents implements acs.Store: a Select COUNT Query, of the text
+// index for a body filter (its cost grows with the messages, not the log).
 func (s *Store) CountEvents(ctx context.Context, convID string, f acs.EventFilter) (int, error) {
-	return s.count(ctx, eventQuery(convID, &f, false))
+	indexed := false
+	if f.Body != "" {
+		var err error
+		if indexed, err = s.textIndexed(ctx, pEvents+convID); err != nil {
+			return 0, err
+		}
+	}
+	return s.count(ctx, eventQuery(convID, &f, false, indexed))
 }
 
 // GetEvents implements acs.Store: BatchGetItem of the id lookups, then of
@@ -342,6 +552,7 @@ func (s *Store) GetEvents(ctx context.Context, convID string, ids []string) ([][
 // BatchWriteItem),
 // then the blobs of large ones.
 func (s *Store) DeleteEvents(ctx context.Context, convID string) error {
+	s.indexed.Delete(pEvents + convID)
 	keys, err := s.collect(ctx, &rangeQuery{pkAttr: aPK, skAttr: aSK, pk: pEvents + convID,
 		projection: []string{aPK, aSK}, consistent: true}, -1, "")
 	if err != nil {

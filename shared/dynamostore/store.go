@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -38,6 +39,10 @@ type Options struct {
 	// Now is the clock of TTL computation and expiry checks (default
 	// time.Now).
 	Now func() time.Time
+	// BodyScanItems is how many items a search with a body filter examines
+	// per page (default DefaultBodyScanItems); a page that reaches it ends
+	// early, with a token.
+	BodyScanItems int
 }
 
 // Store is an acs.Store on one DynamoDB table (see the package
@@ -47,6 +52,10 @@ type Store struct {
 	table string
 	blobs acs.Blobs
 	now   func() time.Time
+
+	bodyScan int
+	indexed  sync.Map // events partition → whether its text index is complete (bool)
+	indexedN atomic.Int64
 
 	mu           sync.Mutex
 	rcu, wcu     float64
@@ -64,7 +73,11 @@ func New(o Options) *Store {
 	if now == nil {
 		now = time.Now
 	}
-	return &Store{c: o.Client, table: o.Table, blobs: o.Blobs, now: now,
+	bodyScan := o.BodyScanItems
+	if bodyScan <= 0 {
+		bodyScan = DefaultBodyScanItems
+	}
+	return &Store{c: o.Client, table: o.Table, blobs: o.Blobs, now: now, bodyScan: bodyScan,
 		maxAttempts: 100, backoffBase: 2 * time.Millisecond, backoffLimit: 100 * time.Millisecond}
 }
 

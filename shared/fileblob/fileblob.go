@@ -29,6 +29,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -112,8 +113,17 @@ func (s *Store) path(key string) (string, error) {
 // atomically. When r fails, ctx ends or the write fails, Put returns the
 // error and leaves the previous object (or none) in place. ErrInvalid for a
 // bad key; ErrConflict when the key collides with a directory of other keys
-// (or a parent segment is an object).
+// (or a parent segment is an object); ErrStorageFull when the disk or quota
+// is full.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader) error {
+	err := s.put(ctx, key, r)
+	if diskfull.Is(err) {
+		return fmt.Errorf("%w: %w", err, acs.ErrStorageFull)
+	}
+	return err
+}
+
+func (s *Store) put(ctx context.Context, key string, r io.Reader) error {
 	p, err := s.path(key)
 	if err != nil {
 		return err

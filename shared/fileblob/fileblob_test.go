@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/blobtest"
 	"github.com/acs-project/acs/shared/fileblob"
@@ -118,5 +120,41 @@ func TestLongKeys(t *testing.T) {
 func TestNewRejectsEmptyRoot(t *testing.T) {
 	if _, err := fileblob.New(""); !errors.Is(err, acs.ErrInvalid) {
 		t.Fatalf("New(\"\"): %v", err)
+	}
+}
+
+// TestFullDiskIsStorageFull: a Put that finds the disk full fails with
+// acs.ErrStorageFull, leaves the previous object and no temporary file, and
+// works once space is freed.
+func TestFullDiskIsStorageFull(t *testing.T) {
+	dir := diskfulltest.Dir(t, 1<<20)
+	s, err := fileblob.New(filepath.Join(dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := s.Put(ctx, "a/obj", strings.NewReader("old")); err != nil {
+		t.Fatal(err)
+	}
+	free := diskfulltest.Fill(t, dir)
+	big := bytes.Repeat([]byte("x"), 256<<10)
+	if err := s.Put(ctx, "a/obj", bytes.NewReader(big)); !errors.Is(err, acs.ErrStorageFull) {
+		t.Fatalf("put on a full disk: %v, want ErrStorageFull", err)
+	}
+	r, err := s.Get(ctx, "a/obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(r)
+	r.Close()
+	if string(got) != "old" {
+		t.Fatalf("object after the failed put: %q", got)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "blobs", "a")); len(ents) != 1 {
+		t.Fatalf("files left in the object's directory: %v", ents)
+	}
+	free()
+	if err := s.Put(ctx, "a/obj", bytes.NewReader(big)); err != nil {
+		t.Fatalf("put after freeing space: %v", err)
 	}
 }

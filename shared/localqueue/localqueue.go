@@ -16,6 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -31,7 +32,7 @@ type record struct {
 
 // Queue is an acs.Queue on a bbolt file.
 type Queue struct {
-	db  *bolt.DB
+	db  boltDB
 	now func() time.Time
 
 	mu      sync.Mutex
@@ -53,11 +54,24 @@ func Open(path string) (*Queue, error) {
 		db.Close()
 		return nil, fmt.Errorf("init queue: %w", err)
 	}
-	return &Queue{db: db, now: time.Now, changed: make(chan struct{})}, nil
+	return &Queue{db: boltDB{db}, now: time.Now, changed: make(chan struct{})}, nil
 }
 
 // Close closes the file.
 func (q *Queue) Close() error { return q.db.Close() }
+
+// boltDB is the queue's bbolt file. Its Update reports a write that found
+// the disk or quota full as acs.ErrStorageFull: nothing is stored, and the
+// same write works once space is freed.
+type boltDB struct{ *bolt.DB }
+
+func (d boltDB) Update(fn func(*bolt.Tx) error) error {
+	err := d.DB.Update(fn)
+	if diskfull.Is(err) {
+		return fmt.Errorf("queue %s: %w: %w", d.Path(), err, acs.ErrStorageFull)
+	}
+	return err
+}
 
 func (q *Queue) notify() {
 	q.mu.Lock()

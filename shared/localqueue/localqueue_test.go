@@ -2,10 +2,13 @@ package localqueue_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/queuetest"
@@ -41,5 +44,45 @@ func TestSurvivesReopen(t *testing.T) {
 	d, err := q.Receive(context.Background(), 1, time.Second, time.Second)
 	if err != nil || len(d) != 1 || d[0].TaskID != "kept" {
 		t.Fatalf("after reopen: %+v %v", d, err)
+	}
+}
+
+// TestFullDiskIsStorageFull: on a full disk, a Send that needs space fails
+// with acs.ErrStorageFull (HTTP 507), not an opaque error; every message
+// acknowledged before is kept, and sending works again once space is freed.
+func TestFullDiskIsStorageFull(t *testing.T) {
+	dir := diskfulltest.Dir(t, 1<<20)
+	q, err := localqueue.Open(filepath.Join(dir, "queue.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	free := diskfulltest.Fill(t, dir)
+	sent := 0
+	for ; sent < 100_000; sent++ {
+		if err = q.Send(ctx, acs.Message{TaskID: fmt.Sprintf("task-%06d", sent)}, 0); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, acs.ErrStorageFull) {
+		t.Fatalf("send %d on a full disk: %v, want ErrStorageFull", sent, err)
+	}
+	free()
+	if err := q.Send(ctx, acs.Message{TaskID: "after"}, 0); err != nil {
+		t.Fatalf("send after freeing space: %v", err)
+	}
+	got := map[string]bool{}
+	for len(got) < sent+1 {
+		ds, err := q.Receive(ctx, 10, 0, time.Minute)
+		if err != nil || len(ds) == 0 {
+			t.Fatalf("received %d of %d: %v", len(got), sent+1, err)
+		}
+		for _, d := range ds {
+			got[d.Message.TaskID] = true
+		}
+	}
+	if !got["after"] || !got["task-000000"] || !got[fmt.Sprintf("task-%06d", sent-1)] {
+		t.Fatalf("messages lost: %d received", len(got))
 	}
 }

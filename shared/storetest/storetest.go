@@ -26,6 +26,7 @@ func Run(t *testing.T, newStore func(t *testing.T) acs.Store) {
 	t.Run("Conversations", func(t *testing.T) { testConversations(t, newStore(t)) })
 	t.Run("Events", func(t *testing.T) { testEvents(t, newStore(t)) })
 	t.Run("EventPaging", func(t *testing.T) { testEventPaging(t, newStore(t)) })
+	RunEventBodySearch(t, newStore)
 	t.Run("StartTaskSearch", func(t *testing.T) { testStartTaskSearch(t, newStore(t)) })
 	t.Run("StartTaskDelete", func(t *testing.T) { testStartTaskDelete(t, newStore(t)) })
 	t.Run("StartTaskLimitClamp", func(t *testing.T) { testStartTaskLimit(t, newStore(t)) })
