@@ -568,12 +568,20 @@ func secretErrors(secrets map[string]string, content []events.Content, loc []any
 	return errs
 }
 
-// writeAgentErr answers a failed call to an agent server with 502.
+// writeAgentErr answers a failed call to an agent server: its 422 as 422,
+// its 507 (the sandbox's disk is full) as 507 with Retry-After, anything
+// else (or no answer) as 502.
 func writeAgentErr(w http.ResponseWriter, err error) {
 	var he *agentclient.HTTPError
 	if errors.As(err, &he) {
-		if he.Status == http.StatusUnprocessableEntity {
+		switch he.Status {
+		case http.StatusUnprocessableEntity:
 			wire.WriteDetail(w, http.StatusUnprocessableEntity, "The agent server refused the request: "+he.Detail)
+			return
+		case http.StatusInsufficientStorage:
+			// The sandbox's disk is full: nothing was changed there, and
+			// the caller may retry once space is freed.
+			wire.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so nothing was changed; free space in the workspace or retry later")
 			return
 		}
 		wire.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, he.Detail))

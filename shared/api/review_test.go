@@ -47,9 +47,12 @@ func (r runningAt) Archive(context.Context, string, io.Writer) error {
 // and its detail never names the workspace's host path; an agent server's
 // refusal of the path stays the caller's 4xx, named relative to the
 // workspace even when the agent server names it by its host path.
-func TestReviewRoutesAgentServerFailures(t *testing.T) {
-	const ws = "/srv/acs/sandboxes/sb-review/workspace"
-	var answer atomic.Pointer[func(w http.ResponseWriter, r *http.Request)]
+// agentFaultEnv is a V1 API over a bolt store holding alice's conversation
+// on a RUNNING sandbox whose agent server (at the workspace ws) answers
+// every request but /alive with what answer holds. It returns the API's URL
+// and the conversation's id.
+func agentFaultEnv(t *testing.T, ws string, answer *atomic.Pointer[func(w http.ResponseWriter, r *http.Request)]) (string, string) {
+	t.Helper()
 	agent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/alive" {
 			w.Write([]byte(`{"status":"ok"}`))
@@ -57,19 +60,19 @@ func TestReviewRoutesAgentServerFailures(t *testing.T) {
 		}
 		(*answer.Load())(w, r)
 	}))
-	defer agent.Close()
+	t.Cleanup(agent.Close)
 
 	dir := t.TempDir()
 	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
+	t.Cleanup(func() { store.Close() })
 	queue, err := localqueue.Open(filepath.Join(dir, "queue.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer queue.Close()
+	t.Cleanup(func() { queue.Close() })
 	ctx := context.Background()
 	now := time.Now().UTC()
 	conv := strings.Repeat("c7", 16)
@@ -89,7 +92,14 @@ func TestReviewRoutesAgentServerFailures(t *testing.T) {
 		Flow:   startflow.Config{PollInterval: 10 * time.Millisecond, ResumeWait: time.Second, Specs: []acs.SandboxSpec{{ID: "acs-local"}}},
 		Sealer: sealbox.FromPassphrase("review test passphrase")})
 	srv := httptest.NewServer(v1.Handler())
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv.URL, conv
+}
+
+func TestReviewRoutesAgentServerFailures(t *testing.T) {
+	const ws = "/srv/acs/sandboxes/sb-review/workspace"
+	var answer atomic.Pointer[func(w http.ResponseWriter, r *http.Request)]
+	url, conv := agentFaultEnv(t, ws, &answer)
 
 	dies := func(w http.ResponseWriter, r *http.Request) {
 		conn, _, err := http.NewResponseController(w).Hijack()
@@ -125,7 +135,7 @@ func TestReviewRoutesAgentServerFailures(t *testing.T) {
 	} {
 		answer.Store(&tc.answer)
 		for _, route := range tc.routes {
-			req, _ := http.NewRequest("GET", srv.URL+"/api/v1/app-conversations/"+conv+route, nil)
+			req, _ := http.NewRequest("GET", url+"/api/v1/app-conversations/"+conv+route, nil)
 			req.Header.Set("Authorization", "Bearer "+aliceKey)
 			res, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -160,5 +170,38 @@ func TestReviewRoutesAgentServerFailures(t *testing.T) {
 				t.Errorf("%s: %s: the answer names the host path: %s", tc.name, route, body)
 			}
 		}
+	}
+}
+
+// TestSendMessageToAFullSandboxIs507: an agent server whose disk is full
+// answers 507; the V1 route passes that on as 507 with Retry-After (the
+// sandbox's storage, not a failed agent server: it was 502).
+func TestSendMessageToAFullSandboxIs507(t *testing.T) {
+	var answer atomic.Pointer[func(w http.ResponseWriter, r *http.Request)]
+	full := func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "60")
+		w.WriteHeader(http.StatusInsufficientStorage)
+		w.Write([]byte(`{"detail":"Insufficient storage: the disk is full"}`))
+	}
+	answer.Store(&full)
+	url, conv := agentFaultEnv(t, "/srv/acs/sandboxes/sb-review/workspace", &answer)
+	req, _ := http.NewRequest("POST", url+"/api/v1/app-conversations/"+conv+"/send-message",
+		strings.NewReader(`{"role":"user","content":[{"type":"text","text":"hello"}]}`))
+	req.Header.Set("Authorization", "Bearer "+aliceKey)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	var got struct {
+		Detail string `json:"detail"`
+	}
+	if res.StatusCode != http.StatusInsufficientStorage || res.Header.Get("Retry-After") == "" ||
+		json.Unmarshal(body, &got) != nil || !strings.Contains(got.Detail, "disk is full") {
+		t.Fatalf("send-message to a full sandbox: %d (Retry-After %q) %s; want 507 with Retry-After and a detail saying the disk is full",
+			res.StatusCode, res.Header.Get("Retry-After"), body)
 	}
 }
