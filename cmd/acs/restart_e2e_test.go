@@ -194,10 +194,13 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		if !out.Success {
 			t.Fatal("send-message after the restart failed")
 		}
+		// The run the message starts reaches the LLM; only then is
+		// "finished" about that run (the record may still read the
+		// previous run's finished until the agent server reports).
+		lcWait(t, "the LLM to see the message sent after the restart", 60*time.Second, func() bool {
+			return lcSawMessage(llm, "tag-restart-wrap-up")
+		})
 		lcWaitFinished(s, apiKey, conv)
-		if !lcSawMessage(llm, "tag-restart-wrap-up") {
-			t.Fatal("the LLM never saw the message sent after the restart")
-		}
 	})
 
 	// Three crashes in a row: ERROR (read-only, a detail saying why) until
@@ -235,10 +238,13 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 			Success bool `json:"success"`
 		}
 		rsSend(s, conv, "tag-restart-loop two").into(&out)
-		lcWaitFinished(s, apiKey, conv)
-		if !out.Success || !lcSawMessage(llm, "tag-restart-loop two") {
-			t.Fatal("the resumed sandbox did not run the new message")
+		if !out.Success {
+			t.Fatal("send-message to the resumed sandbox failed")
 		}
+		lcWait(t, "the resumed sandbox to run the new message", 60*time.Second, func() bool {
+			return lcSawMessage(llm, "tag-restart-loop two")
+		})
+		lcWaitFinished(s, apiKey, conv)
 	})
 
 	// A workspace that is gone: the crash makes the sandbox ERROR, and
