@@ -23,6 +23,7 @@ import (
 
 	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/initproc"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/secrets"
@@ -130,6 +131,16 @@ func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, lim httpser
 }
 
 func agentServer(ctx context.Context, args []string) error {
+	// As a container's first process (the image's entrypoint), acs is
+	// also its init: PID 1 seals itself, runs the server as its child,
+	// reaps orphans and forwards signals (sandbox/initproc).
+	if initproc.Needed() {
+		code, err := initproc.Run(os.Args)
+		if err != nil {
+			return err
+		}
+		os.Exit(code)
+	}
 	fs := flag.NewFlagSet("agent-server", flag.ExitOnError)
 	addr := fs.String("addr", envOr("ACS_AGENT_ADDR", "127.0.0.1:8000"), "listen address (ACS_AGENT_ADDR)")
 	port := fs.Int("port", 0, "listen on 0.0.0.0:PORT instead of -addr (OpenHands-compatible flag)")

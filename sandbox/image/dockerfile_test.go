@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"strings"
@@ -424,8 +425,30 @@ var rules = []rule{
 			return []string{fmt.Sprintf("%s: use the exec (JSON) form, so signals reach acs and CMD appends flags", e)}
 		case len(e.Exec) == 0 || e.Exec[len(e.Exec)-1] != "agent-server":
 			return []string{fmt.Sprintf("%s: the ENTRYPOINT must end with agent-server", e)}
+		case len(e.Exec) != 2 || path.Base(e.Exec[0]) != "acs":
+			return []string{fmt.Sprintf("%s: no init wrapper (tini, dumb-init, a shell): the ENTRYPOINT must start acs itself, "+
+				"which does init's work as PID 1; a wrapper as PID 1 keeps the pod's environment, session key included, "+
+				"in its /proc/1/environ, readable by the agent's tools", e)}
 		}
 		return nil
+	}},
+	{"no-init-wrapper", func(d *dockerfile) []string {
+		var p []string
+		for _, s := range d.Stages {
+			for _, in := range s.Insts {
+				if in.Cmd != "RUN" {
+					continue
+				}
+				for _, seg := range aptInstalls(in) {
+					for _, w := range strings.Fields(seg) {
+						if w == "tini" || w == "dumb-init" {
+							p = append(p, fmt.Sprintf("line %d: installs %s: acs is the container's init itself, so the image needs no init wrapper", in.Line, w))
+						}
+					}
+				}
+			}
+		}
+		return p
 	}},
 	{"healthcheck", func(d *dockerfile) []string {
 		h := d.final().last("HEALTHCHECK")
@@ -569,14 +592,14 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 
 FROM debian:bookworm-20251117-slim AS base
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git tini \
+ && apt-get install -y --no-install-recommends git \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=build /out/acs /usr/local/bin/acs
 USER 10001:10001
 EXPOSE 8000
 HEALTHCHECK --interval=30s \
   CMD ["/bin/bash", "-c", "echo GET /alive"]
-ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/acs", "agent-server"]
+ENTRYPOINT ["/usr/local/bin/acs", "agent-server"]
 CMD ["-port", "8000"]
 
 FROM base AS browser
@@ -619,7 +642,7 @@ func TestRulesPassGood(t *testing.T) {
 }
 
 func TestRulesCatchBadDockerfiles(t *testing.T) {
-	const aptRun = "RUN apt-get update \\\n && apt-get install -y --no-install-recommends git tini \\\n && rm -rf /var/lib/apt/lists/*\n"
+	const aptRun = "RUN apt-get update \\\n && apt-get install -y --no-install-recommends git \\\n && rm -rf /var/lib/apt/lists/*\n"
 	cases := []struct {
 		rule     string
 		old, new string // good with old replaced by new; old "" means new is the whole file
@@ -638,9 +661,15 @@ func TestRulesCatchBadDockerfiles(t *testing.T) {
 		{"non-root-user", "USER 10001:10001\n", "USER 0:10001\n", "which is root"},
 		{"non-root-user", "FROM base AS final\n", "FROM base AS final\nUSER root\n", `stage "final" runs as USER root`},
 		{"non-root-user", "USER 10001\n\n", "\n", `stage "browser" runs as USER root`},
-		{"entrypoint", `ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/acs", "agent-server"]`, "ENTRYPOINT /usr/bin/tini -- /usr/local/bin/acs agent-server", "exec (JSON) form"},
+		{"entrypoint", `ENTRYPOINT ["/usr/local/bin/acs", "agent-server"]`, "ENTRYPOINT /usr/local/bin/acs agent-server", "exec (JSON) form"},
 		{"entrypoint", `"agent-server"]`, `"serve"]`, "must end with agent-server"},
-		{"entrypoint", `ENTRYPOINT ["/usr/bin/tini", "--", "/usr/local/bin/acs", "agent-server"]` + "\n", "", "no ENTRYPOINT"},
+		{"entrypoint", `ENTRYPOINT ["/usr/local/bin/acs", "agent-server"]` + "\n", "", "no ENTRYPOINT"},
+		{"entrypoint", `["/usr/local/bin/acs", "agent-server"]`, `["/usr/bin/tini", "--", "/usr/local/bin/acs", "agent-server"]`, "no init wrapper"},
+		{"entrypoint", `["/usr/local/bin/acs", "agent-server"]`, `["/usr/bin/dumb-init", "/usr/local/bin/acs", "agent-server"]`, "no init wrapper"},
+		{"entrypoint", `["/usr/local/bin/acs", "agent-server"]`, `["/bin/sh", "-c", "exec /usr/local/bin/acs agent-server"]`, "must end with agent-server"},
+		{"entrypoint", `["/usr/local/bin/acs", "agent-server"]`, `["/bin/sh", "-c", "/usr/local/bin/acs \"$@\"", "agent-server"]`, "no init wrapper"},
+		{"no-init-wrapper", "recommends git \\", "recommends git tini \\", "installs tini"},
+		{"no-init-wrapper", "recommends chromium", "recommends chromium dumb-init", "installs dumb-init"},
 		{"healthcheck", "HEALTHCHECK --interval=30s \\\n  CMD [\"/bin/bash\", \"-c\", \"echo GET /alive\"]\n", "", "no HEALTHCHECK"},
 		{"healthcheck", "GET /alive", "GET /health", "must target /alive"},
 		{"healthcheck", "FROM base AS final\n", "FROM base AS final\nHEALTHCHECK NONE\n", "disabled"},
@@ -651,7 +680,7 @@ func TestRulesCatchBadDockerfiles(t *testing.T) {
 		{"no-add-url", "COPY --from", "ADD https://example.com/rg.tgz /tmp/\nCOPY --from", "ADD fetches https://example.com/rg.tgz"},
 		{"no-add-url", "COPY --from", "ADD [\"git@github.com:x/y.git\", \"/src\"]\nCOPY --from", "ADD fetches git@github.com"},
 		{"no-sudo", "USER 10001\n\n", "USER 10001\nRUN sudo chown 10001 /workspace\n\n", "no sudo"},
-		{"no-sudo", "git tini", "git sudo tini", "no sudo"},
+		{"no-sudo", "recommends git \\", "recommends git sudo \\", "no sudo"},
 		{"browser-stage", "AS browser", "AS chrome", "no stage named browser"},
 		{"browser-stage", "no-install-recommends chromium", "no-install-recommends firefox-esr", "does not apt-get install chromium"},
 	}
