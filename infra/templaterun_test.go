@@ -37,6 +37,7 @@ import (
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/s3blob"
 )
 
@@ -182,6 +183,15 @@ func TestTemplateRuns(t *testing.T) {
 		w.set(r, "", arn)
 	}
 	sm.put(p.LLMAPIKeySecret, "sk-template-run")
+	// The operator gives the runtime API the key of the secret the functions
+	// read it from (here the other way round: the secret holds the key the
+	// runtime API was started with).
+	for _, r := range w.ofType("AWS::Lambda::Function") {
+		vars, _ := r.Props["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if v, ok := vars[config.EnvRuntimeAPIKey+config.SecretARNSuffix]; ok {
+			sm.put(w.must(t, r, v), rtKey)
+		}
+	}
 
 	// The API: its id, resources and stage.
 	var stage string
@@ -294,6 +304,10 @@ func TestTemplateRuns(t *testing.T) {
 			t.Fatalf("%s %s: %v names no function of the template", r.Type, r.ID, v)
 		}
 		return fns[key(fr.Stack, fr.ID)], fr
+	}
+
+	for _, r := range w.ofType("AWS::Events::Rule") {
+		w.set(r, "Arn", "arn:aws:events:"+lambdatest.Region+":"+lambdatest.AccountID+":rule/"+r.ID)
 	}
 
 	// Permissions to invoke, as Lambda checks them.
