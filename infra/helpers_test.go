@@ -19,6 +19,7 @@ import (
 func TestMain(m *testing.M) {
 	// jsii warns about Node versions it no longer tests; the app runs on
 	// the Node the machine has.
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "18,20")
 	os.Setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 	os.Setenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 	code := m.Run()

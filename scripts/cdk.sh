@@ -32,8 +32,9 @@ install() {
 
 # Offline and quiet: no notices, version checks or telemetry.
 export CDK_DISABLE_VERSION_CHECK=true CDK_DISABLE_CLI_TELEMETRY=true
-# jsii warns about Node versions it has not tested; the app runs on any
-# Node the CLI accepts.
+# jsii warns loudly about Node versions past their end of life (Debian's
+# Node is 20); the app runs on any Node the CLI accepts (>= 18).
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=18,20
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1 JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1
 
 cmd=${1:-}
