@@ -11,14 +11,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/apigw"
-	"github.com/acs-project/acs/shared/config"
 )
 
 func main() {
-	env := awsenv.Load(config.Need(0))
+	env := awsenv.Load(functions.Authorizer.Need)
 	store := env.Store(nil)
 	if h := env.Config.AdminKeySHA256; h != "" {
 		// The installation's first user: idempotent, and retried on the

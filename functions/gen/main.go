@@ -16,7 +16,9 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/config"
 )
 
 func main() {
@@ -87,15 +89,21 @@ type routeView struct {
 
 func view(rt api.Route) routeView {
 	v := routeView{Route: rt, Queue: rt.Needs&api.NeedQueue != 0, Runtime: rt.Needs&api.NeedRuntime != 0, Blobs: rt.Needs&api.NeedBlobs != 0}
+	// The configuration the function checks: functions.RouteNeed, the
+	// stacks' source too.
+	need := functions.RouteNeed(rt)
 	var needs []string
-	if v.Queue {
-		needs = append(needs, "config.NeedQueue")
+	for _, n := range []struct {
+		need config.Need
+		name string
+	}{{config.NeedQueue, "config.NeedQueue"}, {config.NeedRuntime, "config.NeedRuntime"}, {config.NeedBlobs, "config.NeedBlobs"}} {
+		if need&n.need != 0 {
+			needs = append(needs, n.name)
+			need &^= n.need
+		}
 	}
-	if v.Runtime {
-		needs = append(needs, "config.NeedRuntime")
-	}
-	if v.Blobs {
-		needs = append(needs, "config.NeedBlobs")
+	if need != 0 {
+		panic(fmt.Sprintf("gen: route %s: configuration need %d has no name here", rt.Name, need))
 	}
 	v.ConfigNeeds = "config.Need(0)"
 	if len(needs) > 0 {

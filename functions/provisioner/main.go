@@ -10,18 +10,18 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/functions/internal/runtimeenv"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
 	"github.com/acs-project/acs/internal/failpoint"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/sqsqueue"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
 func main() {
-	env := awsenv.Load(config.NeedQueue | config.NeedRuntime)
+	env := awsenv.Load(functions.Provisioner.Need)
 	worker := &startflow.Worker{Store: env.Store(nil), Queue: sqsenv.Queue(env), Runtime: runtimeenv.Runtime(env),
 		Sealer: env.Sealer(), Config: env.Flow(),
 		// Fault tests crash here (ACS_FAILPOINTS); inert otherwise.

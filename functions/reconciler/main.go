@@ -11,16 +11,16 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/functions/internal/runtimeenv"
 	"github.com/acs-project/acs/functions/internal/s3env"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
-	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
 func main() {
-	env := awsenv.Load(config.NeedQueue | config.NeedDeadLetter | config.NeedRuntime | config.NeedBlobs)
+	env := awsenv.Load(functions.Reconciler.Need)
 	blobs := s3env.Blobs(env)
 	store := env.Store(blobs)
 	rt := runtimeenv.Runtime(env)

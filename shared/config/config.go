@@ -151,7 +151,7 @@ func (p *parser) integer(name string, def, lo, hi int) int {
 func (p *parser) common() Common {
 	var c Common
 	c.LLMBaseURL = p.httpURL("LLM_BASE_URL", "")
-	c.LLMAPIKey = p.getenv("LLM_API_KEY")
+	c.LLMAPIKey = p.getenv(EnvLLMAPIKey)
 	c.LLMModel = or(p.getenv("LLM_MODEL"), "gpt-4o")
 	c.SandboxStartupTimeout = p.duration("ACS_SANDBOX_STARTUP_TIMEOUT", 120*time.Second, false)
 	c.GitHost = p.httpURL("ACS_GIT_HOST", "https://github.com")
@@ -162,7 +162,7 @@ func (p *parser) common() Common {
 	c.CloneTimeout = p.duration("ACS_CLONE_TIMEOUT", 120*time.Second, false)
 	c.SetupTimeout = p.duration("ACS_SETUP_TIMEOUT", 600*time.Second, false)
 	c.StartTaskTTL = p.duration("ACS_START_TASK_TTL", time.Hour, false)
-	c.SecretKey = p.getenv("ACS_SECRET_KEY")
+	c.SecretKey = p.getenv(EnvSecretKey)
 	if c.SecretKey != "" && len(c.SecretKey) < 16 {
 		p.problem("ACS_SECRET_KEY must be at least 16 characters")
 	}
@@ -225,6 +225,66 @@ const (
 	// ACS_PUBLIC_URL).
 	NeedRuntime
 )
+
+// The variables of an AWS function's configuration that its infrastructure
+// sets; LoadAWS reads them by these names.
+const (
+	EnvTable          = "ACS_TABLE"
+	EnvSecretKey      = "ACS_SECRET_KEY"
+	EnvQueueURL       = "ACS_QUEUE_URL"
+	EnvDeadLetterURL  = "ACS_DLQ_URL"
+	EnvBucket         = "ACS_BUCKET"
+	EnvBucketPrefix   = "ACS_BUCKET_PREFIX"
+	EnvPublicURL      = "ACS_PUBLIC_URL"
+	EnvRuntime        = "ACS_RUNTIME"
+	EnvRuntimeURL     = "ACS_RUNTIME_URL"
+	EnvRuntimeAPIKey  = "ACS_RUNTIME_API_KEY"
+	EnvKubeNamespace  = "ACS_KUBE_NAMESPACE"
+	EnvKubeBaseHost   = "ACS_KUBE_BASE_HOST"
+	EnvSandboxImage   = "ACS_SANDBOX_IMAGE"
+	EnvEKSCluster     = "ACS_EKS_CLUSTER"
+	EnvKubeServer     = "ACS_KUBE_SERVER"
+	EnvKubeCAData     = "ACS_KUBE_CA_DATA"
+	EnvAdminKeySHA256 = "ACS_ADMIN_KEY_SHA256"
+	EnvLLMAPIKey      = "LLM_API_KEY"
+	// EnvSecretsManagerEndpoint overrides the Secrets Manager endpoint
+	// (a local server), as ACS_DYNAMODB_ENDPOINT does DynamoDB's.
+	EnvSecretsManagerEndpoint = "ACS_SECRETSMANAGER_ENDPOINT"
+)
+
+// BaseVariables are the variables every AWS function requires beyond
+// AWS_REGION (which Lambda sets).
+var BaseVariables = []string{EnvTable, EnvSecretKey}
+
+// NeedVariables lists, for each need, the variables LoadAWS reads for it:
+// the stacks set these on a function with that need, and no others. With
+// NeedRuntime, the variables of the runtime ACS_RUNTIME names follow
+// (RuntimeVariables).
+var NeedVariables = map[Need][]string{
+	NeedQueue:      {EnvQueueURL},
+	NeedDeadLetter: {EnvDeadLetterURL},
+	NeedBlobs:      {EnvBucket, EnvBucketPrefix},
+	NeedRuntime:    {EnvPublicURL, EnvRuntime},
+}
+
+// RuntimeVariables lists the variables each sandbox runtime requires; for
+// Kubernetes, with the credentials of an EKS cluster. LoadAWS reads further
+// optional ACS_KUBE_* settings.
+var RuntimeVariables = map[string][]string{
+	RuntimeAPI:        {EnvRuntimeURL, EnvRuntimeAPIKey},
+	RuntimeKubernetes: {EnvKubeNamespace, EnvKubeBaseHost, EnvSandboxImage, EnvEKSCluster, EnvKubeServer, EnvKubeCAData},
+}
+
+// SecretVariables are the variables whose values are secrets. A function
+// may be given NAME+SecretARNSuffix instead of NAME: the ARN (or name) of a
+// Secrets Manager secret whose string is the value, read once at cold
+// start (functions/internal/awsenv), so that the value is in neither the
+// function's configuration nor its infrastructure's template.
+var SecretVariables = []string{EnvSecretKey, EnvLLMAPIKey, EnvRuntimeAPIKey}
+
+// SecretARNSuffix names the variable holding a secret variable's Secrets
+// Manager secret (ACS_SECRET_KEY_SECRET_ARN for ACS_SECRET_KEY).
+const SecretARNSuffix = "_SECRET_ARN"
 
 // AWS is the configuration of a Lambda function, set by the
 // infrastructure.
@@ -325,9 +385,9 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 	if c.Region == "" {
 		p.problem("AWS_REGION is required (set by Lambda)")
 	}
-	c.Table = p.required("ACS_TABLE", "the DynamoDB table")
+	c.Table = p.required(EnvTable, "the DynamoDB table")
 	if c.SecretKey == "" {
-		p.required("ACS_SECRET_KEY", "seals stored secrets")
+		p.required(EnvSecretKey, "seals stored secrets")
 	}
 	c.DynamoDBEndpoint = p.httpURL("ACS_DYNAMODB_ENDPOINT", "")
 	c.SQSEndpoint = p.httpURL("ACS_SQS_ENDPOINT", "")
@@ -340,43 +400,43 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 		}
 		c.S3PathStyle = b
 	}
-	c.AdminKeySHA256 = strings.ToLower(strings.TrimSpace(getenv("ACS_ADMIN_KEY_SHA256")))
+	c.AdminKeySHA256 = strings.ToLower(strings.TrimSpace(getenv(EnvAdminKeySHA256)))
 	if c.AdminKeySHA256 != "" {
 		if b, err := hex.DecodeString(c.AdminKeySHA256); err != nil || len(b) != 32 {
 			p.problem("ACS_ADMIN_KEY_SHA256 must be 64 hex digits (the SHA-256 of the admin API key)")
 		}
 	}
 	if need&NeedQueue != 0 {
-		c.QueueURL = p.queueURL("ACS_QUEUE_URL", "the start-task queue")
+		c.QueueURL = p.queueURL(EnvQueueURL, "the start-task queue")
 	}
 	if need&NeedDeadLetter != 0 {
-		c.DeadLetterURL = p.queueURL("ACS_DLQ_URL", "the start-task dead-letter queue")
+		c.DeadLetterURL = p.queueURL(EnvDeadLetterURL, "the start-task dead-letter queue")
 	}
 	if need&NeedBlobs != 0 {
-		c.Bucket = p.required("ACS_BUCKET", "the archive bucket")
-		c.BucketPrefix = strings.Trim(getenv("ACS_BUCKET_PREFIX"), "/")
+		c.Bucket = p.required(EnvBucket, "the archive bucket")
+		c.BucketPrefix = strings.Trim(getenv(EnvBucketPrefix), "/")
 	}
 	if need&NeedRuntime != 0 {
-		c.Runtime = getenv("ACS_RUNTIME")
+		c.Runtime = getenv(EnvRuntime)
 		if c.Runtime == "" {
 			c.Runtime = RuntimeKubernetes
-			if getenv("ACS_RUNTIME_URL") != "" {
+			if getenv(EnvRuntimeURL) != "" {
 				c.Runtime = RuntimeAPI
 			}
 		}
 		switch c.Runtime {
 		case RuntimeAPI:
-			if p.required("ACS_RUNTIME_URL", "the sandbox runtime API") != "" {
-				c.RuntimeURL = p.httpURL("ACS_RUNTIME_URL", "")
+			if p.required(EnvRuntimeURL, "the sandbox runtime API") != "" {
+				c.RuntimeURL = p.httpURL(EnvRuntimeURL, "")
 			}
-			c.RuntimeAPIKey = p.required("ACS_RUNTIME_API_KEY", "the sandbox runtime API key")
+			c.RuntimeAPIKey = p.required(EnvRuntimeAPIKey, "the sandbox runtime API key")
 		case RuntimeKubernetes:
 			c.Kube = p.kube()
 		default:
 			p.problem("ACS_RUNTIME %q must be %s or %s", c.Runtime, RuntimeKubernetes, RuntimeAPI)
 		}
-		if p.required("ACS_PUBLIC_URL", "the API's public URL, for sandbox webhooks") != "" {
-			c.PublicURL = p.httpURL("ACS_PUBLIC_URL", "")
+		if p.required(EnvPublicURL, "the API's public URL, for sandbox webhooks") != "" {
+			c.PublicURL = p.httpURL(EnvPublicURL, "")
 		}
 	}
 	return c, p.err()
@@ -385,19 +445,19 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 // kube reads the Kubernetes runtime's variables.
 func (p *parser) kube() Kube {
 	k := Kube{
-		Namespace:    or(p.getenv("ACS_KUBE_NAMESPACE"), "acs-sandboxes"),
-		BaseHost:     strings.TrimPrefix(p.required("ACS_KUBE_BASE_HOST", "the agent servers' base host name"), "."),
+		Namespace:    or(p.getenv(EnvKubeNamespace), "acs-sandboxes"),
+		BaseHost:     strings.TrimPrefix(p.required(EnvKubeBaseHost, "the agent servers' base host name"), "."),
 		Separator:    or(p.getenv("ACS_KUBE_HOST_SEPARATOR"), "."),
 		Scheme:       or(p.getenv("ACS_KUBE_SCHEME"), "https"),
 		IngressClass: p.getenv("ACS_KUBE_INGRESS_CLASS"),
 		TLSSecret:    p.getenv("ACS_KUBE_TLS_SECRET"),
-		Image:        p.getenv("ACS_SANDBOX_IMAGE"),
+		Image:        p.getenv(EnvSandboxImage),
 		PodTemplates: p.getenv("ACS_KUBE_POD_TEMPLATES"),
 		WarmPool:     p.integer("ACS_KUBE_WARM_POOL", 0, 0, 100),
 		Kubeconfig:   p.getenv("ACS_KUBECONFIG"),
 		Tolerations:  p.getenv("ACS_KUBE_TOLERATIONS"),
-		EKSCluster:   p.getenv("ACS_EKS_CLUSTER"),
-		Server:       p.getenv("ACS_KUBE_SERVER"),
+		EKSCluster:   p.getenv(EnvEKSCluster),
+		Server:       p.getenv(EnvKubeServer),
 	}
 	if !dnsLabel.MatchString(k.Namespace) || len(k.Namespace) > 63 {
 		p.problem("ACS_KUBE_NAMESPACE %q must be a DNS label", k.Namespace)
@@ -460,7 +520,7 @@ func (p *parser) kube() Kube {
 		if u, err := url.Parse(k.Server); err != nil || u.Scheme != "https" || u.Host == "" {
 			p.problem("ACS_KUBE_SERVER %q must be the EKS cluster's https API server URL", k.Server)
 		}
-		ca, err := base64.StdEncoding.DecodeString(strings.TrimSpace(p.getenv("ACS_KUBE_CA_DATA")))
+		ca, err := base64.StdEncoding.DecodeString(strings.TrimSpace(p.getenv(EnvKubeCAData)))
 		if err != nil || !bytes.Contains(ca, []byte("-----BEGIN CERTIFICATE-----")) {
 			p.problem("ACS_KUBE_CA_DATA must be the base64 of the EKS cluster's PEM certificate authority")
 		}

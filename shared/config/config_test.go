@@ -203,3 +203,50 @@ func TestParseSpecs(t *testing.T) {
 		}
 	}
 }
+
+// The variables the stacks set from NeedVariables, RuntimeVariables and
+// BaseVariables are exactly what LoadAWS requires: with them a function
+// loads, and without any one of the required ones it names that one.
+func TestNeedVariablesAreWhatLoadAWSRequires(t *testing.T) {
+	ca := base64.StdEncoding.EncodeToString([]byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"))
+	valid := map[string]string{
+		config.EnvTable: "acs", config.EnvSecretKey: "0123456789abcdef0123",
+		config.EnvQueueURL: "https://sqs.eu-west-1.amazonaws.com/1/acs", config.EnvDeadLetterURL: "https://sqs.eu-west-1.amazonaws.com/1/acs-dlq",
+		config.EnvBucket: "acs-bucket", config.EnvBucketPrefix: "acs", config.EnvPublicURL: "https://api.example.com",
+		config.EnvRuntimeURL: "https://runtime.example.com", config.EnvRuntimeAPIKey: "runtime-key",
+		config.EnvKubeNamespace: "acs-sandboxes", config.EnvKubeBaseHost: "sandboxes.example.com", config.EnvSandboxImage: "acs-sandbox:1",
+		config.EnvEKSCluster: "acs", config.EnvKubeServer: "https://eks.example.com", config.EnvKubeCAData: ca,
+	}
+	optional := map[string]bool{config.EnvBucketPrefix: true, config.EnvRuntime: true, config.EnvKubeNamespace: true}
+	for _, need := range []config.Need{config.NeedQueue, config.NeedDeadLetter, config.NeedBlobs, config.NeedRuntime} {
+		for _, runtime := range []string{config.RuntimeAPI, config.RuntimeKubernetes} {
+			vars := append([]string{}, config.BaseVariables...)
+			vars = append(vars, config.NeedVariables[need]...)
+			if need == config.NeedRuntime {
+				vars = append(vars, config.RuntimeVariables[runtime]...)
+			}
+			m := map[string]string{"AWS_REGION": "eu-west-1", config.EnvRuntime: runtime}
+			for _, v := range vars {
+				if valid[v] == "" && v != config.EnvRuntime {
+					t.Fatalf("no test value for %s", v)
+				}
+				if v != config.EnvRuntime {
+					m[v] = valid[v]
+				}
+			}
+			if _, err := config.LoadAWS(env(m), need); err != nil {
+				t.Errorf("need %d, runtime %s: the listed variables do not suffice: %v", need, runtime, err)
+			}
+			for _, v := range vars {
+				if optional[v] {
+					continue
+				}
+				without := maps.Clone(m)
+				delete(without, v)
+				if _, err := config.LoadAWS(env(without), need); err == nil || !strings.Contains(err.Error(), v) {
+					t.Errorf("need %d, runtime %s: without %s: %v", need, runtime, v, err)
+				}
+			}
+		}
+	}
+}

@@ -73,6 +73,11 @@ const (
 	MaxMessagesPerReceive = 10
 )
 
+// DeadLetterRetention is how long the dead-letter queue keeps a message
+// (SQS's longest retention), so that the reconciler finds it even after
+// a long outage.
+const DeadLetterRetention = 14 * 24 * time.Hour
+
 // DeadVisibility is how long a message received by ReceiveDead stays
 // invisible in the dead-letter queue before it is delivered again.
 const DeadVisibility = 2 * time.Minute
@@ -323,8 +328,8 @@ func delivery(receipt, body, count string) (acs.Delivery, error) {
 	return d, nil
 }
 
-// Setup creates the queue name and its dead-letter queue name+"-dlq" (a
-// 14-day retention) unless they exist, sets the queue's redrive policy to
+// Setup creates the queue name and its dead-letter queue name+"-dlq"
+// (DeadLetterRetention) unless they exist, sets the queue's redrive policy to
 // move a message to the dead-letter queue once it has been received
 // maxReceiveCount (1 to 1000) times without being deleted, and returns both
 // URLs. It is idempotent, and converges existing queues to that redrive
@@ -345,7 +350,7 @@ func Setup(ctx context.Context, client *sqs.Client, name string, maxReceiveCount
 		return "", "", fmt.Errorf("sqsqueue: setup: maxReceiveCount %d: not in 1..1000: %w", maxReceiveCount, acs.ErrInvalid)
 	}
 	dlqURL, err = ensureQueue(ctx, client, name+"-dlq", map[string]string{
-		string(types.QueueAttributeNameMessageRetentionPeriod): "1209600",
+		string(types.QueueAttributeNameMessageRetentionPeriod): strconv.Itoa(int(DeadLetterRetention / time.Second)),
 	})
 	if err != nil {
 		return "", "", err

@@ -59,6 +59,9 @@ func (w *Worker) failIfUnchanged(ctx context.Context, t acs.StartTask, detail st
 	if err != nil {
 		return false, fmt.Errorf("expire start task %s: %w", t.ID, err)
 	}
+	if !changed {
+		logTaskFailed(t.ID, t.Status)
+	}
 	return !changed, nil
 }
 

@@ -475,7 +475,7 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 func (l *Lifecycle) Delete(ctx context.Context, sb acs.Sandbox, archive bool) (acs.Sandbox, error) {
 	key := ""
 	if archive && l.Blobs != nil && sb.Status != acs.SandboxMissing {
-		key = fmt.Sprintf("archives/%s/%s.tar.gz", sb.ID, l.now().Format("20060102T150405Z"))
+		key = fmt.Sprintf(ArchivePrefix+"%s/%s.tar.gz", sb.ID, l.now().Format("20060102T150405Z"))
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(l.Runtime.Archive(ctx, sb.ID, pw)) }()
 		if err := l.Blobs.Put(ctx, key, pr); err != nil {

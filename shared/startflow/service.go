@@ -130,10 +130,12 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	}
 	if err := s.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, 0); err != nil {
 		slog.Error("startflow: enqueue failed", "task", t.ID, "error", err)
-		_, _ = s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
+		if _, err := s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
 			tk.Fail("The start could not be queued; please retry.", s.now())
 			return nil
-		})
+		}); err == nil {
+			logTaskFailed(t.ID, t.Status)
+		}
 		return acs.StartTask{}, fmt.Errorf("queue start task: %w", acs.ErrUnavailable)
 	}
 	return t, nil

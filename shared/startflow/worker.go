@@ -97,10 +97,10 @@ func (c Config) Defaults() Config {
 		c.PollInterval = 2 * time.Second
 	}
 	if c.Visibility == 0 {
-		c.Visibility = 60 * time.Second
+		c.Visibility = DefaultVisibility
 	}
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 5
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if len(c.Tools) == 0 {
 		c.Tools = []string{"terminal", "file_editor", "task_tracker"}
@@ -313,13 +313,19 @@ func (w *Worker) heartbeat(ctx context.Context, receipt string) func() {
 // it). A slot left behind would inflate conversation_count, fill the
 // sandbox for grouping, and keep it from going with its last conversation.
 func (w *Worker) fail(ctx context.Context, taskID, detail string) error {
+	var failedAt acs.StartTaskStatus
 	tk, err := w.Store.UpdateStartTask(ctx, taskID, func(tk *acs.StartTask) error {
+		failedAt = ""
 		if tk.Status.Done() {
 			return nil
 		}
+		failedAt = tk.Status
 		tk.Fail(detail, w.now())
 		return nil
 	})
+	if err == nil && failedAt != "" {
+		logTaskFailed(taskID, failedAt)
+	}
 	if err != nil || tk.Status != acs.TaskError || tk.SandboxID == nil {
 		return err
 	}

@@ -6,15 +6,22 @@
 package awsenv
 
 import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/apigw"
@@ -31,24 +38,83 @@ type Env struct {
 }
 
 // Load reads the configuration the function needs (need) from the
-// environment and sets up JSON logging. A configuration error is logged
-// with everything that is missing and the process exits, so the Lambda
-// init fails with that message instead of failing each request obscurely.
+// environment and sets up JSON logging. A secret variable given as the
+// ARN of a Secrets Manager secret (config.SecretVariables,
+// config.SecretARNSuffix) is read from Secrets Manager first. A
+// configuration error is logged with everything that is missing and the
+// process exits, so the Lambda init fails with that message instead of
+// failing each request obscurely.
 func Load(need config.Need) *Env {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
-	cfg, err := config.LoadAWS(os.Getenv, need)
-	if err != nil {
+	fail := func(err error) {
 		slog.Error("acs function: invalid configuration", "function", os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), "error", err.Error())
 		os.Exit(2)
 	}
-	e := &Env{Config: cfg, AWS: aws.Config{Region: cfg.Region}}
-	// Lambda puts the execution role's credentials in the environment.
-	if id := os.Getenv("AWS_ACCESS_KEY_ID"); id != "" {
-		e.AWS.Credentials = credentials.NewStaticCredentialsProvider(id, os.Getenv("AWS_SECRET_ACCESS_KEY"), os.Getenv("AWS_SESSION_TOKEN"))
-	} else {
-		e.AWS.Credentials = aws.AnonymousCredentials{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	getenv, err := ResolveSecrets(ctx, os.Getenv)
+	cancel()
+	if err != nil {
+		fail(err)
 	}
-	return e
+	cfg, err := config.LoadAWS(getenv, need)
+	if err != nil {
+		fail(err)
+	}
+	return &Env{Config: cfg, AWS: aws.Config{Region: cfg.Region, Credentials: credentialsFrom(os.Getenv)}}
+}
+
+// credentialsFrom returns the credentials Lambda puts in the environment
+// (the execution role's), or anonymous ones without them.
+func credentialsFrom(getenv func(string) string) aws.CredentialsProvider {
+	if id := getenv("AWS_ACCESS_KEY_ID"); id != "" {
+		return credentials.NewStaticCredentialsProvider(id, getenv("AWS_SECRET_ACCESS_KEY"), getenv("AWS_SESSION_TOKEN"))
+	}
+	return aws.AnonymousCredentials{}
+}
+
+// ResolveSecrets returns getenv with every secret variable that is unset
+// but named by its NAME_SECRET_ARN variable read from Secrets Manager (the
+// secret's string; ACS_SECRETSMANAGER_ENDPOINT overrides the endpoint).
+// The error names every secret that could not be read; values are never
+// in it.
+func ResolveSecrets(ctx context.Context, getenv func(string) string) (func(string) string, error) {
+	values := map[string]string{}
+	var client *secretsmanager.Client
+	var problems []string
+	for _, name := range config.SecretVariables {
+		arn := strings.TrimSpace(getenv(name + config.SecretARNSuffix))
+		if getenv(name) != "" || arn == "" {
+			continue
+		}
+		if client == nil {
+			client = secretsmanager.New(secretsmanager.Options{
+				Region:      cmp.Or(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION")),
+				Credentials: credentialsFrom(getenv),
+			}, func(o *secretsmanager.Options) {
+				if ep := getenv(config.EnvSecretsManagerEndpoint); ep != "" {
+					o.BaseEndpoint = aws.String(ep)
+				}
+			})
+		}
+		out, err := client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(arn)})
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s%s: read secret %s: %v", name, config.SecretARNSuffix, arn, err))
+		case aws.ToString(out.SecretString) == "":
+			problems = append(problems, fmt.Sprintf("%s%s: secret %s has no string value", name, config.SecretARNSuffix, arn))
+		default:
+			values[name] = aws.ToString(out.SecretString)
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New("configuration: " + strings.Join(problems, "; "))
+	}
+	return func(k string) string {
+		if v, ok := values[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}, nil
 }
 
 // Store is the DynamoDB store; blobs keeps events too large for an item
@@ -84,7 +150,7 @@ func (e *Env) Flow() startflow.Config {
 // only from the authorizer's context.
 func (e *Env) Deps(blobs acs.Blobs) api.Deps {
 	d := api.Deps{Store: e.Store(blobs), Sealer: e.Sealer(), Flow: e.Flow(), ContextAuthOnly: true,
-		StreamLimit: 25 * time.Second}
+		StreamLimit: functions.StreamStartLimit}
 	if blobs != nil {
 		d.Blobs = blobs
 	}
