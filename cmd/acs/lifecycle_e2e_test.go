@@ -11,6 +11,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -1024,22 +1026,69 @@ func TestLifecycleRunningCapDeletedConversationFreesSlot(t *testing.T) {
 }
 
 // Rule 10's counterpart: a sandbox whose agent is working (here waiting for
-// a slow LLM answer) is not idle and must not be paused under it.
+// an LLM answer the test holds back) is not idle and must not be paused
+// under it, however late the agent server's reports of the run arrive;
+// once the agent has finished, the sandbox is idle and paused.
+//
+// The test asserts an order, not a speed: the answer is held until the
+// reconciler has shown that it runs and pauses idle sandboxes (a canary
+// sandbox created after the working one's last activity is paused), and
+// every reading of the working sandbox until then must be RUNNING. After
+// the answer, the sandbox may be paused only after the run's end is stored.
 func TestLifecycleIdleSparesWorkingAgent(t *testing.T) {
 	t.Parallel()
-	s, _, _ := lcServe(t, []llmtest.Reply{{MatchText: "tag-slow", Text: "A slow answer.", Delay: 3 * time.Second}},
-		"ACS_IDLE_PAUSE_AFTER=1s", "ACS_IDLE_CLEANUP_AFTER=0", "ACS_RECONCILE_INTERVAL=200ms")
+	gate := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(gate) }) }
+	s, llm, _ := lcServe(t, []llmtest.Reply{{MatchText: "tag-slow", Respond: func(*llmtest.Request) llmtest.Reply {
+		<-gate
+		return llmtest.Reply{Text: "A slow answer."}
+	}}}, "ACS_IDLE_PAUSE_AFTER=1s", "ACS_IDLE_CLEANUP_AFTER=0", "ACS_RECONCILE_INTERVAL=200ms")
+	t.Cleanup(release) // before the LLM server closes
 	conv, sbID := lcStart(s, apiKey, "tag-slow")
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		c := s.conv(apiKey, conv)
-		if lcExec(c) == "finished" {
-			return
-		}
+	running := func(what string) {
+		t.Helper()
 		if sb := s.sandbox(apiKey, sbID); sb.Status != "RUNNING" {
-			t.Fatalf("the sandbox was %s while its agent was working (conversation %s/%s)", sb.Status, c.SandboxStatus, lcExec(c))
+			t.Fatalf("the sandbox was %s while its agent was working (%s)\n%s", sb.Status, what, s.log)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatal("the slow conversation never finished")
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := llm.WaitRequests(wctx, 1); err != nil {
+		t.Fatalf("the agent never called the LLM: %v", err)
+	}
+	running("calling the LLM")
+	// Every event of the run so far is stored: the working sandbox's last
+	// activity (a webhook) is behind us, and the agent sends nothing while
+	// it waits for the answer.
+	lcWait(t, "the webhook to deliver every event", 60*time.Second, func() bool {
+		running("waiting for its events")
+		c := s.conv(apiKey, conv)
+		base := strings.TrimSuffix(*c.ConversationURL, "/api/conversations/"+conv)
+		code, body, err := lcAgent(base, *c.SessionAPIKey, "/api/conversations/"+conv+"/events/count")
+		if err != nil || code != 200 {
+			t.Fatalf("agent server events count: %d %s %v", code, body, err)
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(body)))
+		return n > 0 && lcEventCount(s, apiKey, conv) == n
+	})
+	var canary sandboxInfo
+	s.admin("POST", "/api/v1/sandboxes", nil).want(200).into(&canary)
+	lcWait(t, "the reconciler to pause an idle canary sandbox", 60*time.Second, func() bool {
+		running("the canary waits to be paused")
+		return s.sandbox(apiKey, canary.ID).Status == "PAUSED"
+	})
+	running("the canary was paused")
+
+	release()
+	lcWaitSandbox(s, apiKey, sbID, "PAUSED", 60*time.Second)
+	answered := false
+	for _, ev := range lcEvents(s, apiKey, conv) {
+		if b, _ := json.Marshal(ev); ev["source"] == "agent" && strings.Contains(string(b), "A slow answer.") {
+			answered = true
+		}
+	}
+	if !answered {
+		t.Fatalf("the sandbox was paused before the agent's answer was stored\n%s", s.log)
+	}
 }

@@ -559,7 +559,8 @@ type ReconcileReport struct {
 }
 
 // Reconcile is one pass of the idle rules over every sandbox: a RUNNING one
-// idle (no activity) for Config.IdlePause is paused; a PAUSED one idle for
+// idle (no activity) for Config.IdlePause, by its record as read when it is
+// examined, and with no work in progress (see working) is paused; a PAUSED one idle for
 // Config.IdleCleanup is archived and cleaned up (MISSING). A zero duration
 // disables its rule. It also notices sandboxes whose compute died (ERROR).
 func (l *Lifecycle) Reconcile(ctx context.Context) (ReconcileReport, error) {
@@ -575,10 +576,14 @@ func (l *Lifecycle) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			if sb.Status.ReadOnly() {
 				continue
 			}
-			sb, _ = l.Refresh(ctx, sb)
+			var st acs.RuntimeStatus
+			sb, st = l.Refresh(ctx, sb)
 			idle := now.Sub(latest(sb.LastActivityAt, sb.LastUsedAt, sb.CreatedAt))
 			switch {
-			case sb.Status == acs.SandboxRunning && l.Config.IdlePause > 0 && idle >= l.Config.IdlePause && !l.working(ctx, sb):
+			case sb.Status == acs.SandboxRunning && l.Config.IdlePause > 0 && idle >= l.Config.IdlePause:
+				if sb, idle = l.idleNow(ctx, sb); sb.Status != acs.SandboxRunning || idle < l.Config.IdlePause || l.working(ctx, sb, st, idle) {
+					continue
+				}
 				if _, err := l.Pause(ctx, sb); err != nil {
 					slog.Warn("reconcile: pause idle sandbox", "sandbox", sb.ID, "error", err)
 					rep.Failed = append(rep.Failed, sb.ID)
@@ -640,10 +645,39 @@ func (l *Lifecycle) buryTombstones(ctx context.Context, sb acs.Sandbox, client *
 	})
 }
 
-// working reports whether an agent on the sandbox is at work (running, or
-// backing off an LLM rate limit): a long LLM call or command sends no
-// events, but the sandbox is not idle.
-func (l *Lifecycle) working(ctx context.Context, sb acs.Sandbox) bool {
+// idleNow re-reads sb's record and returns it with how long it has been
+// idle now: a pass over many sandboxes takes a while, and a start or a
+// message since the listing is activity.
+func (l *Lifecycle) idleNow(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, time.Duration) {
+	if fresh, err := l.Store.GetSandbox(ctx, sb.ID); err == nil {
+		sb = fresh
+	}
+	return sb, l.now().Sub(latest(sb.LastActivityAt, sb.LastUsedAt, sb.CreatedAt))
+}
+
+// agentCheckTimeout bounds the reconciler's question to an agent server.
+const agentCheckTimeout = 5 * time.Second
+
+// working reports whether sb, idle for idle by its recorded activity, has
+// work in progress, which keeps it from being paused:
+//   - a conversation is being started on it (a start task holding one of
+//     its slots has not finished): cloning, the setup script and the other
+//     steps record no activity;
+//   - an agent on it is running or backing off an LLM rate limit, as its
+//     agent server last reported (a long LLM call or command sends no
+//     events);
+//   - its agent server (st) says a conversation is running. A run that a
+//     message starts (a start's initial message, send-message, a queued
+//     message) is running on the agent server before the delivery is
+//     answered, but the control plane learns of it from a webhook, which can
+//     come later (or be retried after a failure); the agent server is asked
+//     rather than the sandbox paused under a run it has not reported yet.
+//
+// When in doubt it answers true: the store cannot be read, or the agent
+// server does not answer while the sandbox has been idle for less than
+// twice IdlePause (one more idle period for a busy agent server; a silent
+// one is paused after that).
+func (l *Lifecycle) working(ctx context.Context, sb acs.Sandbox, st acs.RuntimeStatus, idle time.Duration) bool {
 	convs, err := l.Store.ListConversationsBySandbox(ctx, sb.ID)
 	if err != nil {
 		return true // when in doubt, do not pause
@@ -654,5 +688,81 @@ func (l *Lifecycle) working(ctx context.Context, sb acs.Sandbox) bool {
 			return true
 		}
 	}
+	if l.starting(ctx, sb, convs) {
+		return true
+	}
+	running, err := agentRunning(ctx, st)
+	if err != nil {
+		slog.Warn("reconcile: ask the agent server whether it is working", "sandbox", sb.ID, "error", err)
+		return idle < 2*l.Config.IdlePause
+	}
+	if running {
+		slog.Debug("reconcile: the agent server is running a conversation not reported yet", "sandbox", sb.ID)
+	}
+	return running
+}
+
+// starting reports whether a start task holding one of sb's slots has not
+// finished (or cannot be read): a slot with no conversation record yet, or
+// a conversation its agent server has not reported on yet (the record is
+// made just before the conversation is created on the agent server).
+func (l *Lifecycle) starting(ctx context.Context, sb acs.Sandbox, convs []acs.Conversation) bool {
+	recorded := make(map[string]acs.Conversation, len(convs))
+	for _, c := range convs {
+		recorded[c.ID] = c
+	}
+	for _, id := range sb.Slots {
+		c, ok := recorded[id]
+		switch {
+		case !ok:
+			if busy, err := l.startingConversation(ctx, sb.OwnerID, id); busy || err != nil {
+				return true
+			}
+		case c.StartTaskID != "" && c.ExecutionStatusAt.IsZero():
+			t, err := l.Store.GetStartTask(ctx, c.StartTaskID)
+			if errors.Is(err, acs.ErrNotFound) {
+				continue
+			}
+			if err != nil || !t.Status.Done() {
+				return true
+			}
+		}
+	}
 	return false
+}
+
+// startingConversation reports whether an unfinished start task of owner is
+// starting conversation id.
+func (l *Lifecycle) startingConversation(ctx context.Context, owner, id string) (bool, error) {
+	opts := acs.ListOptions{Limit: 100}
+	for {
+		page, err := l.Store.SearchStartTasks(ctx, owner, acs.StartTaskFilter{ConversationID: id}, acs.SortUpdatedAtDesc, opts)
+		if err != nil {
+			return false, err
+		}
+		for _, t := range page.Items {
+			if !t.Status.Done() {
+				return true, nil
+			}
+		}
+		if page.Next == "" {
+			return false, nil
+		}
+		opts.PageToken = page.Next
+	}
+}
+
+// agentRunning asks the agent server st reports whether any of its
+// conversations is running.
+func agentRunning(ctx context.Context, st acs.RuntimeStatus) (bool, error) {
+	if st.AgentURL == "" || st.SessionKey == "" {
+		return false, errors.New("the runtime reports no agent server address or session key")
+	}
+	actx, cancel := context.WithTimeout(ctx, agentCheckTimeout)
+	defer cancel()
+	var n int
+	if err := agentclient.New(st.AgentURL, st.SessionKey).Get(actx, "/api/conversations/count?status=running", &n); err != nil {
+		return false, fmt.Errorf("count running conversations: %w", err)
+	}
+	return n > 0, nil
 }
