@@ -45,7 +45,7 @@ case "$cmd" in
   install) ;;
   synth)
     scripts/build-lambdas.sh >/dev/null
-    exec "$cdk" synth --all --quiet --no-notices "$@" ;;
+    exec "$cdk" synth --quiet --no-notices "$@" ;;
   deploy)
     scripts/build-lambdas.sh >/dev/null
     exec "$cdk" deploy --all --no-notices "$@" ;;
