@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -116,33 +115,6 @@ func dump(t *testing.T, path string) []string {
 	return out
 }
 
-// diffDumps reports the entries only one of two dumps holds.
-func diffDumps(t *testing.T, what string, got, want []string) {
-	t.Helper()
-	in := func(list []string) map[string]bool {
-		m := map[string]bool{}
-		for _, l := range list {
-			m[l] = true
-		}
-		return m
-	}
-	g, w := in(got), in(want)
-	var lines []string
-	for _, l := range want {
-		if !g[l] {
-			lines = append(lines, "- "+l)
-		}
-	}
-	for _, l := range got {
-		if !w[l] {
-			lines = append(lines, "+ "+l)
-		}
-	}
-	if len(lines) > 0 {
-		t.Errorf("%s differs (- expected, + got):\n%s", what, strings.Join(lines, "\n"))
-	}
-}
-
 // TestStoredDataStillReads: the fixture files written by this and every
 // earlier schema open (migrating) and read as the fixture's values.
 func TestStoredDataStillReads(t *testing.T) {
@@ -178,7 +150,7 @@ func TestStoredBytesUnchanged(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	diffDumps(t, "the fixture stored now", dump(t, path), dump(t, fixturePath(schemaVersion)))
+	storetest.DiffLines(t, "the fixture stored now", dump(t, path), dump(t, fixturePath(schemaVersion)))
 }
 
 // TestMigrationsRebuildFixtureIndexes: a copy of the current fixture file
@@ -226,7 +198,7 @@ func TestMigrationsRebuildFixtureIndexes(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	diffDumps(t, "the migrated fixture", dump(t, path), want)
+	storetest.DiffLines(t, "the migrated fixture", dump(t, path), want)
 	if s, err = Open(path); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -255,26 +254,5 @@ func TestStoredItemsUnchanged(t *testing.T) {
 	table := tableName()
 	storetest.WriteFixture(t, newTable(t, c, dynamostore.Options{Table: table, Now: fixtureClock}))
 	got, want := itemLines(t, scanItems(t, ep, table)), itemLines(t, readFixtureItems(t))
-	in := func(list []string) map[string]bool {
-		m := map[string]bool{}
-		for _, l := range list {
-			m[l] = true
-		}
-		return m
-	}
-	g, w := in(got), in(want)
-	var diff []string
-	for _, l := range want {
-		if !g[l] {
-			diff = append(diff, "- "+l)
-		}
-	}
-	for _, l := range got {
-		if !w[l] {
-			diff = append(diff, "+ "+l)
-		}
-	}
-	if len(diff) > 0 {
-		t.Errorf("the fixture stored now differs (- expected, + got):\n%s", strings.Join(diff, "\n"))
-	}
+	storetest.DiffLines(t, "the fixture stored now", got, want)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -201,6 +202,35 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// DiffLines fails the test, showing the difference, unless got and want
+// (dumps of stored data, one entry a line) hold the same entries, in any
+// order.
+func DiffLines(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	in := func(list []string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range list {
+			m[l] = true
+		}
+		return m
+	}
+	g, w := in(got), in(want)
+	var lines []string
+	for _, l := range want {
+		if !g[l] {
+			lines = append(lines, "- "+l)
+		}
+	}
+	for _, l := range got {
+		if !w[l] {
+			lines = append(lines, "+ "+l)
+		}
+	}
+	if len(lines) > 0 {
+		t.Errorf("%s differs (- expected, + got):\n%s", what, strings.Join(lines, "\n"))
+	}
 }
 
 // same fails the test unless got and want are deeply equal, showing both.
