@@ -1,7 +1,7 @@
 // Package sqsqueue is the acs.Queue on Amazon SQS (a standard queue), with
 // its dead-letter queue.
 //
-// A message is the JSON of an acs.Message ({"task_id": ...}). Delivery is at
+// A message body is the JSON of messageBody ({"task_id": ...}). Delivery is at
 // least once, as the contract says, and SQS's limits shape the durations the
 // contract takes:
 //
