@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -259,43 +260,28 @@ func (r *Quota) domain() acs.Quota {
 
 // record returns the record of a domain value (or pointer to one).
 func record(v any) (any, error) {
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && !rv.IsNil() {
+		v = rv.Elem().Interface()
+	}
 	switch d := v.(type) {
 	case acs.User:
 		return User(d), nil
-	case *acs.User:
-		return User(*d), nil
 	case acs.APIKey:
 		return APIKey(d), nil
-	case *acs.APIKey:
-		return APIKey(*d), nil
 	case acs.Sandbox:
 		return Sandbox(d), nil
-	case *acs.Sandbox:
-		return Sandbox(*d), nil
 	case acs.Conversation:
 		return fromConversation(&d), nil
-	case *acs.Conversation:
-		return fromConversation(d), nil
 	case acs.StartTask:
 		return fromStartTask(&d), nil
-	case *acs.StartTask:
-		return fromStartTask(d), nil
 	case acs.Settings:
 		return Settings(d), nil
-	case *acs.Settings:
-		return Settings(*d), nil
 	case acs.Secret:
 		return Secret(d), nil
-	case *acs.Secret:
-		return Secret(*d), nil
 	case acs.PendingMessage:
 		return PendingMessage(d), nil
-	case *acs.PendingMessage:
-		return PendingMessage(*d), nil
 	case acs.Quota:
 		return fromQuota(&d), nil
-	case *acs.Quota:
-		return fromQuota(d), nil
 	}
 	return nil, fmt.Errorf("storerecord: no record type for %T", v)
 }
