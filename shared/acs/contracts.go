@@ -58,37 +58,63 @@ type EventQuery struct {
 	Desc      bool
 }
 
-// Store keeps the control plane's records. Every method is safe for
-// concurrent use and scoped only by the ids it is given: ownership checks
-// belong to the caller. Errors wrap ErrNotFound, ErrConflict, ErrInvalid (bad
-// page token) or ErrUnavailable (throttled or down; safe to retry).
+// The store contracts. The control plane's records are kept by one
+// contract per kind of record; a service takes only those it uses, and one
+// adapter type (boltstore, dynamostore) implements them all (Store).
+// Conformance suites for each are in shared/storetest.
+//
+// Common to every contract: methods are safe for concurrent use and scoped
+// only by the ids they are given (ownership checks belong to the caller).
+// Errors wrap the kinds each method names (ErrNotFound, ErrConflict,
+// ErrInvalid, ErrCapacity); any method may also return ErrUnavailable
+// (throttled or down: safe to retry; ErrStorageFull, which wraps it, when a
+// write found no space and stored nothing) and ErrInvalid for an id or
+// value the adapter cannot store.
 //
 // Update methods run fn on the current record and store the result
 // atomically: concurrent updates never lose a write. fn may run more than
 // once (optimistic adapters retry on contention) and must only modify the
-// record it is given; if fn returns an error nothing is stored and the error
-// is returned.
-type Store interface {
+// record it is given; if fn returns an error nothing is stored and that
+// error is returned. The record's id, owner and creation time are
+// not updatable (changes fn makes to them are dropped).
+//
+// Listings page with ListOptions (Limit 1..100; any other value means 100)
+// and return ErrInvalid for a page token the same listing did not issue.
+
+// UserStore keeps accounts and their API keys.
+type UserStore interface {
 	// CreateUser stores a new user; ErrConflict when the id exists.
 	CreateUser(ctx context.Context, u User) error
+	// GetUser returns a user; ErrNotFound when absent.
 	GetUser(ctx context.Context, id string) (User, error)
 	// CreateAPIKey stores a key; ErrConflict when its id or hash exists.
 	CreateAPIKey(ctx context.Context, k APIKey) error
-	// GetAPIKeyByHash finds a key by the SHA-256 of its value.
+	// GetAPIKeyByHash finds a key by the SHA-256 of its value (HashKey);
+	// ErrNotFound when none has it.
 	GetAPIKeyByHash(ctx context.Context, hash string) (APIKey, error)
+	// ListAPIKeys lists a user's keys (none: an empty list, no error).
 	ListAPIKeys(ctx context.Context, userID string) ([]APIKey, error)
-	// DeleteAPIKey revokes a key of the user; ErrNotFound otherwise.
+	// DeleteAPIKey revokes a key of the user; ErrNotFound when absent or
+	// another user's.
 	DeleteAPIKey(ctx context.Context, userID, id string) error
+}
 
+// StartTaskStore keeps start tasks.
+type StartTaskStore interface {
 	// CreateStartTask stores a new task; ErrConflict when the id exists.
 	CreateStartTask(ctx context.Context, t StartTask) error
+	// GetStartTask returns a task; ErrNotFound when absent.
 	GetStartTask(ctx context.Context, id string) (StartTask, error)
+	// UpdateStartTask updates a task (see the update contract above);
+	// ErrNotFound when absent.
 	UpdateStartTask(ctx context.Context, id string, fn func(*StartTask) error) (StartTask, error)
 	// ListStartTasks lists a user's tasks, newest first.
 	ListStartTasks(ctx context.Context, ownerID string, opts ListOptions) (Page[StartTask], error)
 	// SearchStartTasks lists a user's tasks matching f in the given order
-	// (default CREATED_AT_DESC); ErrInvalid for a foreign page token.
+	// (default CREATED_AT_DESC); ErrInvalid for an unknown order or a
+	// foreign page token.
 	SearchStartTasks(ctx context.Context, ownerID string, f StartTaskFilter, order StartTaskSort, opts ListOptions) (Page[StartTask], error)
+	// CountStartTasks counts a user's tasks matching f.
 	CountStartTasks(ctx context.Context, ownerID string, f StartTaskFilter) (int, error)
 	// DeleteStartTask removes a task; ErrNotFound when absent.
 	DeleteStartTask(ctx context.Context, id string) error
@@ -97,37 +123,61 @@ type Store interface {
 	// recently updated first, at most limit (clamped to 1..100): the
 	// reconciler expires those whose worker stopped advancing them.
 	ListUnfinishedStartTasks(ctx context.Context, updatedBefore time.Time, limit int) ([]StartTask, error)
+}
 
+// SandboxStore keeps sandbox records and finds them by session key.
+type SandboxStore interface {
 	// CreateSandbox stores a new sandbox; ErrConflict when the id exists.
 	CreateSandbox(ctx context.Context, s Sandbox) error
+	// GetSandbox returns a sandbox; ErrNotFound when absent.
 	GetSandbox(ctx context.Context, id string) (Sandbox, error)
-	// GetSandboxBySessionKeyHash finds the sandbox whose current session key
-	// hashes to hash.
+	// GetSandboxBySessionKeyHash finds the sandbox whose current session
+	// key hashes to hash; ErrNotFound when none does (or hash is "").
 	GetSandboxBySessionKeyHash(ctx context.Context, hash string) (Sandbox, error)
+	// UpdateSandbox updates a sandbox (see the update contract above), so a
+	// slot reserved in fn (Sandbox.Reserve) never overfills it; the
+	// session-key lookup follows a changed SessionKeyHash. ErrNotFound when
+	// absent.
 	UpdateSandbox(ctx context.Context, id string, fn func(*Sandbox) error) (Sandbox, error)
 	// ListSandboxes lists a user's sandboxes, newest first.
 	ListSandboxes(ctx context.Context, ownerID string, opts ListOptions) (Page[Sandbox], error)
 	// ListAllSandboxes lists every user's sandboxes (the reconciler), in a
 	// stable order.
 	ListAllSandboxes(ctx context.Context, opts ListOptions) (Page[Sandbox], error)
+	// DeleteSandbox removes a sandbox; ErrNotFound when absent.
 	DeleteSandbox(ctx context.Context, id string) error
+}
 
-	// CreateConversation stores a new conversation; ErrConflict when the id
-	// exists.
+// ConversationStore keeps conversation records.
+type ConversationStore interface {
+	// CreateConversation stores a new conversation; ErrConflict when the
+	// id exists.
 	CreateConversation(ctx context.Context, c Conversation) error
+	// GetConversation returns a conversation; ErrNotFound when absent.
 	GetConversation(ctx context.Context, id string) (Conversation, error)
+	// UpdateConversation updates a conversation (see the update contract
+	// above); the owner's searches and counts follow it. ErrNotFound when
+	// absent.
 	UpdateConversation(ctx context.Context, id string, fn func(*Conversation) error) (Conversation, error)
 	// SearchConversations lists a user's conversations matching f, newest
 	// first.
 	SearchConversations(ctx context.Context, ownerID string, f ConversationFilter, opts ListOptions) (Page[Conversation], error)
 	// CountConversations counts a user's conversations matching f.
 	CountConversations(ctx context.Context, ownerID string, f ConversationFilter) (int, error)
-	// ListConversationsBySandbox lists the conversations placed on a sandbox.
+	// ListConversationsBySandbox lists the conversations placed on a
+	// sandbox, in no particular order.
 	ListConversationsBySandbox(ctx context.Context, sandboxID string) ([]Conversation, error)
+	// DeleteConversation removes a conversation (not its events);
+	// ErrNotFound when absent.
 	DeleteConversation(ctx context.Context, id string) error
+}
 
+// EventStore keeps each conversation's events: the agent server's JSON,
+// returned byte for byte, and the fields searches need.
+type EventStore interface {
 	// PutEvents stores a conversation's events, each at most once: an event
 	// whose id is already stored is skipped. It returns how many were new.
+	// ErrInvalid for an event without an id.
 	PutEvents(ctx context.Context, conversationID string, evs []StoredEvent) (int, error)
 	// SearchEvents pages a conversation's events in timestamp order (ties by
 	// id); ErrInvalid for a page token that is not one this store issued.
@@ -142,21 +192,34 @@ type Store interface {
 	CountEvents(ctx context.Context, conversationID string, f EventFilter) (int, error)
 	// GetEvents returns events by id, nil for the missing ones, in order.
 	GetEvents(ctx context.Context, conversationID string, ids []string) ([][]byte, error)
-	// DeleteEvents removes all of a conversation's events.
+	// DeleteEvents removes all of a conversation's events (none stored is
+	// not an error).
 	DeleteEvents(ctx context.Context, conversationID string) error
+}
 
+// QuotaStore keeps each user's quota record: the claims on the running cap
+// and the placement lock.
+type QuotaStore interface {
 	// UpdateQuota runs fn on the user's quota record (an empty one, with a
 	// non-nil Claims map, when none is stored) and stores the result
 	// atomically, like the other updates.
 	UpdateQuota(ctx context.Context, userID string, fn func(*Quota) error) (Quota, error)
+}
 
+// SettingsStore keeps each user's settings.
+type SettingsStore interface {
 	// GetSettings returns a user's settings; ErrNotFound when never saved.
 	GetSettings(ctx context.Context, userID string) (Settings, error)
-	// PutSettings creates or replaces a user's settings.
+	// PutSettings creates or replaces a user's settings; ErrInvalid
+	// without a user id.
 	PutSettings(ctx context.Context, s Settings) error
+}
 
+// SecretStore keeps each user's secrets, by name.
+type SecretStore interface {
 	// PutSecret creates or replaces a user's secret by name (the whole
-	// record: callers keep CreatedAt when replacing).
+	// record: callers keep CreatedAt when replacing); ErrInvalid without
+	// an owner or a name.
 	PutSecret(ctx context.Context, s Secret) error
 	// GetSecret returns a user's secret; ErrNotFound when absent.
 	GetSecret(ctx context.Context, ownerID, name string) (Secret, error)
@@ -164,11 +227,15 @@ type Store interface {
 	ListSecrets(ctx context.Context, ownerID string) ([]Secret, error)
 	// DeleteSecret removes a user's secret; ErrNotFound when absent.
 	DeleteSecret(ctx context.Context, ownerID, name string) error
+}
 
+// PendingMessageStore keeps the messages queued for conversations that
+// cannot take them yet, in queues by key (PendingMessage.Key).
+type PendingMessageStore interface {
 	// AddPendingMessage queues m under m.Key and returns its 1-based
-	// position; ErrCapacity when max (> 0) messages are already queued there.
-	// Concurrent adds never exceed max; adding an id already queued returns
-	// its position.
+	// position; ErrCapacity when max (> 0) messages are already queued
+	// there, ErrInvalid without a key or an id. Concurrent adds never
+	// exceed max; adding an id already queued returns its position.
 	AddPendingMessage(ctx context.Context, m PendingMessage, max int) (int, error)
 	// ListPendingMessages returns the messages queued under key in the
 	// order they were added.
@@ -176,6 +243,20 @@ type Store interface {
 	// DeletePendingMessage removes one queued message (absent is not an
 	// error).
 	DeletePendingMessage(ctx context.Context, key, id string) error
+}
+
+// Store is every store contract: what one adapter implements, and what a
+// caller holds until it takes only the contracts it uses.
+type Store interface {
+	UserStore
+	StartTaskStore
+	SandboxStore
+	ConversationStore
+	EventStore
+	QuotaStore
+	SettingsStore
+	SecretStore
+	PendingMessageStore
 }
 
 // Blobs keeps large opaque objects: workspace archives and transcripts. Keys

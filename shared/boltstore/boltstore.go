@@ -1,5 +1,6 @@
 // Package boltstore is the embedded acs.Store: one bbolt file under the data
-// directory. Records are JSON; secondary indexes (owner and creation or update
+// directory. Records are JSON (the record types of shared/storerecord, not
+// the domain types' tags); secondary indexes (owner and creation or update
 // time, key hashes, conversations by sandbox, event ids) live in their own
 // buckets and change in the same transaction as the record, so they never
 // disagree. Owner-index entries carry the few fields searches filter on, so
@@ -21,6 +22,7 @@ import (
 
 	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 var (
@@ -104,14 +106,14 @@ func get(tx *bolt.Tx, bucket []byte, id string, v any, what string) error {
 	if raw == nil {
 		return notFound(what, id)
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := storerecord.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("decode %s %s: %w", what, id, err)
 	}
 	return nil
 }
 
 func put(tx *bolt.Tx, bucket []byte, id string, v any) error {
-	raw, err := marshalNoEscape(v)
+	raw, err := storerecord.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s %s: %w", bucket, id, err)
 	}
@@ -353,7 +355,7 @@ func (s *Store) ListAPIKeys(_ context.Context, userID string) ([]acs.APIKey, err
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bKeys).ForEach(func(id, v []byte) error {
 			var k acs.APIKey
-			if err := json.Unmarshal(v, &k); err != nil {
+			if err := storerecord.Unmarshal(v, &k); err != nil {
 				return fmt.Errorf("decode api key %s: %w", id, err)
 			}
 			if k.UserID == userID {

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // A conversation's owner-index entry (owner, created_at, id) carries
@@ -227,7 +227,7 @@ func (s *Store) SearchConversations(_ context.Context, ownerID string, f acs.Con
 				page.Items = make([]acs.Conversation, 0, limit)
 			}
 			page.Items = append(page.Items, acs.Conversation{})
-			if err := json.Unmarshal(raw, &page.Items[len(page.Items)-1]); err != nil {
+			if err := storerecord.Unmarshal(raw, &page.Items[len(page.Items)-1]); err != nil {
 				return fmt.Errorf("decode conversation %s: %w", id, err)
 			}
 			return nil

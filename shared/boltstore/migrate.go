@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // schemaVersion is the layout this code writes. Version 1 (no meta bucket)
@@ -38,7 +39,7 @@ func migrate(tx *bolt.Tx) error {
 	if version < 3 {
 		err := tx.Bucket(bTasks).ForEach(func(id, raw []byte) error {
 			var t acs.StartTask
-			if err := json.Unmarshal(raw, &t); err != nil {
+			if err := storerecord.Unmarshal(raw, &t); err != nil {
 				return fmt.Errorf("migrate start task %s: %w", id, err)
 			}
 			if t.Status.Done() {
@@ -91,7 +92,7 @@ func migrateV2(tx *bolt.Tx) error {
 	counts := map[string][2]uint64{}
 	err := tx.Bucket(bConvs).ForEach(func(id, raw []byte) error {
 		var c acs.Conversation
-		if err := json.Unmarshal(raw, &c); err != nil {
+		if err := storerecord.Unmarshal(raw, &c); err != nil {
 			return fmt.Errorf("migrate conversation %s: %w", id, err)
 		}
 		puts = append(puts, kv{bConvOwner, ownerKey(c.OwnerID, c.CreatedAt, c.ID), convIndexValue(&c)})
@@ -110,7 +111,7 @@ func migrateV2(tx *bolt.Tx) error {
 	}
 	err = tx.Bucket(bTasks).ForEach(func(id, raw []byte) error {
 		var t acs.StartTask
-		if err := json.Unmarshal(raw, &t); err != nil {
+		if err := storerecord.Unmarshal(raw, &t); err != nil {
 			return fmt.Errorf("migrate start task %s: %w", id, err)
 		}
 		v := taskIndexValue(&t)
@@ -124,7 +125,7 @@ func migrateV2(tx *bolt.Tx) error {
 	// Sandboxes from before slots get one per conversation placed on them.
 	err = tx.Bucket(bSandboxes).ForEach(func(id, raw []byte) error {
 		var sb acs.Sandbox
-		if err := json.Unmarshal(raw, &sb); err != nil {
+		if err := storerecord.Unmarshal(raw, &sb); err != nil {
 			return fmt.Errorf("migrate sandbox %s: %w", id, err)
 		}
 		if sb.Slots != nil {
@@ -138,7 +139,7 @@ func migrateV2(tx *bolt.Tx) error {
 		if sb.Slots == nil {
 			return nil
 		}
-		out, err := marshalNoEscape(sb)
+		out, err := storerecord.Marshal(sb)
 		if err != nil {
 			return fmt.Errorf("migrate sandbox %s: %w", id, err)
 		}

@@ -2,12 +2,12 @@ package boltstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // CreateSandbox implements acs.Store.
@@ -116,7 +116,7 @@ func (s *Store) ListAllSandboxes(_ context.Context, opts acs.ListOptions) (acs.P
 		next, err := walkPage(tx.Bucket(bSandboxes).Cursor(), keyRange{}, start, false, clamp(opts.Limit), nil,
 			func(k, v []byte) error {
 				var sb acs.Sandbox
-				if err := json.Unmarshal(v, &sb); err != nil {
+				if err := storerecord.Unmarshal(v, &sb); err != nil {
 					return fmt.Errorf("decode sandbox %s: %w", k, err)
 				}
 				page.Items = append(page.Items, sb)

@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // ---- settings
@@ -39,7 +40,7 @@ func (s *Store) UpdateQuota(_ context.Context, userID string, fn func(*acs.Quota
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		q = acs.Quota{}
 		if raw := tx.Bucket(bQuotas).Get([]byte(userID)); raw != nil {
-			if err := json.Unmarshal(raw, &q); err != nil {
+			if err := storerecord.Unmarshal(raw, &q); err != nil {
 				return fmt.Errorf("decode quota of %s: %w", userID, err)
 			}
 		}
@@ -73,7 +74,7 @@ func (s *Store) PutSecret(_ context.Context, sec acs.Secret) error {
 		return err
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
-		raw, err := marshalNoEscape(sec)
+		raw, err := storerecord.Marshal(sec)
 		if err != nil {
 			return fmt.Errorf("encode secret %s: %w", sec.Name, err)
 		}
@@ -92,7 +93,7 @@ func (s *Store) GetSecret(_ context.Context, ownerID, name string) (acs.Secret, 
 		if raw == nil {
 			return notFound("secret", name)
 		}
-		if err := json.Unmarshal(raw, &sec); err != nil {
+		if err := storerecord.Unmarshal(raw, &sec); err != nil {
 			return fmt.Errorf("decode secret %s: %w", name, err)
 		}
 		return nil
@@ -108,7 +109,7 @@ func (s *Store) ListSecrets(_ context.Context, ownerID string) ([]acs.Secret, er
 		c := tx.Bucket(bSecrets).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var sec acs.Secret
-			if err := json.Unmarshal(v, &sec); err != nil {
+			if err := storerecord.Unmarshal(v, &sec); err != nil {
 				return fmt.Errorf("decode secret %s: %w", k[len(prefix):], err)
 			}
 			out = append(out, sec)
@@ -171,7 +172,7 @@ func (s *Store) AddPendingMessage(_ context.Context, m acs.PendingMessage, max i
 		if err != nil {
 			return fmt.Errorf("queue message for %s: %w", m.Key, err)
 		}
-		raw, err := marshalNoEscape(m)
+		raw, err := storerecord.Marshal(m)
 		if err != nil {
 			return fmt.Errorf("encode message %s: %w", m.ID, err)
 		}
@@ -205,7 +206,7 @@ func (s *Store) ListPendingMessages(_ context.Context, key string) ([]acs.Pendin
 		c := tx.Bucket(bPending).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var m acs.PendingMessage
-			if err := json.Unmarshal(v, &m); err != nil {
+			if err := storerecord.Unmarshal(v, &m); err != nil {
 				return fmt.Errorf("decode pending message for %s: %w", key, err)
 			}
 			out = append(out, m)

@@ -7,7 +7,8 @@
 //
 // # Items
 //
-// Records are JSON in the binary attribute d, so stored JSON (event bodies,
+// Records are JSON (the record types of shared/storerecord, not the domain
+// types' tags) in the binary attribute d, so stored JSON (event bodies,
 // metrics, message contents) comes back byte for byte. Next to it an item
 // carries the keys of its indexes and the few attributes filters compare.
 // Times in keys are timeKey: 16 hex digits of the Unix nanoseconds + 2^63

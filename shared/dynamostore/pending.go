@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // PendingRetention is how long a queued message is kept (its expires_at):
@@ -76,7 +77,7 @@ func (s *Store) AddPendingMessage(ctx context.Context, m acs.PendingMessage, max
 	if m.ID == "" {
 		return 0, fmt.Errorf("pending message without an id: %w", acs.ErrInvalid)
 	}
-	raw, err := marshal(m)
+	raw, err := storerecord.Marshal(m)
 	if err != nil {
 		return 0, fmt.Errorf("encode message %s: %w", m.ID, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // Key prefixes (see the package documentation).
@@ -182,7 +183,7 @@ func record(pk, sk string, v any) (item, error) {
 	if !storable(pk, sk) {
 		return nil, fmt.Errorf("key %q %q: %w", truncate(pk, 64), truncate(sk, 64), acs.ErrInvalid)
 	}
-	raw, err := marshal(v)
+	raw, err := storerecord.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", pk, err)
 	}

@@ -1,12 +1,10 @@
 package dynamostore
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -25,6 +23,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 // Options configure a Store.
@@ -198,20 +197,10 @@ func setS(it item, a, v string) {
 	}
 }
 
-// marshal encodes without HTML escaping, so stored JSON (event bodies,
-// message contents, metrics) comes back as it was given.
-func marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
+// decode decodes the record in the data attribute of it into v, a pointer to
+// a domain record (see storerecord).
 func decode(it item, v any, what, id string) error {
-	if err := json.Unmarshal(bin(it, aData), v); err != nil {
+	if err := storerecord.Unmarshal(bin(it, aData), v); err != nil {
 		return fmt.Errorf("decode %s %s: %w", what, id, err)
 	}
 	return nil

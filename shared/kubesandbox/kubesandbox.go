@@ -21,7 +21,6 @@ package kubesandbox
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,14 +139,13 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 	if err != nil {
 		return acs.RuntimeStatus{}, err
 	}
-	spec, _ := json.Marshal(req.Spec)
 	env := r.env(req.Env)
 	rec := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: recordName(req.SandboxID), Namespace: r.cfg.Namespace,
 			Labels: map[string]string{LabelManagedBy: managedBy, LabelComponent: componentRoot,
 				LabelSandbox: labelHash(req.SandboxID), LabelOwner: labelHash(req.OwnerID), LabelSpec: labelValue(req.Spec.ID)},
 			Annotations: map[string]string{AnnotationSandboxID: req.SandboxID, AnnotationOwnerID: req.OwnerID, AnnotationSpecID: req.Spec.ID}},
-		Data: map[string]string{keyState: stateRunning, "spec": string(spec)},
+		Data: map[string]string{keyState: stateRunning, "spec": encodeSpec(req.Spec)},
 	}
 	created, err := r.core.ConfigMaps(r.cfg.Namespace).Create(ctx, rec, metav1.CreateOptions{})
 	switch {
@@ -276,9 +274,7 @@ func (r *Runtime) Status(ctx context.Context, id string) (acs.RuntimeStatus, err
 }
 
 func recordSpec(rec *corev1.ConfigMap) acs.SandboxSpec {
-	var spec acs.SandboxSpec
-	_ = json.Unmarshal([]byte(rec.Data["spec"]), &spec)
-	return spec
+	return decodeSpec(rec.Data["spec"])
 }
 
 func (r *Runtime) status(ctx context.Context, rec *corev1.ConfigMap) (acs.RuntimeStatus, error) {

@@ -2,7 +2,6 @@ package kubesandbox
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -19,12 +18,11 @@ import (
 // poolHash digests what a warm runtime was started with (its spec and
 // environment): only a runtime started as a new one would be is claimed.
 func poolHash(spec acs.SandboxSpec, env map[string]string) string {
-	b, _ := json.Marshal(spec)
 	all := maps.Clone(env)
 	if all == nil {
 		all = map[string]string{}
 	}
-	all["\x00spec"] = string(b)
+	all["\x00spec"] = encodeSpec(spec)
 	return envHash(all)
 }
 
@@ -210,11 +208,10 @@ func (r *Runtime) startWarm(ctx context.Context, spec acs.SandboxSpec, t PodTemp
 	lbl[LabelPool], lbl[LabelEnv] = "warm", hash
 	rootLabels := maps.Clone(lbl)
 	rootLabels[LabelComponent] = componentPool
-	specJSON, _ := json.Marshal(spec)
 	root, err := r.core.ConfigMaps(r.cfg.Namespace).Create(ctx, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: objectName(rid), Namespace: r.cfg.Namespace, Labels: rootLabels,
 			Annotations: map[string]string{AnnotationSpecID: spec.ID}},
-		Data: map[string]string{"spec": string(specJSON)},
+		Data: map[string]string{"spec": encodeSpec(spec)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return wrap("create warm runtime for "+spec.ID, err)

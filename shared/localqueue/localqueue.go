@@ -22,12 +22,21 @@ import (
 
 var bMessages = []byte("messages")
 
+// record is a stored message; its JSON names are the queue file's format,
+// apart from acs.Message's tags.
 type record struct {
-	Message      acs.Message `json:"m"`
-	VisibleAt    int64       `json:"v"` // unix nanos
-	ReceiveCount int         `json:"c"`
-	Receipt      string      `json:"r,omitempty"`
-	SentAt       int64       `json:"s"`
+	Message      message `json:"m"`
+	VisibleAt    int64   `json:"v"` // unix nanos
+	ReceiveCount int     `json:"c"`
+	Receipt      string  `json:"r,omitempty"`
+	SentAt       int64   `json:"s"`
+}
+
+// message is the stored acs.Message (a field added to acs.Message fails to
+// compile until it is added here).
+type message struct {
+	TaskID string              `json:"task_id"`
+	Step   acs.StartTaskStatus `json:"step,omitempty"`
 }
 
 // Queue is an acs.Queue on a bbolt file.
@@ -91,7 +100,7 @@ func (q *Queue) Send(_ context.Context, m acs.Message, delay time.Duration) erro
 	now := q.now()
 	id := acs.NewID()
 	err := q.db.Update(func(tx *bolt.Tx) error {
-		raw, err := json.Marshal(record{Message: m, VisibleAt: now.Add(delay).UnixNano(), SentAt: now.UnixNano()})
+		raw, err := json.Marshal(record{Message: message(m), VisibleAt: now.Add(delay).UnixNano(), SentAt: now.UnixNano()})
 		if err != nil {
 			return err
 		}
@@ -194,7 +203,7 @@ func (q *Queue) take(max int, visibility time.Duration) ([]acs.Delivery, int64, 
 			if err := b.Put([]byte(c.id), raw); err != nil {
 				return err
 			}
-			out = append(out, acs.Delivery{Message: c.rec.Message, Receipt: c.rec.Receipt, ReceiveCount: c.rec.ReceiveCount})
+			out = append(out, acs.Delivery{Message: acs.Message(c.rec.Message), Receipt: c.rec.Receipt, ReceiveCount: c.rec.ReceiveCount})
 		}
 		return nil
 	})

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/localqueue"
@@ -84,5 +86,44 @@ func TestFullDiskIsStorageFull(t *testing.T) {
 	}
 	if !got["after"] || !got["task-000000"] || !got[fmt.Sprintf("task-%06d", sent-1)] {
 		t.Fatalf("messages lost: %d received", len(got))
+	}
+}
+
+// TestReadsMessagesWrittenEarlier: a queue file holding a message as the
+// earlier versions wrote it ({"m": {"task_id", "step"}, "v", "c", "s"})
+// still delivers it.
+func TestReadsMessagesWrittenEarlier(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucket([]byte("messages"))
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte("0123456789abcdef0123456789abcdef"),
+			[]byte(`{"m":{"task_id":"written-earlier","step":"WAITING_FOR_SANDBOX"},"v":1,"c":2,"r":"0123456789abcdef0123456789abcdef:2","s":1}`))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	q, err := localqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	d, err := q.Receive(context.Background(), 10, time.Second, time.Minute)
+	if err != nil || len(d) != 1 {
+		t.Fatalf("received %+v, %v", d, err)
+	}
+	want := acs.Message{TaskID: "written-earlier", Step: acs.TaskWaitingForSandbox}
+	if d[0].Message != want || d[0].ReceiveCount != 3 {
+		t.Fatalf("delivery %+v, want %+v received a third time", d[0], want)
+	}
+	if err := q.Delete(context.Background(), d[0].Receipt); err != nil {
+		t.Fatal(err)
 	}
 }

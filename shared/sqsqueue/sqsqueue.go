@@ -1,7 +1,7 @@
 // Package sqsqueue is the acs.Queue on Amazon SQS (a standard queue), with
 // its dead-letter queue.
 //
-// A message is the JSON of an acs.Message ({"task_id": ...}). Delivery is at
+// A message body is the JSON of messageBody ({"task_id": ...}). Delivery is at
 // least once, as the contract says, and SQS's limits shape the durations the
 // contract takes:
 //
@@ -132,7 +132,7 @@ func (q *Queue) Send(ctx context.Context, m acs.Message, delay time.Duration) er
 	if m.TaskID == "" {
 		return fmt.Errorf("sqsqueue: send: empty task id: %w", acs.ErrInvalid)
 	}
-	body, err := json.Marshal(m)
+	body, err := json.Marshal(messageBody(m))
 	if err != nil {
 		return fmt.Errorf("sqsqueue: send: %w", err)
 	}
@@ -307,6 +307,14 @@ func Record(m events.SQSMessage) (acs.Delivery, error) {
 	return d, nil
 }
 
+// messageBody is the JSON of a message's body: the queue's format, apart
+// from acs.Message's tags (a field added to acs.Message fails to compile
+// until it is added here).
+type messageBody struct {
+	TaskID string              `json:"task_id"`
+	Step   acs.StartTaskStatus `json:"step,omitempty"`
+}
+
 // delivery decodes a received message. On error it still returns what it
 // could decode (the receipt always).
 func delivery(receipt, body, count string) (acs.Delivery, error) {
@@ -319,9 +327,11 @@ func delivery(receipt, body, count string) (acs.Delivery, error) {
 	} else {
 		return d, fmt.Errorf("receive count %q: %w", count, acs.ErrInvalid)
 	}
-	if err := json.Unmarshal([]byte(body), &d.Message); err != nil {
+	var b messageBody
+	if err := json.Unmarshal([]byte(body), &b); err != nil {
 		return d, fmt.Errorf("body is not a message: %w: %w", acs.ErrInvalid, err)
 	}
+	d.Message = acs.Message(b)
 	if d.TaskID == "" {
 		return d, fmt.Errorf("body has no task_id: %w", acs.ErrInvalid)
 	}

@@ -507,3 +507,18 @@ func TestBatchHandlerReportsOnlyKeptRecords(t *testing.T) {
 		t.Fatalf("all-success response %s", b)
 	}
 }
+
+// TestRecordReadsBodiesWrittenEarlier: a body as the earlier versions sent
+// it, with a step, still reads (the queue's format is its own, apart from
+// acs.Message's tags).
+func TestRecordReadsBodiesWrittenEarlier(t *testing.T) {
+	m := events.SQSMessage{MessageId: "m1", ReceiptHandle: "rh", EventSource: "aws:sqs",
+		Attributes: map[string]string{"ApproximateReceiveCount": "2"},
+		Body:       `{"task_id":"written-earlier","step":"WAITING_FOR_SANDBOX"}`}
+	got, err := sqsqueue.Record(m)
+	must(t, err)
+	want := acs.Delivery{Message: acs.Message{TaskID: "written-earlier", Step: acs.TaskWaitingForSandbox}, Receipt: "rh", ReceiveCount: 2}
+	if got != want {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+}

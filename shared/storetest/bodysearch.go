@@ -9,7 +9,8 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 )
 
-// RunEventBodySearch runs the body-search contract alone (Run includes it):
+// RunEventBodySearch runs the body-search test of the acs.EventStore suite
+// alone (RunEventStoreTests includes it):
 // adapters run it again with a small scan budget, so that pages end early.
 func RunEventBodySearch(t *testing.T, newStore func(t *testing.T) acs.Store) {
 	t.Run("EventBodySearch", func(t *testing.T) { testEventBodySearch(t, newStore(t)) })
@@ -22,7 +23,7 @@ func RunEventBodySearch(t *testing.T, newStore func(t *testing.T) acs.Store) {
 // holds more than its limit. A page may hold fewer — even none — and still
 // have a token (a store may bound the events one page examines); counts
 // agree with the searches.
-func testEventBodySearch(t *testing.T, s acs.Store) {
+func testEventBodySearch(t *testing.T, s acs.EventStore) {
 	var evs []acs.StoredEvent
 	for i := range 150 {
 		var e acs.StoredEvent

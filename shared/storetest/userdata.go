@@ -13,6 +13,29 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 )
 
+// RunSettingsStoreTests runs the acs.SettingsStore suite.
+func RunSettingsStoreTests(t *testing.T, h Harness[acs.SettingsStore]) {
+	runTests(t, h, []Test[acs.SettingsStore]{{"Settings", testSettings}})
+}
+
+// RunSecretStoreTests runs the acs.SecretStore suite.
+func RunSecretStoreTests(t *testing.T, h Harness[acs.SecretStore]) {
+	runTests(t, h, []Test[acs.SecretStore]{{"Secrets", testSecrets}})
+}
+
+// RunPendingMessageStoreTests runs the acs.PendingMessageStore suite.
+func RunPendingMessageStoreTests(t *testing.T, h Harness[acs.PendingMessageStore]) {
+	runTests(t, h, []Test[acs.PendingMessageStore]{
+		{"PendingMessages", testPendingMessages},
+		{"PendingMessagesNeverOverfill", testPendingCapacity},
+	})
+}
+
+// RunQuotaStoreTests runs the acs.QuotaStore suite.
+func RunQuotaStoreTests(t *testing.T, h Harness[acs.QuotaStore]) {
+	runTests(t, h, []Test[acs.QuotaStore]{{"QuotaClaimsAreAtomic", testQuota}})
+}
+
 func sameJSON(t *testing.T, got, want json.RawMessage) {
 	t.Helper()
 	var g, w any
@@ -23,7 +46,7 @@ func sameJSON(t *testing.T, got, want json.RawMessage) {
 	}
 }
 
-func testSettings(t *testing.T, s acs.Store) {
+func testSettings(t *testing.T, s acs.SettingsStore) {
 	_, err := s.GetSettings(ctx, "u1")
 	wantErr(t, err, acs.ErrNotFound)
 
@@ -69,7 +92,7 @@ func secret(owner, name string, i int) acs.Secret {
 		CreatedAt: at(i), UpdatedAt: at(i)}
 }
 
-func testSecrets(t *testing.T, s acs.Store) {
+func testSecrets(t *testing.T, s acs.SecretStore) {
 	for i, name := range []string{"GITHUB_TOKEN", "API_KEY", "SLACK_TOKEN", "AWS_KEY"} {
 		must(t, s.PutSecret(ctx, secret("u1", name, i)))
 	}
@@ -147,7 +170,7 @@ func pending(key, id string, i int) acs.PendingMessage {
 		Content: json.RawMessage(fmt.Sprintf(`{"role":"user","text":"message %s <&>"}`, id)), CreatedAt: at(i)}
 }
 
-func pendingIDs(t *testing.T, s acs.Store, key string) string {
+func pendingIDs(t *testing.T, s acs.PendingMessageStore, key string) string {
 	t.Helper()
 	list, err := s.ListPendingMessages(ctx, key)
 	must(t, err)
@@ -161,7 +184,7 @@ func pendingIDs(t *testing.T, s acs.Store, key string) string {
 	return fmt.Sprint(out)
 }
 
-func testPendingMessages(t *testing.T, s acs.Store) {
+func testPendingMessages(t *testing.T, s acs.PendingMessageStore) {
 	const max = 4
 	// Queued order is insertion order, not the clock's: created times go
 	// backwards here.
@@ -238,7 +261,7 @@ func testPendingMessages(t *testing.T, s acs.Store) {
 	}
 }
 
-func testPendingCapacity(t *testing.T, s acs.Store) {
+func testPendingCapacity(t *testing.T, s acs.PendingMessageStore) {
 	const adders = 50
 	var (
 		wg        sync.WaitGroup
@@ -278,7 +301,7 @@ func testPendingCapacity(t *testing.T, s acs.Store) {
 
 // testQuota: a quota record starts empty; updates are atomic, so concurrent
 // claims under a cap never exceed it; a failed update stores nothing.
-func testQuota(t *testing.T, s acs.Store) {
+func testQuota(t *testing.T, s acs.QuotaStore) {
 	q, err := s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error { return nil })
 	must(t, err)
 	if q.UserID != "u1" || q.Claims == nil || len(q.Claims) != 0 {
