@@ -10,29 +10,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math/big"
 	"strings"
 	"time"
-)
-
-// Errors every adapter and service returns (wrapped), matched with errors.Is.
-var (
-	ErrNotFound     = errors.New("not found")
-	ErrConflict     = errors.New("conflict")
-	ErrInvalid      = errors.New("invalid")
-	ErrUnauthorized = errors.New("unauthorized")
-	ErrForbidden    = errors.New("forbidden")
-	ErrUnavailable  = errors.New("temporarily unavailable")
-	ErrGone         = errors.New("gone")
-	ErrCapacity     = errors.New("capacity exceeded")
-	// ErrSandboxFailed: the sandbox is in ERROR (HTTP 503 with the reason).
-	ErrSandboxFailed = errors.New("sandbox failed")
-	// ErrStorageFull: a write found no space (the disk or the quota is
-	// full) and stored nothing; it may work once space is freed. It wraps
-	// ErrUnavailable (HTTP 507 with Retry-After).
-	ErrStorageFull = fmt.Errorf("storage full: %w", ErrUnavailable)
 )
 
 // SandboxStatus is the lifecycle state of a sandbox.

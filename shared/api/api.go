@@ -8,7 +8,6 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -20,6 +19,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // Deps are what the handlers use.
@@ -115,7 +115,7 @@ func (a *API) wrap(rt Route) http.Handler {
 		case AuthUser:
 			if _, ok := acs.UserFrom(r.Context()); !ok {
 				if a.d.ContextAuthOnly {
-					writeErr(w, fmt.Errorf("no authorizer context: %w", acs.ErrUnauthorized))
+					writeErr(w, acs.Errorf(acs.EUNAUTHORIZED, "no authorizer context"))
 					return
 				}
 				u, err := a.authenticateUser(r)
@@ -137,25 +137,30 @@ func (a *API) wrap(rt Route) http.Handler {
 	})
 }
 
+// errInvalidKey refuses an API key that names no key (or a deleted user's).
+var errInvalidKey = &acs.Error{Code: acs.EUNAUTHORIZED, Message: "invalid API key", Challenge: "Bearer"}
+
 // Authenticate resolves a Bearer API key to its user. It is what the Lambda
-// authorizer calls too.
+// authorizer calls too. A missing, malformed or unknown key is
+// EUNAUTHORIZED with the Bearer challenge; a store failure is returned as
+// it is.
 func Authenticate(ctx context.Context, store acs.Store, authorization string) (acs.User, error) {
 	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	ok = ok && strings.EqualFold(scheme, "Bearer") // schemes are case-insensitive (RFC 7235)
 	key = strings.TrimSpace(key)
 	if !ok || key == "" {
-		return acs.User{}, fmt.Errorf("missing Authorization: Bearer <API_KEY>: %w", acs.ErrUnauthorized)
+		return acs.User{}, &acs.Error{Code: acs.EUNAUTHORIZED, Message: "missing Authorization: Bearer <API_KEY>", Challenge: "Bearer"}
 	}
 	k, err := store.GetAPIKeyByHash(ctx, acs.HashKey(key))
 	if errors.Is(err, acs.ErrNotFound) {
-		return acs.User{}, fmt.Errorf("invalid API key: %w", acs.ErrUnauthorized)
+		return acs.User{}, errInvalidKey
 	}
 	if err != nil {
 		return acs.User{}, err
 	}
 	u, err := store.GetUser(ctx, k.UserID)
 	if errors.Is(err, acs.ErrNotFound) {
-		return acs.User{}, fmt.Errorf("invalid API key: %w", acs.ErrUnauthorized)
+		return acs.User{}, errInvalidKey
 	}
 	return u, err
 }
@@ -169,17 +174,17 @@ func (a *API) authenticateUser(r *http.Request) (acs.User, error) {
 func (a *API) authenticateSandbox(r *http.Request) (acs.Sandbox, error) {
 	key := r.Header.Get("X-Session-API-Key")
 	if key == "" {
-		return acs.Sandbox{}, fmt.Errorf("missing X-Session-API-Key: %w", acs.ErrUnauthorized)
+		return acs.Sandbox{}, acs.Errorf(acs.EUNAUTHORIZED, "missing X-Session-API-Key")
 	}
 	sb, err := a.d.Store.GetSandboxBySessionKeyHash(r.Context(), acs.HashKey(key))
 	if errors.Is(err, acs.ErrNotFound) {
-		return acs.Sandbox{}, fmt.Errorf("unknown session key: %w", acs.ErrUnauthorized)
+		return acs.Sandbox{}, acs.Errorf(acs.EUNAUTHORIZED, "unknown session key")
 	}
 	if err != nil {
 		return acs.Sandbox{}, err
 	}
 	if sb.Status == acs.SandboxMissing {
-		return acs.Sandbox{}, fmt.Errorf("sandbox deleted: %w", acs.ErrUnauthorized)
+		return acs.Sandbox{}, acs.Errorf(acs.EUNAUTHORIZED, "sandbox deleted")
 	}
 	return sb, nil
 }
@@ -189,45 +194,18 @@ func userOf(r *http.Request) acs.User {
 	return u
 }
 
-// writeErr maps domain errors to statuses with {"detail": ...} bodies. Only
-// unexpected errors are 500, with a generic message (details are logged).
+// writeErr answers err through the one error table (v1wire.WriteError):
+// the code and message of the domain error in its chain, whatever context
+// wraps it; anything else is 500 "Internal Server Error". Internal and
+// storage-full errors are logged with their details.
 func writeErr(w http.ResponseWriter, err error) {
-	msg := err.Error()
-	switch {
-	case errors.Is(err, acs.ErrUnauthorized):
-		if strings.Contains(msg, "Bearer") || strings.Contains(msg, "API key") {
-			w.Header().Set("WWW-Authenticate", "Bearer")
-		}
-		wire.WriteDetail(w, http.StatusUnauthorized, "Unauthorized: "+strings.TrimSuffix(msg, ": "+acs.ErrUnauthorized.Error()))
-	case errors.Is(err, acs.ErrForbidden):
-		wire.WriteDetail(w, http.StatusForbidden, strings.TrimSuffix(msg, ": "+acs.ErrForbidden.Error()))
-	case errors.Is(err, acs.ErrNotFound):
-		wire.WriteDetail(w, http.StatusNotFound, strings.TrimSuffix(msg, ": "+acs.ErrNotFound.Error()))
-	case errors.Is(err, acs.ErrConflict):
-		wire.WriteDetail(w, http.StatusConflict, strings.TrimSuffix(msg, ": "+acs.ErrConflict.Error()))
-	case errors.Is(err, acs.ErrGone):
-		wire.WriteDetail(w, http.StatusGone, strings.TrimSuffix(msg, ": "+acs.ErrGone.Error()))
-	case errors.Is(err, acs.ErrSandboxFailed):
-		wire.WriteDetail(w, http.StatusServiceUnavailable, strings.TrimSuffix(msg, ": "+acs.ErrSandboxFailed.Error()))
-	case errors.As(err, new(*startflow.FieldError)):
-		var fe *startflow.FieldError
-		errors.As(err, &fe)
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", fe.Field}, Msg: fe.Msg, Type: "value_error"}})
-	case errors.Is(err, acs.ErrCapacity):
-		w.Header().Set("Retry-After", "30")
-		wire.WriteDetail(w, http.StatusTooManyRequests, strings.TrimSuffix(msg, ": "+acs.ErrCapacity.Error()))
-	case errors.Is(err, acs.ErrStorageFull): // before ErrUnavailable, which it wraps
-		slog.Error("api: storage full", "error", err)
-		wire.WriteInsufficientStorage(w, "Insufficient storage: the service's disk is full, so nothing was changed; retry later")
-	case errors.Is(err, acs.ErrUnavailable):
-		w.Header().Set("Retry-After", "2")
-		wire.WriteDetail(w, http.StatusServiceUnavailable, "Service temporarily unavailable; retry shortly")
-	case errors.Is(err, acs.ErrInvalid):
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{}, Msg: strings.TrimSuffix(msg, ": "+acs.ErrInvalid.Error()), Type: "value_error"}})
-	default:
+	switch acs.ErrorCode(err) {
+	case acs.EINTERNAL:
 		slog.Error("api: request failed", "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+	case acs.ESTORAGEFULL:
+		slog.Error("api: storage full", "error", err)
 	}
+	v1wire.WriteError(w, err)
 }
 
 // writeBadPageID answers a page_id this API did not issue.

@@ -98,11 +98,11 @@ func batchIDs(q *wire.Query, name string) []string {
 func (a *API) ownConversation(r *http.Request, rawID string) (acs.Conversation, error) {
 	id, err := acs.NormalizeID(rawID)
 	if err != nil {
-		return acs.Conversation{}, fmt.Errorf("Conversation not found: %s: %w", rawID, acs.ErrNotFound)
+		return acs.Conversation{}, acs.Errorf(acs.ENOTFOUND, "Conversation not found: %s", rawID)
 	}
 	c, err := a.d.Store.GetConversation(r.Context(), id)
 	if errors.Is(err, acs.ErrNotFound) || (err == nil && c.OwnerID != userOf(r).ID) {
-		return acs.Conversation{}, fmt.Errorf("Conversation not found: %s: %w", id, acs.ErrNotFound)
+		return acs.Conversation{}, acs.Errorf(acs.ENOTFOUND, "Conversation not found: %s", id)
 	}
 	return c, err
 }
@@ -485,7 +485,7 @@ type SendMessageResponse struct {
 func (a *API) liveConversation(ctx context.Context, c acs.Conversation) (acs.Sandbox, *agentclient.Client, error) {
 	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
-		return sb, nil, fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
+		return sb, nil, startflow.ErrArchived
 	}
 	if err != nil {
 		return sb, nil, err

@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -16,7 +15,7 @@ import (
 func (a *API) ownSandbox(r *http.Request, id string) (acs.Sandbox, error) {
 	sb, err := a.d.Store.GetSandbox(r.Context(), id)
 	if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != userOf(r).ID) {
-		return acs.Sandbox{}, fmt.Errorf("Sandbox not found: %s: %w", id, acs.ErrNotFound)
+		return acs.Sandbox{}, acs.Errorf(acs.ENOTFOUND, "Sandbox not found: %s", id)
 	}
 	return sb, err
 }
@@ -100,7 +99,7 @@ func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 // sandboxGone words a MISSING sandbox's refusal for the sandbox routes.
 func sandboxGone(sb acs.Sandbox, err error) error {
 	if errors.Is(err, acs.ErrGone) {
-		return fmt.Errorf("Sandbox %s no longer exists; its conversations are read-only: %w", sb.ID, acs.ErrGone)
+		return acs.Errorf(acs.EGONE, "Sandbox %s no longer exists; its conversations are read-only", sb.ID)
 	}
 	return err
 }

@@ -139,7 +139,7 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("key_id")
 	if err := a.d.Store.DeleteAPIKey(r.Context(), userOf(r).ID, id); err != nil {
 		if errors.Is(err, acs.ErrNotFound) {
-			err = fmt.Errorf("API key not found: %s: %w", id, acs.ErrNotFound)
+			err = acs.Errorf(acs.ENOTFOUND, "API key not found: %s", id)
 		}
 		writeErr(w, err)
 		return

@@ -122,7 +122,7 @@ func (a *API) ownSecret(r *http.Request) (acs.Secret, error) {
 	name := r.PathValue("name")
 	s, err := a.d.Store.GetSecret(r.Context(), userOf(r).ID, name)
 	if errors.Is(err, acs.ErrNotFound) {
-		return s, fmt.Errorf("Secret not found: %s: %w", name, acs.ErrNotFound)
+		return s, acs.Errorf(acs.ENOTFOUND, "Secret not found: %s", name)
 	}
 	return s, err
 }

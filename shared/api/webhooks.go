@@ -32,7 +32,7 @@ var errTombstone = errors.New("conversation deleted")
 func (a *API) sandboxConversation(r *http.Request, sb acs.Sandbox, rawID string) (acs.Conversation, error) {
 	id, err := acs.NormalizeID(rawID)
 	if err != nil {
-		return acs.Conversation{}, fmt.Errorf("conversation id %q: %w", rawID, acs.ErrNotFound)
+		return acs.Conversation{}, acs.Errorf(acs.ENOTFOUND, "conversation id %q", rawID)
 	}
 	if sb.IsTombstone(id) {
 		return acs.Conversation{}, errTombstone
@@ -40,7 +40,7 @@ func (a *API) sandboxConversation(r *http.Request, sb acs.Sandbox, rawID string)
 	c, err := a.d.Store.GetConversation(r.Context(), id)
 	if err == nil {
 		if c.SandboxID != sb.ID {
-			return acs.Conversation{}, fmt.Errorf("conversation %s does not belong to this sandbox: %w", id, acs.ErrForbidden)
+			return acs.Conversation{}, acs.Errorf(acs.EFORBIDDEN, "conversation %s does not belong to this sandbox", id)
 		}
 		return c, nil
 	}

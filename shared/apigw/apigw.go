@@ -27,6 +27,7 @@ import (
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // The authorizer context keys. API Gateway passes context values to the
@@ -165,24 +166,43 @@ type GatewayResponse struct {
 	Headers map[string]string
 }
 
-// GatewayResponses are the API's gateway responses.
+// GatewayResponses are the API's gateway responses: each one the answer
+// `acs serve` gives to the same domain error, through the one table from
+// error code to HTTP answer (v1wire.ErrorResponse).
 var GatewayResponses = []GatewayResponse{
 	// No key, or a key the authorizer refused.
-	{Type: "UNAUTHORIZED", StatusCode: 401, Body: `{"detail":"Unauthorized: missing or invalid API key (Authorization: Bearer <API_KEY>)"}`,
-		Headers: map[string]string{"WWW-Authenticate": "Bearer"}},
-	{Type: "ACCESS_DENIED", StatusCode: 401, Body: `{"detail":"Unauthorized: invalid API key"}`,
-		Headers: map[string]string{"WWW-Authenticate": "Bearer"}},
+	gatewayResponse("UNAUTHORIZED", &acs.Error{Code: acs.EUNAUTHORIZED,
+		Message: "missing or invalid API key (Authorization: Bearer <API_KEY>)", Challenge: "Bearer"}),
+	gatewayResponse("ACCESS_DENIED", &acs.Error{Code: acs.EUNAUTHORIZED, Message: "invalid API key", Challenge: "Bearer"}),
 	// The authorizer could not reach the key store: retry, never a refusal.
-	{Type: "AUTHORIZER_FAILURE", StatusCode: 503, Body: `{"detail":"Service temporarily unavailable; retry shortly"}`,
-		Headers: map[string]string{"Retry-After": "2"}},
-	{Type: "AUTHORIZER_CONFIGURATION_ERROR", StatusCode: 503, Body: `{"detail":"Service temporarily unavailable; retry shortly"}`,
-		Headers: map[string]string{"Retry-After": "2"}},
+	gatewayResponse("AUTHORIZER_FAILURE", acs.ErrUnavailable),
+	gatewayResponse("AUTHORIZER_CONFIGURATION_ERROR", acs.ErrUnavailable),
 	// No such route (API Gateway says "Missing Authentication Token").
-	{Type: "MISSING_AUTHENTICATION_TOKEN", StatusCode: 404, Body: `{"detail":"Not Found"}`},
-	{Type: "THROTTLED", StatusCode: 429, Body: `{"detail":"Too many requests; retry shortly"}`,
-		Headers: map[string]string{"Retry-After": "1"}},
-	{Type: "REQUEST_TOO_LARGE", StatusCode: 413, Body: `{"detail":"Request body too large"}`},
-	{Type: "INTEGRATION_FAILURE", StatusCode: 503, Body: `{"detail":"Service temporarily unavailable; retry shortly"}`,
-		Headers: map[string]string{"Retry-After": "2"}},
-	{Type: "INTEGRATION_TIMEOUT", StatusCode: 504, Body: `{"detail":"The request timed out; retry shortly"}`},
+	gatewayResponse("MISSING_AUTHENTICATION_TOKEN", &acs.Error{Code: acs.ENOTFOUND, Message: "Not Found"}),
+	gatewayResponse("THROTTLED", &acs.Error{Code: acs.ECAPACITY, Message: "Too many requests; retry shortly", RetryAfter: time.Second}),
+	gatewayResponse("REQUEST_TOO_LARGE", &acs.Error{Code: acs.ETOOLARGE, Message: "Request body too large"}),
+	gatewayResponse("INTEGRATION_FAILURE", acs.ErrUnavailable),
+	gatewayResponse("INTEGRATION_TIMEOUT", &acs.Error{Code: acs.ETIMEOUT, Message: "The request timed out; retry shortly"}),
+}
+
+// gatewayResponse is the gateway response of type typ that answers err as
+// the API does, without Content-Type (API Gateway sets it from the
+// response template).
+func gatewayResponse(typ string, err error) GatewayResponse {
+	status, header, body := v1wire.ErrorResponse(err)
+	r := GatewayResponse{Type: typ, StatusCode: status, Body: string(body)}
+	for k := range header {
+		if k == "Content-Type" {
+			continue
+		}
+		if r.Headers == nil {
+			r.Headers = map[string]string{}
+		}
+		if k == "Www-Authenticate" {
+			r.Headers["WWW-Authenticate"] = header.Get(k) // as the stack has always spelled it
+			continue
+		}
+		r.Headers[k] = header.Get(k)
+	}
+	return r
 }

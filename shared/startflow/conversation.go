@@ -185,7 +185,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 			return err
 		}
 		if existing.StartTaskID != t.ID {
-			return failf("%s", errIDUnavailable)
+			return failf("%s", errIDUnavailable.Message)
 		}
 	} else if err != nil {
 		return err

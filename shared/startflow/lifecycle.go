@@ -36,19 +36,22 @@ func (l *Lifecycle) now() time.Time {
 	return time.Now().UTC()
 }
 
+// ErrArchived refuses a conversation whose sandbox was deleted (MISSING).
+var ErrArchived = acs.Errorf(acs.EGONE, "Conversation is archived. The sandbox no longer exists.")
+
 // Usable returns nil when conversations on sb can be used (perhaps after a
-// resume), else the read-only error: ErrGone for MISSING ("archived"),
-// ErrSandboxFailed for ERROR.
+// resume), else the read-only error: EGONE for MISSING (ErrArchived),
+// ESANDBOXFAILED for ERROR (with the sandbox's detail).
 func Usable(sb acs.Sandbox) error {
 	switch sb.Status {
 	case acs.SandboxMissing:
-		return fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
+		return ErrArchived
 	case acs.SandboxError:
 		detail := "Sandbox is in an error state and cannot accept messages."
 		if sb.Detail != "" {
 			detail += " " + sb.Detail
 		}
-		return fmt.Errorf("%s: %w", detail, acs.ErrSandboxFailed)
+		return &acs.Error{Code: acs.ESANDBOXFAILED, Message: detail}
 	}
 	return nil
 }
@@ -89,7 +92,7 @@ const claimGrace = 30 * time.Second
 
 // capacityError is the 429 answer at the cap.
 func capacityError(n int) error {
-	return fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", n, acs.ErrCapacity)
+	return acs.Errorf(acs.ECAPACITY, "You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later", n)
 }
 
 // counts reports whether a sandbox in status st counts against the cap.
@@ -243,7 +246,7 @@ func eachSandbox(ctx context.Context, st acs.Store, owner string, fn func(acs.Sa
 func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
 	spec, ok := l.Config.Spec(sb.SpecID)
 	if !ok {
-		return acs.Sandbox{}, fmt.Errorf("unknown sandbox spec %q: %w", sb.SpecID, acs.ErrInvalid)
+		return acs.Sandbox{}, acs.Errorf(acs.EINVALID, "unknown sandbox spec %q", sb.SpecID)
 	}
 	sb.SpecID = spec.ID
 	now := l.now()
@@ -258,7 +261,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	switch {
 	case err == nil:
 		if sb.CreatedByTask == "" || existing.CreatedByTask != sb.CreatedByTask {
-			return acs.Sandbox{}, fmt.Errorf("sandbox id %s is already in use: %w", sb.ID, acs.ErrConflict)
+			return acs.Sandbox{}, acs.Errorf(acs.ECONFLICT, "sandbox id %s is already in use", sb.ID)
 		}
 		sb = existing
 		if !counts(sb.Status) {
@@ -389,7 +392,7 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	}
 	if errors.Is(err, acs.ErrNotFound) {
 		_, _ = l.record(ctx, sb.ID, acs.RuntimeStatus{Status: acs.SandboxMissing})
-		return sb, fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
+		return sb, ErrArchived
 	}
 	if err != nil {
 		// A sandbox the runtime cannot start again (its workspace is
@@ -457,8 +460,8 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 			return sb, nil, Usable(sb)
 		}
 		if !l.now().Before(deadline) {
-			return sb, nil, fmt.Errorf("Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly: %w",
-				sb.Status, sb.ID, acs.ErrConflict)
+			return sb, nil, acs.Errorf(acs.ECONFLICT, "Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly",
+				sb.Status, sb.ID)
 		}
 		select {
 		case <-ctx.Done():

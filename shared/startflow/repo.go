@@ -10,6 +10,7 @@ import (
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // The repository steps run through the sandbox's agent server (its bash
@@ -254,7 +255,7 @@ func (w *Worker) runSetupScript(ctx context.Context, t acs.StartTask) (time.Dura
 func envOnly(m map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range m {
-		if secretName.MatchString(k) {
+		if v1wire.IsEnvName(k) {
 			out[k] = v
 		}
 	}

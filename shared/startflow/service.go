@@ -63,7 +63,7 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	// Requests built in code get the same validation as decoded ones: the
 	// worker decodes the stored request strictly.
 	if err := strictjson.Unmarshal(strictjson.MustMarshal(&req), &StartRequest{}); err != nil {
-		return acs.StartTask{}, fmt.Errorf("start request: %v: %w", err, acs.ErrInvalid)
+		return acs.StartTask{}, acs.Errorf(acs.EINVALID, "start request: %v", err)
 	}
 	if req.ParentConversationID != nil {
 		pid, _ := acs.NormalizeID(*req.ParentConversationID)
@@ -144,7 +144,7 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 // errIDUnavailable is the one answer for an explicit conversation_id that
 // cannot be used, whatever the reason: it names neither the reason nor the
 // id, so it cannot tell another user's conversation from anything else.
-const errIDUnavailable = "conversation_id is not available; choose another id or leave it out to get a generated one"
+var errIDUnavailable = acs.Errorf(acs.ECONFLICT, "conversation_id is not available; choose another id or leave it out to get a generated one")
 
 // checkIDAvailable returns ErrConflict (errIDUnavailable) when id names a
 // conversation or a sandbox, anyone's: ids are global, and a sandbox is
@@ -156,14 +156,14 @@ const errIDUnavailable = "conversation_id is not available; choose another id or
 func (s *Service) checkIDAvailable(ctx context.Context, id string) error {
 	_, err := s.Store.GetConversation(ctx, id)
 	if err == nil {
-		return fmt.Errorf("%s: %w", errIDUnavailable, acs.ErrConflict)
+		return errIDUnavailable
 	}
 	if !errors.Is(err, acs.ErrNotFound) {
 		return err
 	}
 	_, err = s.Store.GetSandbox(ctx, id)
 	if err == nil {
-		return fmt.Errorf("%s: %w", errIDUnavailable, acs.ErrConflict)
+		return errIDUnavailable
 	}
 	if !errors.Is(err, acs.ErrNotFound) {
 		return err
@@ -172,12 +172,17 @@ func (s *Service) checkIDAvailable(ctx context.Context, id string) error {
 }
 
 // FieldError is a request field that refers to something that does not
-// exist (answered with 422 at that field).
+// exist: an EINVALID domain error at that field (answered with 422 there).
 type FieldError struct {
 	Field, Msg string
 }
 
 func (e *FieldError) Error() string { return e.Msg }
+
+// Unwrap is the domain error: EINVALID, Msg, at body.Field.
+func (e *FieldError) Unwrap() error {
+	return &acs.Error{Code: acs.EINVALID, Message: e.Msg, Field: []any{e.Field}}
+}
 
 // checkCapacity refuses a start that would need a new (or resumed) sandbox
 // while the user is at their cap on running sandboxes.

@@ -588,7 +588,7 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 	if err != nil {
 		switch {
 		case errors.Is(err, acs.ErrCapacity):
-			return "", failf("%s", strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
+			return "", failf("%s", acs.ErrorMessage(err))
 		case errors.Is(err, acs.ErrConflict):
 			return "", failf("sandbox id %s is already in use", sb.ID)
 		case errors.Is(err, acs.ErrInvalid):
@@ -623,7 +623,7 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	case errors.Is(err, acs.ErrSandboxFailed):
 		return 0, false, failf("Sandbox %s failed to start: %s", sb.ID, sb.Detail)
 	case errors.Is(err, acs.ErrCapacity):
-		return 0, false, failf("Sandbox %s cannot be resumed: %s", sb.ID, strings.TrimSuffix(err.Error(), ": "+acs.ErrCapacity.Error()))
+		return 0, false, failf("Sandbox %s cannot be resumed: %s", sb.ID, acs.ErrorMessage(err))
 	case !errors.Is(err, acs.ErrConflict):
 		return 0, false, err
 	}
