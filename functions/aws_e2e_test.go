@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
@@ -68,7 +69,7 @@ var allSteps = "WORKING,WAITING_FOR_SANDBOX,PREPARING_REPOSITORY,RUNNING_SETUP_S
 func (e *awsEnv) waitReady(id string, timeout time.Duration) acs.StartTask {
 	e.t.Helper()
 	var tk acs.StartTask
-	waitFor(e.t, "start task "+id+" to finish", timeout, func() bool {
+	testwait.For(e.t, timeout, "start task "+id+" to finish", func() bool {
 		var err error
 		if tk, err = e.store.GetStartTask(context.Background(), id); err != nil {
 			e.t.Fatal(err)
@@ -144,7 +145,7 @@ func TestAWSEndToEnd(t *testing.T) {
 	t.Logf("one start flow (POST to READY): DynamoDB %.1f RCU, %.1f WCU as DynamoDB Local reports; operations %v", startRCU, startWCU, startOps)
 
 	var conv conversationJSON
-	waitFor(t, "the agent to finish", 90*time.Second, func() bool {
+	testwait.For(t, 90*time.Second, "the agent to finish", func() bool {
 		var cs []*conversationJSON
 		e.admin("GET", "/api/v1/app-conversations?ids="+*convID, nil).into(t, &cs)
 		if len(cs) != 1 || cs[0] == nil {
@@ -324,7 +325,7 @@ func routesOnce(t *testing.T, e *awsEnv, convID, sbID, taskID string) {
 			Status string `json:"status"`
 		}
 		want(e.admin("POST", "/api/v1/sandboxes", map[string]any{}), 200, "create_sandbox").into(t, &sb)
-		waitFor(t, "sandbox "+sb.ID+" to run", 60*time.Second, func() bool {
+		testwait.For(t, 60*time.Second, "sandbox "+sb.ID+" to run", func() bool {
 			var got []*struct {
 				Status string `json:"status"`
 			}
@@ -383,12 +384,10 @@ func TestAWSProvisionerCrashes(t *testing.T) {
 	ready := e.waitReady(tk.ID, 180*time.Second)
 	// The last point fires after READY is stored: READY can be seen first.
 	var fired []os.DirEntry
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	testwait.Until(10*time.Second, func() bool {
 		fired, _ = os.ReadDir(marks)
-		if (len(fired) == len(points) && e.fns["provisioner"].Restarts() >= len(points)) || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(fired) == len(points) && e.fns["provisioner"].Restarts() >= len(points)
+	})
 	if len(fired) != len(points) || e.fns["provisioner"].Restarts() < len(points) {
 		t.Fatalf("%d of %d failpoints fired, %d provisioner restarts:\n%s", len(fired), len(points), e.fns["provisioner"].Restarts(), e.fns["provisioner"].Stderr())
 	}
@@ -481,7 +480,7 @@ func TestAWSDeadLetteredStartEndsInError(t *testing.T) {
 	var tk taskJSON
 	want(t, e.admin("POST", "/api/v1/app-conversations", map[string]any{}), 200, "start").into(t, &tk)
 	var report map[string][]string
-	waitFor(t, "the start to be dead-lettered and ended", 90*time.Second, func() bool {
+	testwait.For(t, 90*time.Second, "the start to be dead-lettered and ended", func() bool {
 		if err := e.fns["reconciler"].InvokeJSON(context.Background(), map[string]any{}, &report); err != nil {
 			t.Fatalf("reconciler: %v", err)
 		}

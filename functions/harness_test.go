@@ -34,6 +34,7 @@ import (
 
 	"github.com/acs-project/acs/internal/lambdatest"
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
@@ -246,15 +247,15 @@ func (e *awsEnv) startRuntimeAPI() string {
 			t.Logf("acs runtime-api:\n%s", log.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			return "http://" + strings.TrimSpace(string(b))
-		}
-		time.Sleep(20 * time.Millisecond)
+	var addr string
+	if !testwait.Until(30*time.Second, func() bool {
+		b, err := os.ReadFile(addrFile)
+		addr = strings.TrimSpace(string(b))
+		return err == nil && len(b) > 0
+	}) {
+		t.Fatalf("acs runtime-api did not start:\n%s", log.String())
 	}
-	t.Fatalf("acs runtime-api did not start:\n%s", log.String())
-	return ""
+	return "http://" + addr
 }
 
 // sandboxDirs lists the sandboxes the runtime holds.
@@ -328,18 +329,6 @@ func (e *awsEnv) initDurations() (names []string, durs []time.Duration) {
 		durs = append(durs, e.fns[n].InitDuration())
 	}
 	return names, durs
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 type syncBuffer struct {

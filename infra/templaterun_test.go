@@ -35,6 +35,7 @@ import (
 	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/internal/lambdatest"
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
@@ -482,7 +483,7 @@ func TestTemplateRuns(t *testing.T) {
 		t.Fatalf("start: %d %s", r.status, r.body)
 	}
 	r.into(&task)
-	waitUntil(t, "the start task to be READY", 120*time.Second, func() bool {
+	testwait.For(t, 120*time.Second, "the start task to be READY", func() bool {
 		var ts []*struct {
 			Status string  `json:"status"`
 			Detail *string `json:"detail"`
@@ -499,7 +500,7 @@ func TestTemplateRuns(t *testing.T) {
 		return task.Status == "READY"
 	})
 	conv := *task.Conv
-	waitUntil(t, "the agent to finish", 90*time.Second, func() bool {
+	testwait.For(t, 90*time.Second, "the agent to finish", func() bool {
 		var cs []*struct {
 			Exec *string `json:"execution_status"`
 		}
@@ -536,7 +537,7 @@ func TestTemplateRuns(t *testing.T) {
 		ID string `json:"id"`
 	}
 	r.into(&failed)
-	waitUntil(t, "the failed start to be logged", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the failed start to be logged", func() bool {
 		for _, mf := range w.ofType("AWS::Logs::MetricFilter") {
 			lg := w.refersTo(mf.Stack, mf.Props["LogGroupName"], "AWS::Logs::LogGroup")
 			if lg == nil {
@@ -680,7 +681,7 @@ func startRuntimeAPI(t *testing.T, key string) (string, string) {
 		}
 	})
 	var url string
-	waitUntil(t, "acs runtime-api to listen", 30*time.Second, func() bool {
+	testwait.For(t, 30*time.Second, "acs runtime-api to listen", func() bool {
 		b, err := os.ReadFile(addrFile)
 		url = "http://" + strings.TrimSpace(string(b))
 		return err == nil && len(b) > 0
@@ -697,17 +698,6 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // client calls the API through the gateway.

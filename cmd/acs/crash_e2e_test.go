@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -249,7 +250,7 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	id := created.ID
 
 	// 2. Wait for the terminal's ActionEvent to be logged, then SIGKILL.
-	waitFor(t, "the terminal ActionEvent", 30*time.Second, func() bool {
+	testwait.For(t, 30*time.Second, "the terminal ActionEvent", func() bool {
 		var p struct {
 			Items []map[string]any `json:"items"`
 		}
@@ -261,14 +262,14 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	}
 	// Kill while the command really runs, not between the ActionEvent and
 	// the tool starting.
-	waitFor(t, "sleep 60 to run in the agent's terminal", 30*time.Second, func() bool {
+	testwait.For(t, 30*time.Second, "sleep 60 to run in the agent's terminal", func() bool {
 		return len(crashLeftovers(marker, "sleep 60")) > 0
 	})
 	before := s1.events(id)
 	s1.kill()
 	// The killed server's shell hangs up with its PTY: the command must not
 	// outlive it and keep changing the workspace behind the restarted one.
-	waitFor(t, "the killed server's shell and sleep to exit", 20*time.Second, func() bool {
+	testwait.For(t, 20*time.Second, "the killed server's shell and sleep to exit", func() bool {
 		return len(crashLeftovers(marker, "")) == 0
 	})
 
@@ -351,7 +352,7 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("send message after the restart: %d %s\n%s", code, body, s2.log)
 	}
-	waitFor(t, "the conversation to finish after the restart", 30*time.Second, func() bool { return s2.status(id) == "finished" })
+	testwait.For(t, 30*time.Second, "the conversation to finish after the restart", func() bool { return s2.status(id) == "finished" })
 	final := s2.events(id)
 	if strings.Join(crashIDs(final[:len(after)]), ",") != strings.Join(crashIDs(after), ",") {
 		t.Fatalf("events changed after the new run:\nbefore %v\nafter  %v", crashIDs(after), crashIDs(final))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/gittest"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/tools/mcp/mcptest"
 )
@@ -196,7 +197,7 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	var sent map[string]any
 	s.admin("POST", "/api/v1/app-conversations/"+convID+"/send-message", msg("tag-planted: print planted.txt")).into(&sent)
 	var all string
-	lcWait(t, "the second run to finish", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the second run to finish", func() bool {
 		all = string(mustCredJSONBytes(lcEvents(s, apiKey, convID)))
 		return strings.Contains(all, "printed-the-planted-file") && lcExec(s.conv(apiKey, convID)) == "finished"
 	})

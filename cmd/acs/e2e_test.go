@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -49,16 +50,14 @@ func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
 	}
 	s := &acsServe{t: t, cmd: cmd, dataDir: dataDir, log: log}
 	t.Cleanup(s.stop)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			s.url = "http://" + string(b)
-			return s
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(30*time.Second, func() bool {
+		b, err := os.ReadFile(addrFile)
+		s.url = "http://" + string(b)
+		return err == nil && len(b) > 0
+	}) {
+		t.Fatalf("acs serve did not start:\n%s", log)
 	}
-	t.Fatalf("acs serve did not start:\n%s", log)
-	return nil
+	return s
 }
 
 func (s *acsServe) stop() {
@@ -148,18 +147,6 @@ type conversation struct {
 	Metrics         json.RawMessage `json:"metrics"`
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s", what)
-}
-
 // pageAll pages an event search at base (V1 or agent server).
 func pageAll(t *testing.T, get func(path string) []byte, base string) []map[string]any {
 	t.Helper()
@@ -200,7 +187,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("start: %d %+v", code, tk)
 	}
 	seen := map[string]bool{}
-	waitFor(t, "the start task to be READY", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the start task to be READY", func() bool {
 		var tasks []task
 		s.call("GET", "/api/v1/app-conversations/start-tasks?ids="+tk.ID, "", apiKey, &tasks)
 		tk = tasks[0]
@@ -223,7 +210,7 @@ func TestEndToEnd(t *testing.T) {
 	convID := *tk.AppConversationID
 
 	var conv conversation
-	waitFor(t, "the conversation to finish", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the conversation to finish", func() bool {
 		var cs []conversation
 		s.call("GET", "/api/v1/app-conversations?ids="+convID, "", apiKey, &cs)
 		conv = cs[0]
@@ -284,7 +271,7 @@ func TestEndToEnd(t *testing.T) {
 		return b
 	}
 	var v1Events, agentEvents []map[string]any
-	waitFor(t, "the webhook to deliver every event", 10*time.Second, func() bool {
+	testwait.For(t, 10*time.Second, "the webhook to deliver every event", func() bool {
 		agentEvents = pageAll(t, agentGet, "/api/conversations/"+convID+"/events/search")
 		v1Events = pageAll(t, v1Get, "/api/v1/conversation/"+convID+"/events/search")
 		return len(v1Events) == len(agentEvents)
@@ -342,7 +329,7 @@ func TestSandboxesThroughTheAPI(t *testing.T) {
 	if code := s.call("POST", "/api/v1/sandboxes", "", apiKey, &sb); code != 200 {
 		t.Fatalf("create: %d", code)
 	}
-	waitFor(t, "the sandbox to run", 30*time.Second, func() bool {
+	testwait.For(t, 30*time.Second, "the sandbox to run", func() bool {
 		var got []*struct {
 			Status        string  `json:"status"`
 			SessionAPIKey *string `json:"session_api_key"`

@@ -27,6 +27,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -109,17 +110,14 @@ func lcWaitFinished(s *acsServe, key, id string) *convInfo {
 // lcWaitSandbox polls a sandbox until its status is want.
 func lcWaitSandbox(s *acsServe, key, id, want string, timeout time.Duration) *sandboxInfo {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
 	var sb *sandboxInfo
-	for time.Now().Before(deadline) {
-		if sb = s.sandbox(key, id); sb != nil && sb.Status == want &&
-			(want != "RUNNING" || (sb.SessionAPIKey != nil && len(sb.ExposedURLs) == 1)) {
-			return sb
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(timeout, func() bool {
+		sb = s.sandbox(key, id)
+		return sb != nil && sb.Status == want && (want != "RUNNING" || (sb.SessionAPIKey != nil && len(sb.ExposedURLs) == 1))
+	}) {
+		s.t.Fatalf("sandbox %s never became %s (last %+v)\n%s", id, want, sb, s.log)
 	}
-	s.t.Fatalf("sandbox %s never became %s (last %+v)\n%s", id, want, sb, s.log)
-	return nil
+	return sb
 }
 
 // lcUser creates a user as the admin and returns its key.
@@ -251,7 +249,7 @@ func lcSettled(s *acsServe, key, convID string) int {
 	base := strings.TrimSuffix(*c.ConversationURL, "/api/conversations/"+convID)
 	path := "/api/conversations/" + convID + "/events/count"
 	n := 0
-	lcWait(s.t, "the webhook to deliver every event", 10*time.Second, func() bool {
+	testwait.For(s.t, 10*time.Second, "the webhook to deliver every event", func() bool {
 		code, body, err := lcAgent(base, *c.SessionAPIKey, path)
 		if err != nil || code != 200 {
 			s.t.Fatalf("agent server events count: %d %s %v", code, body, err)
@@ -271,18 +269,6 @@ func lcSawMessage(llm *llmtest.Server, text string) bool {
 		}
 	}
 	return false
-}
-
-func lcWait(t testing.TB, what string, timeout time.Duration, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("timed out after %s waiting for %s", timeout, what)
 }
 
 // Rules 1, 2, 5 and 12: pause releases the processes and keeps the
@@ -348,7 +334,7 @@ func TestLifecyclePauseResume(t *testing.T) {
 			t.Fatal("the session key was not rotated by the resume")
 		}
 		path := "/api/conversations/" + convID + "/events/count"
-		lcWait(t, "the resumed agent server to answer", 10*time.Second, func() bool {
+		testwait.For(t, 10*time.Second, "the resumed agent server to answer", func() bool {
 			code, _, err := lcAgent(newURL, newKey, "/alive")
 			return err == nil && code == 200
 		})
@@ -406,7 +392,7 @@ func TestLifecyclePauseResume(t *testing.T) {
 		if !out.Success || out.SandboxStatus != "RUNNING" {
 			t.Fatalf("send-message on a paused sandbox: %+v", out)
 		}
-		lcWait(t, "the LLM to receive the follow-up", 20*time.Second, func() bool { return lcSawMessage(llm, "follow-up-after-pause") })
+		testwait.For(t, 20*time.Second, "the LLM to receive the follow-up", func() bool { return lcSawMessage(llm, "follow-up-after-pause") })
 		if sb := s.sandbox(apiKey, sbID); sb.Status != "RUNNING" {
 			t.Fatalf("sandbox after a transparent resume: %+v", sb)
 		}
@@ -716,7 +702,7 @@ func TestLifecycleResumeRightAfterCrash(t *testing.T) {
 	if sb := s.sandbox(apiKey, sbID); sb.Status == "ERROR" {
 		t.Fatalf("resume of a crashed sandbox left it ERROR")
 	}
-	lcWait(t, "the agent server to be restarted", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the agent server to be restarted", func() bool {
 		p := rsPid(dataDir, sbID)
 		return p != 0 && p != pid && lcAlive(p) && s.sandbox(apiKey, sbID).Status == "RUNNING"
 	})
@@ -727,7 +713,7 @@ func TestLifecycleResumeRightAfterCrash(t *testing.T) {
 	if !out.Success {
 		t.Fatal("send-message after the restart failed")
 	}
-	lcWait(t, "the agent to run the new message", 60*time.Second, func() bool { return lcSawMessage(llm, "tag-crash again") })
+	testwait.For(t, 60*time.Second, "the agent to run the new message", func() bool { return lcSawMessage(llm, "tag-crash again") })
 }
 
 // Rules 6 and 7: with the sandbox running, a conversation reads PAUSED while
@@ -859,7 +845,7 @@ func TestLifecycleIdleTimeout(t *testing.T) {
 	}
 	// The sandbox may read MISSING while the cleanup is still removing its
 	// directory (the runtime reports MISSING once its metadata is gone).
-	lcWait(t, "the workspace to be removed", 5*time.Second, func() bool {
+	testwait.For(t, 5*time.Second, "the workspace to be removed", func() bool {
 		_, err := os.Stat(filepath.Join(lcSandboxDir(dataDir, sbID), "workspace"))
 		return errors.Is(err, os.ErrNotExist)
 	})
@@ -936,8 +922,9 @@ func TestLifecycleRunningCap(t *testing.T) {
 		}
 	})
 
-	var secondSB string
-	t.Run("a paused sandbox frees its place", func(t *testing.T) {
+	// One subtest: refusing a resume past the cap needs the state that
+	// freeing a place leaves (the first sandbox paused, a second running).
+	t.Run("a paused sandbox frees its place; resuming past the cap is refused", func(t *testing.T) {
 		s := lcBind(s, t)
 		lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+firstSB+"/pause", nil))
 		lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+firstSB+"/resume", nil))
@@ -946,15 +933,9 @@ func TestLifecycleRunningCap(t *testing.T) {
 		lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+firstSB+"/pause", nil))
 		var sb sandboxInfo
 		s.admin("POST", "/api/v1/sandboxes", nil).into(&sb)
-		secondSB = sb.ID
+		secondSB := sb.ID
 		lcWaitSandbox(s, apiKey, secondSB, "RUNNING", 20*time.Second)
-	})
 
-	t.Run("resuming past the cap is refused", func(t *testing.T) {
-		s := lcBind(s, t)
-		if secondSB == "" {
-			t.Skip("no second sandbox")
-		}
 		capped(s, s.admin("POST", "/api/v1/sandboxes/"+firstSB+"/resume", nil), "resume")
 		capped(s, s.admin("POST", "/api/v1/app-conversations/"+first+"/send-message",
 			map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": "tag-cap again"}}, "run": true}), "send-message (transparent resume)")
@@ -1061,7 +1042,7 @@ func TestLifecycleIdleSparesWorkingAgent(t *testing.T) {
 	// Every event of the run so far is stored: the working sandbox's last
 	// activity (a webhook) is behind us, and the agent sends nothing while
 	// it waits for the answer.
-	lcWait(t, "the webhook to deliver every event", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the webhook to deliver every event", func() bool {
 		running("waiting for its events")
 		c := s.conv(apiKey, conv)
 		base := strings.TrimSuffix(*c.ConversationURL, "/api/conversations/"+conv)
@@ -1074,7 +1055,7 @@ func TestLifecycleIdleSparesWorkingAgent(t *testing.T) {
 	})
 	var canary sandboxInfo
 	s.admin("POST", "/api/v1/sandboxes", nil).want(200).into(&canary)
-	lcWait(t, "the reconciler to pause an idle canary sandbox", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "the reconciler to pause an idle canary sandbox", func() bool {
 		running("the canary waits to be paused")
 		return s.sandbox(apiKey, canary.ID).Status == "PAUSED"
 	})

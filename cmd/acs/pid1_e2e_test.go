@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 )
 
 // pid1Sandbox is `acs agent-server` run as the sandbox image runs it: the
@@ -117,17 +118,20 @@ func startPID1Sandbox(t *testing.T, key string, env ...string) *pid1Sandbox {
 // after timeout.
 func (s *pid1Sandbox) waitFor(what string, timeout time.Duration, ok func() bool) {
 	s.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !ok() {
+	exited := false
+	if !testwait.Until(timeout, func() bool {
 		select {
 		case <-s.exited:
-			s.t.Fatalf("waiting for %s: unshare exited (%v); log:\n%s", what, s.cmd.ProcessState, s.logText())
+			exited = true
+			return true
 		default:
+			return ok()
 		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("timed out after %s waiting for %s; log:\n%s", timeout, what, s.logText())
-		}
-		time.Sleep(20 * time.Millisecond)
+	}) {
+		s.t.Fatalf("timed out after %s waiting for %s; log:\n%s", timeout, what, s.logText())
+	}
+	if exited {
+		s.t.Fatalf("waiting for %s: unshare exited (%v); log:\n%s", what, s.cmd.ProcessState, s.logText())
 	}
 }
 
@@ -238,15 +242,10 @@ echo "== /proc/1/environ"; cat /proc/1/environ; echo; echo "scan done"`)
 			t.Fatalf("making orphans: %s", out)
 		}
 		var zombies string
-		deadline := time.Now().Add(15 * time.Second)
-		for {
+		if !testwait.Until(15*time.Second, func() bool {
 			zombies = s.sh(`cat /proc/[0-9]*/stat 2>/dev/null | grep -E '\) Z 1 ' || true`)
-			if zombies == "" || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		if zombies != "" {
+			return zombies == ""
+		}) {
 			t.Errorf("zombies of PID 1 are never reaped:\n%s", zombies)
 		}
 	})

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -29,15 +30,13 @@ func (s *acsServe) newSandbox(key string) string {
 	s.t.Helper()
 	var sb sandboxInfo
 	s.do("POST", "/api/v1/sandboxes", nil, key).into(&sb)
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		if got := s.sandbox(key, sb.ID); got != nil && got.Status == "RUNNING" {
-			return sb.ID
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(30*time.Second, func() bool {
+		got := s.sandbox(key, sb.ID)
+		return got != nil && got.Status == "RUNNING"
+	}) {
+		s.t.Fatalf("sandbox %s did not run", sb.ID)
 	}
-	s.t.Fatalf("sandbox %s did not run", sb.ID)
-	return ""
+	return sb.ID
 }
 
 func (s *acsServe) mustStart(key string, body any) taskInfo {
@@ -94,6 +93,7 @@ func TestPlacement(t *testing.T) {
 		settings(key, "LEAST_RECENTLY_USED", 5)
 		older := s.mustStart(key, map[string]any{}) // sandbox A, created first
 		b := s.newSandbox(key)                      // sandbox B, created later
+		// Legitimate sleep: A's use must come measurably after B's creation.
 		time.Sleep(20 * time.Millisecond)
 		// Use A after B was created: B is now the least recently used,
 		// although A is the oldest.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/gittest"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -196,17 +197,9 @@ func TestStartFlowRepositories(t *testing.T) {
 		}
 		// READY means the message was sent and the run started; the LLM
 		// call follows asynchronously.
-		found := false
-		for deadline := time.Now().Add(20 * time.Second); !found && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			for _, r := range llm.Requests() {
-				if strings.Contains(r.LastUserText(), `Resolve issue #7 in acme/widgets ("Widgets wobble")`) {
-					found = true
-				}
-			}
-		}
-		if !found {
-			t.Fatal("the agent did not get the suggested task's prompt")
-		}
+		testwait.For(t, 20*time.Second, "the agent to get the suggested task's prompt", func() bool {
+			return lcSawMessage(llm, `Resolve issue #7 in acme/widgets ("Widgets wobble")`)
+		})
 	})
 
 	t.Run("a secret value in the initial message is refused", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -42,7 +43,7 @@ func rsKill(t *testing.T, dataDir, sandboxID string) int {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill agent server %d: %v", pid, err)
 	}
-	lcWait(t, "the killed agent server to be reaped", 20*time.Second, func() bool { return !lcAlive(pid) })
+	testwait.For(t, 20*time.Second, "the killed agent server to be reaped", func() bool { return !lcAlive(pid) })
 	return pid
 }
 
@@ -74,7 +75,7 @@ func rsCrashLoop(s *acsServe, t *testing.T, dataDir, sandboxID string) int {
 		if i == 3 {
 			return pid
 		}
-		lcWait(t, "the runtime to restart the killed agent server", 60*time.Second, func() bool {
+		testwait.For(t, 60*time.Second, "the runtime to restart the killed agent server", func() bool {
 			p := rsPid(dataDir, sandboxID)
 			if p == 0 || p == pid || !lcAlive(p) {
 				return false
@@ -134,7 +135,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		t.Parallel()
 		s := lcBind(s, t)
 		conv, sbID := lcStart(s, apiKey, "tag-restart-run: start the long job")
-		lcWait(t, "the terminal action to be stored", 60*time.Second, func() bool {
+		testwait.For(t, 60*time.Second, "the terminal action to be stored", func() bool {
 			for _, ev := range lcEvents(s, apiKey, conv) {
 				if ev["kind"] == "ActionEvent" && ev["tool_call_id"] == "call-restart-sleep" {
 					return true
@@ -142,7 +143,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 			}
 			return false
 		})
-		lcWait(t, sleepCmd+" to run in the agent's terminal", 30*time.Second, func() bool { return len(rsProcs(sleepCmd)) > 0 })
+		testwait.For(t, 30*time.Second, sleepCmd+" to run in the agent's terminal", func() bool { return len(rsProcs(sleepCmd)) > 0 })
 		before := rsGetSandbox(s, sbID)
 		if before.Status != "RUNNING" || before.SessionAPIKey == nil {
 			t.Fatalf("sandbox before the crash: %+v", before)
@@ -150,7 +151,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		pid := rsKill(t, dataDir, sbID)
 
 		var c *convInfo
-		lcWait(t, "the conversation to read error on a running sandbox", 60*time.Second, func() bool {
+		testwait.For(t, 60*time.Second, "the conversation to read error on a running sandbox", func() bool {
 			if sb := rsGetSandbox(s, sbID); sb.Status == "ERROR" {
 				t.Fatalf("one crash made the sandbox ERROR: %s", deref(sb.Detail))
 			}
@@ -165,7 +166,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 			t.Fatalf("after the restart the sandbox reads %s; session key kept: %v", after.Status, deref(after.SessionAPIKey) == deref(before.SessionAPIKey))
 		}
 		// The orphan action got exactly one AgentErrorEvent, no result.
-		lcWait(t, "the orphan action's AgentErrorEvent", 30*time.Second, func() bool {
+		testwait.For(t, 30*time.Second, "the orphan action's AgentErrorEvent", func() bool {
 			orphans := 0
 			for _, ev := range lcEvents(s, apiKey, conv) {
 				if ev["tool_call_id"] != "call-restart-sleep" {
@@ -197,7 +198,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		// The run the message starts reaches the LLM; only then is
 		// "finished" about that run (the record may still read the
 		// previous run's finished until the agent server reports).
-		lcWait(t, "the LLM to see the message sent after the restart", 60*time.Second, func() bool {
+		testwait.For(t, 60*time.Second, "the LLM to see the message sent after the restart", func() bool {
 			return lcSawMessage(llm, "tag-restart-wrap-up")
 		})
 		lcWaitFinished(s, apiKey, conv)
@@ -213,7 +214,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		oldKey := deref(rsGetSandbox(s, sbID).SessionAPIKey)
 		pid := rsCrashLoop(s, t, dataDir, sbID)
 		var sb rsSandbox
-		lcWait(t, "the crash-looping sandbox to read ERROR", 30*time.Second, func() bool {
+		testwait.For(t, 30*time.Second, "the crash-looping sandbox to read ERROR", func() bool {
 			sb = rsGetSandbox(s, sbID)
 			return sb.Status == "ERROR"
 		})
@@ -241,7 +242,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		if !out.Success {
 			t.Fatal("send-message to the resumed sandbox failed")
 		}
-		lcWait(t, "the resumed sandbox to run the new message", 60*time.Second, func() bool {
+		testwait.For(t, 60*time.Second, "the resumed sandbox to run the new message", func() bool {
 			return lcSawMessage(llm, "tag-restart-loop two")
 		})
 		lcWaitFinished(s, apiKey, conv)
@@ -259,7 +260,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		}
 		rsKill(t, dataDir, sbID)
 		var sb rsSandbox
-		lcWait(t, "the sandbox without a workspace to read ERROR", 30*time.Second, func() bool {
+		testwait.For(t, 30*time.Second, "the sandbox without a workspace to read ERROR", func() bool {
 			sb = rsGetSandbox(s, sbID)
 			return sb.Status == "ERROR"
 		})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/gittest"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -50,12 +51,10 @@ func TestPendingMessages(t *testing.T) {
 	// The agent saw the initial message, then the ten queued ones in order:
 	// the last LLM request holds the whole history.
 	var seen []string
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) && !contains(seen, "queued 10") {
-		time.Sleep(50 * time.Millisecond)
+	testwait.Until(30*time.Second, func() bool {
 		reqs := llm.Requests()
 		if len(reqs) == 0 {
-			continue
+			return false
 		}
 		seen = nil
 		for _, m := range reqs[len(reqs)-1].Messages {
@@ -63,7 +62,8 @@ func TestPendingMessages(t *testing.T) {
 				seen = append(seen, strings.Split(m.Text(), "\n")...)
 			}
 		}
-	}
+		return contains(seen, "queued 10")
+	})
 	want := []string{"message 0"}
 	for i := 1; i <= 10; i++ {
 		want = append(want, fmt.Sprintf("queued %02d", i))

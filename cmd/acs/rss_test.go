@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -155,22 +156,21 @@ func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for pid, start := range kids {
-			for alive(pid, start) && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond)
-			}
+			testwait.Until(time.Until(deadline), func() bool { return !alive(pid, start) })
 		}
 	}()
 	var base string
-	for i := 0; i < 500 && base == ""; i++ {
-		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
-			base = "http://" + string(b)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if base == "" {
+	if !testwait.Until(5*time.Second, func() bool {
+		b, err := os.ReadFile(addrFile)
+		base = "http://" + string(b)
+		return err == nil && len(b) > 0
+	}) {
 		tb.Fatalf("agent server did not start:\n%s", serverLog())
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Legitimate sleep: let the process settle (lazy allocations, GC) so
+	// that RSS is comparable between samples.
+	settle := func() { time.Sleep(500 * time.Millisecond) }
+	settle()
 	idle = rssMB(cmd.Process.Pid)
 	do := func(method, path, body string) (int, []byte) {
 		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
@@ -199,22 +199,22 @@ func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
-		for {
-			code, b := do("GET", "/api/conversations/"+id, "")
-			var info struct {
-				Status string `json:"execution_status"`
-			}
+		var code int
+		var b []byte
+		var info struct {
+			Status string `json:"execution_status"`
+		}
+		testwait.Until(time.Until(deadline), func() bool {
+			code, b = do("GET", "/api/conversations/"+id, "")
+			info.Status = ""
 			json.Unmarshal(b, &info)
-			if code == 200 && info.Status == "finished" {
-				break
-			}
-			if code != 200 || info.Status == "error" || info.Status == "stuck" || time.Now().After(deadline) {
-				tb.Fatalf("conversation %s: %d %s\n%s", id, code, b, serverLog())
-			}
-			time.Sleep(20 * time.Millisecond)
+			return code != 200 || info.Status == "finished" || info.Status == "error" || info.Status == "stuck"
+		})
+		if code != 200 || info.Status != "finished" {
+			tb.Fatalf("conversation %s: %d %s\n%s", id, code, b, serverLog())
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	settle()
 	loaded = rssMB(cmd.Process.Pid)
 	kids := descendants(cmd.Process.Pid)
 	var children float64

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/acs-project/acs/internal/testwait"
 )
 
 // resp is an HTTP answer.
@@ -94,17 +96,18 @@ func (s *acsServe) start(key string, body any) taskInfo {
 // waitTask polls a start task until READY or ERROR.
 func (s *acsServe) waitTask(key, id string) taskInfo {
 	s.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
+	var tk taskInfo
+	if !testwait.Until(90*time.Second, func() bool {
 		var ts []*taskInfo
 		s.do("GET", "/api/v1/app-conversations/start-tasks?ids="+id, nil, key).into(&ts)
-		if ts[0] != nil && (ts[0].Status == "READY" || ts[0].Status == "ERROR") {
-			return *ts[0]
+		if ts[0] != nil {
+			tk = *ts[0]
 		}
-		time.Sleep(20 * time.Millisecond)
+		return ts[0] != nil && (ts[0].Status == "READY" || ts[0].Status == "ERROR")
+	}) {
+		s.t.Fatalf("start task %s did not finish:\n%s", id, s.log)
 	}
-	s.t.Fatalf("start task %s did not finish:\n%s", id, s.log)
-	return taskInfo{}
+	return tk
 }
 
 // convInfo is an app conversation as the tests read it.
@@ -153,16 +156,11 @@ func (s *acsServe) sandbox(key, id string) *sandboxInfo {
 // waitConv polls a conversation until ok.
 func (s *acsServe) waitConv(key, id, what string, ok func(*convInfo) bool) *convInfo {
 	s.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
 	var c *convInfo
-	for time.Now().Before(deadline) {
-		if c = s.conv(key, id); c != nil && ok(c) {
-			return c
-		}
-		time.Sleep(25 * time.Millisecond)
+	if !testwait.Until(60*time.Second, func() bool { c = s.conv(key, id); return c != nil && ok(c) }) {
+		s.t.Fatalf("conversation %s never reached %s (last %+v)\n%s", id, what, c, s.log)
 	}
-	s.t.Fatalf("conversation %s never reached %s (last %+v)\n%s", id, what, c, s.log)
-	return nil
+	return c
 }
 
 func msg(text string) map[string]any {

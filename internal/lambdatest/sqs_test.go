@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/acs-project/acs/internal/testwait"
 )
 
 // memQueue is an in-memory queue: a received message is in flight (not
@@ -62,24 +64,12 @@ func (q *memQueue) deletedIDs() []string {
 	return slices.Sorted(slices.Values(q.deleted))
 }
 
-// waitFor polls cond for up to 10s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func TestSQSPartialBatchFailure(t *testing.T) {
 	t.Parallel()
 	f := startEcho(t, Options{Name: "worker"})
 	q := newMemQueue("ok-1", "fail-2", "ok-3", "fail-4", "ok-5")
 	src := PollSQS(t.Context(), t, SQSOptions{Function: f, Receive: q.receive, Delete: q.delete, BatchSize: 3})
-	waitFor(t, "two batches", func() bool { s := src.Stats(); return s.Invocations == 2 && s.Deleted+s.Failed == 5 })
+	testwait.For(t, 10*time.Second, "two batches", func() bool { s := src.Stats(); return s.Invocations == 2 && s.Deleted+s.Failed == 5 })
 	src.Stop()
 	if got, want := q.deletedIDs(), []string{"m1", "m3", "m5"}; !slices.Equal(got, want) {
 		t.Errorf("deleted %v, want %v", got, want)
@@ -94,7 +84,7 @@ func TestSQSFunctionCrashDeletesNothing(t *testing.T) {
 	f := startEcho(t, Options{Name: "crashy"})
 	q := newMemQueue("ok-1", "crash")
 	src := PollSQS(t.Context(), t, SQSOptions{Function: f, Receive: q.receive, Delete: q.delete})
-	waitFor(t, "the failed batch", func() bool { return src.Stats().FunctionErrors == 1 })
+	testwait.For(t, 10*time.Second, "the failed batch", func() bool { return src.Stats().FunctionErrors == 1 })
 	src.Stop()
 	if got := q.deletedIDs(); len(got) != 0 {
 		t.Errorf("deleted %v after a crash, want nothing", got)

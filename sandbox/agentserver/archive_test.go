@@ -286,7 +286,7 @@ func TestWorkspaceArchiveClientTimeout(t *testing.T) {
 		w.WriteHeader(200)
 		w.Write([]byte("slow"))
 		w.(http.Flusher).Flush()
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(300 * time.Millisecond) // legitimate: simulates a slow download
 		w.Write([]byte(" body"))
 	}))
 	defer srv.Close()

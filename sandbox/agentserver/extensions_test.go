@@ -227,6 +227,8 @@ func TestHooks(t *testing.T) {
 	// A blocked message is kept but never reaches the LLM.
 	calls := len(e.llm.Requests())
 	e.post("/api/conversations/"+id+"/events", userMessage("a forbidden request", true))
+	// Legitimate sleep: nothing to wait for when the rule holds; a run the
+	// block failed to stop would reach the LLM within this quiet period.
 	time.Sleep(300 * time.Millisecond)
 	if len(e.llm.Requests()) != calls {
 		t.Fatal("a blocked message reached the LLM")

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
@@ -138,18 +139,14 @@ func userMessage(text string, run bool) map[string]any {
 // waitStatus polls the conversation until it has the execution status.
 func (e *env) waitStatus(id, status string) map[string]any {
 	e.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	var info map[string]any
-	for time.Now().Before(deadline) {
-		r := e.call("GET", "/api/conversations/"+id, nil)
-		r.json(e.t, &info)
-		if info["execution_status"] == status {
-			return info
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(20*time.Second, func() bool {
+		e.call("GET", "/api/conversations/"+id, nil).json(e.t, &info)
+		return info["execution_status"] == status
+	}) {
+		e.t.Fatalf("conversation %s never reached %s (last %v)", id, status, info["execution_status"])
 	}
-	e.t.Fatalf("conversation %s never reached %s (last %v)", id, status, info["execution_status"])
-	return nil
+	return info
 }
 
 // allEvents pages through the event search.

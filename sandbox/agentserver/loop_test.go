@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -239,10 +240,12 @@ func TestPauseTakesEffectAtTheStepBoundary(t *testing.T) {
 	if r := e.post("/api/conversations/"+id+"/pause", nil); r.status != 200 {
 		t.Fatalf("pause: %d", r.status)
 	}
-	waitFor(t, "the in-flight step to complete", func() bool {
+	testwait.For(t, 20*time.Second, "the in-flight step to complete", func() bool {
 		r := e.call("GET", "/api/conversations/"+id+"/events/count?kind=ObservationEvent", nil)
 		return string(r.body) == "1"
 	})
+	// Legitimate sleep: a loop that ignored the pause would make its next
+	// LLM call within this quiet period; there is no event to wait for.
 	time.Sleep(100 * time.Millisecond)
 	if n := len(e.llm.Requests()); n != 1 {
 		t.Fatalf("the loop kept going after pause: %d LLM calls", n)
@@ -260,17 +263,6 @@ func TestPauseTakesEffectAtTheStepBoundary(t *testing.T) {
 	assertLinked(t, evs, true)
 	if evs[7]["tool_call_id"] != "c1" || evs[11]["tool_call_id"] != "c2" {
 		t.Fatalf("actions %v, %v", evs[6]["tool_call_id"], evs[10]["tool_call_id"])
-	}
-}
-
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
@@ -295,10 +287,13 @@ func TestInterrupt(t *testing.T) {
 	t.Run("during a tool", func(t *testing.T) {
 		e := newEnv(t, call("c1", "terminal", map[string]any{"command": "sleep 60"}))
 		id := e.create(map[string]any{"initial_message": userMessage("go", true)}, "terminal")
-		waitFor(t, "the action", func() bool {
+		testwait.For(t, 20*time.Second, "the action", func() bool {
 			r := e.call("GET", "/api/conversations/"+id+"/events/count?kind=ActionEvent", nil)
 			return string(r.body) == "1"
 		})
+		// Legitimate sleep: the ActionEvent is stored before the command
+		// starts; give "sleep 60" time to be running so the interrupt hits
+		// the tool, not the step before it.
 		time.Sleep(200 * time.Millisecond)
 		if r := e.post("/api/conversations/"+id+"/interrupt", nil); r.status != 200 {
 			t.Fatalf("interrupt: %d", r.status)
@@ -600,7 +595,7 @@ func TestReusedToolCallIDs(t *testing.T) {
 func TestRestartDuringARunBecomesError(t *testing.T) {
 	e := newEnv(t, call("c1", "terminal", map[string]any{"command": "sleep 60"}))
 	id := e.create(map[string]any{"initial_message": userMessage("go", true)}, "terminal")
-	waitFor(t, "the action", func() bool {
+	testwait.For(t, 20*time.Second, "the action", func() bool {
 		r := e.call("GET", "/api/conversations/"+id+"/events/count?kind=ActionEvent", nil)
 		return string(r.body) == "1"
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/secrets"
@@ -189,16 +190,13 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}
 	bashEvents.json(t, &page)
 	// The socket sends every stored event once: wait for all of them.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	frameCount := func() int {
 		bashFramesMu.Lock()
-		n := len(bashFrames)
-		bashFramesMu.Unlock()
-		if n >= len(page.Items) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bash-events socket sent %d frames, want %d", n, len(page.Items))
-		}
+		defer bashFramesMu.Unlock()
+		return len(bashFrames)
+	}
+	if !testwait.Until(20*time.Second, func() bool { return frameCount() >= len(page.Items) }) {
+		t.Fatalf("bash-events socket sent %d frames, want %d", frameCount(), len(page.Items))
 	}
 	bashWS.Close(websocket.StatusNormalClosure, "")
 	<-bashDone

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -414,15 +415,11 @@ func TestRunConflictAndPause(t *testing.T) {
 	e.waitStatus(id, "paused")
 	// The LLM call in flight completes; its message is kept; status stays paused? The step
 	// finished the task, so finished is the honest status.
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
+	testwait.Until(5*time.Second, func() bool {
 		var info map[string]any
 		e.call("GET", "/api/conversations/"+id, nil).json(t, &info)
-		if info["execution_status"] != "paused" {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return info["execution_status"] != "paused"
+	})
 	evs := e.allEvents(id)
 	found := false
 	for _, ev := range evs {
@@ -492,10 +489,7 @@ func TestMessageDuringRunIsNotLost(t *testing.T) {
 	if r := e.call("POST", "/api/conversations/"+id+"/events", userMessage("second question", true)); r.status != 200 {
 		t.Fatalf("send: %d %s", r.status, r.body)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(e.llm.Requests()) < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testwait.Until(10*time.Second, func() bool { return len(e.llm.Requests()) >= 2 })
 	e.waitStatus(id, "finished")
 	r := e.call("GET", "/api/conversations/"+id+"/events/search?body=second%20answer", nil)
 	if !strings.Contains(string(r.body), "second answer") {

@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/secrets"
@@ -169,11 +170,8 @@ func TestTracingMasksSecrets(t *testing.T) {
 	failedLLM := func(s tracetest.SpanStub) bool {
 		return strings.HasPrefix(s.Name, "chat ") && s.Status.Code == codes.Error
 	}
-	for deadline := time.Now().Add(20 * time.Second); !slices.ContainsFunc(exp.GetSpans(), failedLLM); {
-		if time.Now().After(deadline) {
-			t.Fatalf("no failed LLM span exported: %v", names(exp.GetSpans()))
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(20*time.Second, func() bool { return slices.ContainsFunc(exp.GetSpans(), failedLLM) }) {
+		t.Fatalf("no failed LLM span exported: %v", names(exp.GetSpans()))
 	}
 	e.stop()
 

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/bashapi"
 )
 
@@ -90,7 +91,7 @@ func TestEventShape(t *testing.T) {
 		t.Fatalf("BashCommand %s", cmd.raw)
 	}
 	var outs []event
-	waitFor(t, 10*time.Second, "final output", func() bool {
+	testwait.For(t, 10*time.Second, "final output", func() bool {
 		outs, _ = e.search(url.Values{"command_id__eq": {cmd.ID}})
 		return len(outs) > 0 && outs[len(outs)-1].ExitCode != nil
 	})
@@ -236,7 +237,7 @@ func TestBackgroundJob(t *testing.T) {
 	if len(lines) != 2 || lines[0] != "fg" {
 		t.Fatalf("stdout %q", stdout)
 	}
-	waitFor(t, 10*time.Second, "background job to finish", func() bool {
+	testwait.For(t, 10*time.Second, "background job to finish", func() bool {
 		_, err := os.Stat(marker)
 		return err == nil
 	})
@@ -325,7 +326,7 @@ func TestStartAndPoll(t *testing.T) {
 	// Poll as a client would: only outputs after the last order seen.
 	var got []event
 	last := -1
-	waitFor(t, 20*time.Second, "exit code", func() bool {
+	testwait.For(t, 20*time.Second, "exit code", func() bool {
 		evs, _ := e.search(url.Values{
 			"command_id__eq": {cmd.ID}, "kind__eq": {"BashOutput"}, "order__gt": {strconv.Itoa(last)},
 		})
@@ -356,7 +357,7 @@ func TestExecuteContextAndClose(t *testing.T) {
 	if len(cmds) != 1 {
 		t.Fatalf("%d commands", len(cmds))
 	}
-	waitFor(t, 10*time.Second, "late output", func() bool {
+	testwait.For(t, 10*time.Second, "late output", func() bool {
 		outs, _ := e.search(url.Values{"command_id__eq": {cmds[0].ID}})
 		return len(outs) > 0 && outs[len(outs)-1].ExitCode != nil
 	})
@@ -370,7 +371,7 @@ func TestExecuteContextAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int
-	waitFor(t, 10*time.Second, "pid", func() bool {
+	testwait.For(t, 10*time.Second, "pid", func() bool {
 		outs, _ := e.search(url.Values{"command_id__eq": {run.ID}})
 		if len(outs) == 0 {
 			return false

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/bashapi"
 )
 
@@ -251,7 +252,7 @@ func TestClear(t *testing.T) {
 	e.execute("echo b; exit 1", nil, 0)
 	e.do("POST", "/api/bash/execute_bash_command", `{"command":"true","cwd":"/nope"}`)
 	running := e.start("echo started; sleep 300", nil, 600)
-	waitFor(t, 10*time.Second, "running output", func() bool {
+	testwait.For(t, 10*time.Second, "running output", func() bool {
 		outs, _ := e.search(url.Values{"command_id__eq": {running.ID}})
 		return len(outs) > 0
 	})

@@ -310,6 +310,8 @@ func TestWaitWakesOnAppend(t *testing.T) {
 	if err := l.Wait(ctx, 5); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
+	// Legitimate sleep: close while Wait blocks (a Wait that starts on a
+	// closed log is a different path).
 	go func() { time.Sleep(10 * time.Millisecond); l.Close() }()
 	if err := l.Wait(context.Background(), 5); !errors.Is(err, eventlog.ErrClosed) {
 		t.Fatalf("wait on closed log: %v", err)

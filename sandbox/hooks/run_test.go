@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/hooks"
 )
 
@@ -52,22 +53,10 @@ func gone(pid int) bool {
 	return false
 }
 
-func waitFor(t *testing.T, d time.Duration, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return cond()
-}
-
 func readPID(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	if !waitFor(t, 15*time.Second, func() bool {
+	if !testwait.Until(15*time.Second, func() bool {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return false
@@ -287,7 +276,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 		t.Errorf("a timeout must not stop later hooks: %+v", res)
 	}
 	pid := readPID(t, filepath.Join(r.WorkDir, "bg.pid"))
-	if !waitFor(t, 15*time.Second, func() bool { return gone(pid) }) {
+	if !testwait.Until(15*time.Second, func() bool { return gone(pid) }) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Errorf("background child %d survived the timeout", pid)
 	}
@@ -349,7 +338,7 @@ func TestAsync(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(r.WorkDir, "done")); err == nil {
 			t.Error("async hook finished before Run returned")
 		}
-		if !waitFor(t, 30*time.Second, func() bool { _, err := os.Stat(filepath.Join(r.WorkDir, "done")); return err == nil }) {
+		if !testwait.Until(30*time.Second, func() bool { _, err := os.Stat(filepath.Join(r.WorkDir, "done")); return err == nil }) {
 			t.Error("async hook never finished")
 		}
 	})
@@ -358,7 +347,7 @@ func TestAsync(t *testing.T) {
 		r := runner(t, pre(hooks.Hook{Command: "echo $$ > pid; sleep 30; touch late", Timeout: 1, Async: true}))
 		r.Run(context.Background(), hooks.PreToolUse, hooks.Input{ToolName: "x"})
 		pid := readPID(t, filepath.Join(r.WorkDir, "pid"))
-		if !waitFor(t, 20*time.Second, func() bool { return gone(pid) }) {
+		if !testwait.Until(20*time.Second, func() bool { return gone(pid) }) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
 			t.Fatal("async hook outlived its timeout")
 		}
@@ -388,7 +377,7 @@ func TestContextCancellation(t *testing.T) {
 		t.Error("hook after cancellation ran")
 	}
 	pid := readPID(t, filepath.Join(r.WorkDir, "bg.pid"))
-	if !waitFor(t, 15*time.Second, func() bool { return gone(pid) }) {
+	if !testwait.Until(15*time.Second, func() bool { return gone(pid) }) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 		t.Error("background child survived cancellation")
 	}

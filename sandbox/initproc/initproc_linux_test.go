@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/initproc"
 )
 
@@ -161,8 +162,8 @@ func TestRunSealsPID1(t *testing.T) {
 // namespace's PID 1).
 func pid1Of(t *testing.T, unshare int) int {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var n int
+	testwait.For(t, 10*time.Second, fmt.Sprintf("a child of unshare (%d)", unshare), func() bool {
 		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 		for _, f := range stats {
 			b, err := os.ReadFile(f)
@@ -171,12 +172,11 @@ func pid1Of(t *testing.T, unshare int) int {
 			}
 			fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
 			if len(fields) > 1 && fields[1] == strconv.Itoa(unshare) {
-				n, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
-				return n
+				n, _ = strconv.Atoi(filepath.Base(filepath.Dir(f)))
+				return true
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("no child of unshare (%d)", unshare)
-	return 0
+		return false
+	})
+	return n
 }

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,8 +18,6 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
-	"github.com/acs-project/acs/shared/localqueue"
-	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -44,32 +41,13 @@ type env struct {
 // the start-flow worker with process sandboxes.
 func newEnv(t *testing.T, withWorker bool) *env {
 	t.Helper()
-	dir := t.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	queue, err := localqueue.Open(filepath.Join(dir, "queue.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queue.Close() })
-	var rt acs.Runtime
+	store := openStore(t)
+	queue := openQueue(t)
+	binary := "/nonexistent/acs"
 	if withWorker {
-		p, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: filepath.Join(dir, "sandboxes")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		rt = p
-	} else {
-		p, err := procsandbox.New(procsandbox.Config{Binary: "/nonexistent/acs", Root: filepath.Join(dir, "sandboxes")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		rt = p
+		binary = testbin.ACS(t)
 	}
+	rt := openRuntime(t, binary)
 	ctx := context.Background()
 	for _, u := range []struct{ id, key string }{{"alice", aliceKey}, {"bob", bobKey}} {
 		if err := store.CreateUser(ctx, acs.User{ID: u.id, Name: u.id}); err != nil {
@@ -481,12 +459,7 @@ func TestWebhooks(t *testing.T) {
 // ContextAuthOnly a valid Bearer key alone is refused, and a user in the
 // request context is served.
 func TestContextAuthOnly(t *testing.T) {
-	dir := t.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	store := openStore(t)
 	ctx := context.Background()
 	if err := store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"}); err != nil {
 		t.Fatal(err)
@@ -519,17 +492,8 @@ func TestContextAuthOnly(t *testing.T) {
 // Behind a buffering proxy the stream ends (well-formed) at StreamLimit even
 // though the task is still starting.
 func TestStreamStartLimit(t *testing.T) {
-	dir := t.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	queue, err := localqueue.Open(filepath.Join(dir, "queue.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queue.Close() })
+	store := openStore(t)
+	queue := openQueue(t)
 	ctx := context.Background()
 	store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"})
 	store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "alice", Hash: acs.HashKey(aliceKey)})

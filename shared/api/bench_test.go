@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,8 +14,6 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
-	"github.com/acs-project/acs/shared/localqueue"
-	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -33,21 +30,9 @@ type benchAPI struct {
 
 func newBenchAPI(b *testing.B, n int) *benchAPI {
 	b.Helper()
-	dir := b.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { store.Close() })
-	queue, err := localqueue.Open(filepath.Join(dir, "q.db"))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { queue.Close() })
-	rt, err := procsandbox.New(procsandbox.Config{Binary: "/nonexistent/acs", Root: filepath.Join(dir, "sandboxes")})
-	if err != nil {
-		b.Fatal(err)
-	}
+	store := openStore(b)
+	queue := openQueue(b)
+	rt := openRuntime(b, "/nonexistent/acs")
 	ctx := context.Background()
 	key := "bench-key-0123456789"
 	store.CreateUser(ctx, acs.User{ID: "u"})

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -16,9 +15,6 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
-	"github.com/acs-project/acs/shared/boltstore"
-	"github.com/acs-project/acs/shared/localqueue"
-	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -48,22 +44,9 @@ func (g gatedStore) GetStartTask(ctx context.Context, id string) (acs.StartTask,
 // worker has moved on), and the stream still holds the task at every status
 // exactly once, in order, each as GET start-tasks showed it at that status.
 func TestStreamStartStreamsEveryStatus(t *testing.T) {
-	dir := t.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	queue, err := localqueue.Open(filepath.Join(dir, "queue.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queue.Close() })
-	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: filepath.Join(dir, "sandboxes")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Close)
+	store := openStore(t)
+	queue := openQueue(t)
+	rt := openRuntime(t, testbin.ACS(t))
 	ctx := context.Background()
 	if err := store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"}); err != nil {
 		t.Fatal(err)

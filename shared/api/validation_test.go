@@ -18,7 +18,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,8 +28,6 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
-	"github.com/acs-project/acs/shared/localqueue"
-	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -142,21 +139,9 @@ type vEnv struct {
 func newVEnv(t *testing.T) *vEnv {
 	t.Helper()
 	logs := vCaptureLogs(t)
-	dir := t.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	queue, err := localqueue.Open(filepath.Join(dir, "queue.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queue.Close() })
-	rt, err := procsandbox.New(procsandbox.Config{Binary: "/nonexistent/acs", Root: filepath.Join(dir, "sandboxes")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openStore(t)
+	queue := openQueue(t)
+	rt := openRuntime(t, "/nonexistent/acs")
 	sealer := sealbox.FromPassphrase("validation test passphrase")
 	flow := startflow.Config{PollInterval: 50 * time.Millisecond, ResumeWait: time.Second,
 		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
@@ -308,15 +309,16 @@ func TestUserMessagesDeliveredThroughTheControlPlaneStayTheUsers(t *testing.T) {
 	if r := e.as(aliceKey, "POST", "/api/v1/conversations/task-"+task.ID+"/pending-messages", `{"content":`+text("pending message")+`}`); r.status != 201 {
 		t.Fatalf("pending message: %d %s", r.status, r.body)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for task.Status != "READY" {
-		if task.Status == "ERROR" || time.Now().After(deadline) {
-			t.Fatalf("start: %+v", task)
+	if !testwait.Until(60*time.Second, func() bool {
+		if task.Status == "READY" || task.Status == "ERROR" {
+			return true
 		}
-		time.Sleep(50 * time.Millisecond)
 		var tasks []api.StartTaskJSON
 		e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, "").json(t, &tasks)
 		task = tasks[0]
+		return false
+	}) || task.Status != "READY" {
+		t.Fatalf("start: %+v", task)
 	}
 	conv := *task.AppConversationID
 	if r := e.as(aliceKey, "POST", "/api/v1/app-conversations/"+conv+"/send-message", `{"role":"user","content":`+text("sent message")+`,"run":false}`); r.status != 200 {
@@ -340,7 +342,7 @@ func TestUserMessagesDeliveredThroughTheControlPlaneStayTheUsers(t *testing.T) {
 	want := map[string]string{"initial message": "user", "pending message": "user", "sent message": "user",
 		"direct message": "environment", "forged message": "environment"}
 	var got map[string]string
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	testwait.Until(30*time.Second, func() bool {
 		got = map[string]string{}
 		var page struct {
 			Items []struct {
@@ -359,11 +361,8 @@ func TestUserMessagesDeliveredThroughTheControlPlaneStayTheUsers(t *testing.T) {
 				got[m.LLMMessage.Content[0].Text] = m.Source
 			}
 		}
-		if len(got) == len(want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(got) == len(want)
+	})
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("user messages stored as %v, want %v", got, want)
 	}

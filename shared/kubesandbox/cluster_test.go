@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/kubesandbox"
 	"github.com/acs-project/acs/shared/sandboxtest"
@@ -156,16 +157,15 @@ func TestConformance(t *testing.T) {
 func waitStatus(t testing.TB, rt acs.Runtime, id string, want acs.SandboxStatus) acs.RuntimeStatus {
 	t.Helper()
 	var st acs.RuntimeStatus
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	if !testwait.Until(60*time.Second, func() bool {
 		var err error
 		if st, err = rt.Status(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if st.Status == want {
-			return st
-		}
+		return st.Status == want
+	}) {
+		t.Fatalf("sandbox %s never reached %s (last %+v)", id, want, st)
 	}
-	t.Fatalf("sandbox %s never reached %s (last %+v)", id, want, st)
 	return st
 }
 
@@ -237,14 +237,14 @@ func TestObjectsAndLifecycle(t *testing.T) {
 			t.Fatalf("%s is not owned by the sandbox record: %v", meta.Name, meta.OwnerReferences)
 		}
 	}
-	waitFor(t, "the stand-in agent server", func() bool { return k.stand.agentUp(rid) })
+	testwait.For(t, 60*time.Second, "the stand-in agent server", func() bool { return k.stand.agentUp(rid) })
 
 	// Pause: the pod goes, the PVC stays.
 	if err := k.rt.Pause(ctx, "sb-objects"); err != nil {
 		t.Fatal(err)
 	}
 	waitStatus(t, k.rt, "sb-objects", acs.SandboxPaused)
-	waitFor(t, "the pod to go", func() bool {
+	testwait.For(t, 60*time.Second, "the pod to go", func() bool {
 		_, err := k.core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
@@ -265,7 +265,7 @@ func TestObjectsAndLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, k.rt, "sb-objects", acs.SandboxMissing)
-	waitFor(t, "every object of the sandbox to be deleted", func() bool {
+	testwait.For(t, 60*time.Second, "every object of the sandbox to be deleted", func() bool {
 		_, e1 := k.core.Secrets(ns).Get(ctx, name, metav1.GetOptions{})
 		_, e2 := k.core.PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
 		_, e3 := k.core.Services(ns).Get(ctx, name, metav1.GetOptions{})
@@ -273,16 +273,6 @@ func TestObjectsAndLifecycle(t *testing.T) {
 		_, e5 := k.core.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(e1) && apierrors.IsNotFound(e2) && apierrors.IsNotFound(e3) && apierrors.IsNotFound(e4) && apierrors.IsNotFound(e5)
 	})
-}
-
-func waitFor(t testing.TB, what string, ok func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if ok() {
-			return
-		}
-	}
-	t.Fatalf("timed out waiting for %s", what)
 }
 
 // The warm pool: Fill starts pods ahead of time, concurrent starts claim
@@ -298,7 +288,7 @@ func TestWarmPool(t *testing.T) {
 	if err != nil || rep.Created != 2 {
 		t.Fatalf("fill: %+v %v", rep, err)
 	}
-	waitFor(t, "two ready warm pods", func() bool {
+	testwait.For(t, 60*time.Second, "two ready warm pods", func() bool {
 		pods, _ := k.core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelPool + "=warm"})
 		ready := 0
 		for _, p := range pods.Items {
@@ -347,7 +337,7 @@ func TestWarmPool(t *testing.T) {
 	// instant, so the difference here is the API work and kwok's status
 	// round trips; on a real cluster a miss adds scheduling, volume
 	// provisioning, image pull and agent-server start).
-	waitFor(t, "two ready warm pods again", func() bool {
+	testwait.For(t, 60*time.Second, "two ready warm pods again", func() bool {
 		pods, _ := k.core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelPool + "=warm"})
 		n := 0
 		for _, p := range pods.Items {
@@ -381,7 +371,7 @@ func TestWarmPool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the claimed runtimes to be deleted", func() bool {
+	testwait.For(t, 60*time.Second, "the claimed runtimes to be deleted", func() bool {
 		cms, _ := k.core.ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelPool + "=claimed"})
 		return len(cms.Items) == 0
 	})

@@ -2,6 +2,7 @@ package kubesandbox_test
 
 import (
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/kubesandbox"
 )
@@ -55,7 +57,7 @@ func installHTTPRouteCRD(t *testing.T, rc *rest.Config, ns string) {
 	if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	waitFor(t, "the HTTPRoute resource to be served", func() bool {
+	testwait.For(t, 60*time.Second, "the HTTPRoute resource to be served", func() bool {
 		_, err := dyn.Resource(kubesandbox.HTTPRoutes).Namespace(ns).List(ctx, metav1.ListOptions{})
 		return err == nil
 	})
@@ -113,7 +115,7 @@ func TestGatewayRouting(t *testing.T) {
 	if err := k.rt.Delete(ctx, "sb-gw"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the routes to be deleted with the sandbox", func() bool {
+	testwait.For(t, 60*time.Second, "the routes to be deleted with the sandbox", func() bool {
 		l, err := routes.List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelRuntimeID + "=" + rid})
 		return err == nil && len(l.Items) == 0
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/yaml"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/kubesandbox"
 )
@@ -104,7 +106,7 @@ func TestRBACRoleIsExactlyWhatTheRuntimeUses(t *testing.T) {
 	as.WrapTransport = rec.wrap
 	// RBAC bindings take effect within moments; wait for the first allowed call.
 	probe := corev1client.NewForConfigOrDie(as)
-	waitFor(t, "the role binding", func() bool {
+	testwait.For(t, 60*time.Second, "the role binding", func() bool {
 		_, err := probe.ConfigMaps(ns).List(ctx, metav1.ListOptions{})
 		return err == nil
 	})
@@ -114,7 +116,7 @@ func TestRBACRoleIsExactlyWhatTheRuntimeUses(t *testing.T) {
 	if _, err := k.rt.Fill(ctx, []acs.SandboxSpec{spec}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a ready warm pod", func() bool {
+	testwait.For(t, 60*time.Second, "a ready warm pod", func() bool {
 		pods, _ := k.core.Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubesandbox.LabelPool + "=warm"})
 		return len(pods.Items) == 1 && pods.Items[0].Status.Phase == "Running"
 	})

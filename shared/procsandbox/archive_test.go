@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/procsandbox"
 )
@@ -115,11 +116,10 @@ func TestArchiveRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	var st acs.RuntimeStatus
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if st, err = rt.Status(ctx, id); err != nil || st.Status != acs.SandboxStarting {
-			break
-		}
-	}
+	testwait.Until(30*time.Second, func() bool {
+		st, err = rt.Status(ctx, id)
+		return err != nil || st.Status != acs.SandboxStarting
+	})
 	if st.Status != acs.SandboxRunning {
 		t.Fatalf("sandbox did not start: %+v %v", st, err)
 	}

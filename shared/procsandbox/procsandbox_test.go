@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sandboxtest"
@@ -26,22 +27,7 @@ func TestConformance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	sandboxtest.Run(t, rt, sandboxtest.Options{
-		AgentReachable:  true,
-		Spec:            acs.SandboxSpec{ID: "acs-local"},
-		KillAgent:       sandboxtest.KillByPIDFile(func(id string) string { return filepath.Join(root, id, "agent.pid") }),
-		RestartBackoff:  500 * time.Millisecond,
-		RemoveWorkspace: sandboxtest.RemoveWorkingDir,
-		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
-			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		},
-		ReadFile: func(t *testing.T, st acs.RuntimeStatus, name string) (string, error) {
-			b, err := os.ReadFile(filepath.Join(st.WorkingDir, name))
-			return string(b), err
-		},
-	})
+	sandboxtest.Run(t, rt, sandboxtest.LocalOptions(root, 500*time.Millisecond))
 }
 
 // A sandbox's environment is minimal: the control plane's secrets never
@@ -67,12 +53,7 @@ func TestEnvironmentIsMinimal(t *testing.T) {
 		t.Fatal(err)
 	}
 	var environ []byte
-	for deadline := time.Now().Add(10 * time.Second); len(environ) == 0 && time.Now().Before(deadline); {
-		environ, _ = os.ReadFile(dump)
-		if len(environ) == 0 {
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	testwait.Until(10*time.Second, func() bool { environ, _ = os.ReadFile(dump); return len(environ) > 0 })
 	env := "\n" + string(environ)
 	for _, leak := range []string{"sk-must-not-leak", "acs-must-not-leak"} {
 		if len(environ) == 0 || strings.Contains(env, leak) {

@@ -3,8 +3,6 @@ package runtimeapi_test
 import (
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,42 +20,36 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 // (RestartAfterCrash) included.
 func TestConformance(t *testing.T) {
 	root := t.TempDir()
-	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 500 * time.Millisecond})
+	c := runtimeapi.NewClient(serve(t, testbin.ACS(t), root), "runtime-key")
+	sandboxtest.Run(t, c, sandboxtest.LocalOptions(root, restartBackoff))
+}
+
+// restartBackoff is how long the served runtime waits before restarting a
+// crashed agent server.
+const restartBackoff = 500 * time.Millisecond
+
+// serve serves process sandboxes of binary under root through the runtime
+// API (key "runtime-key") for the test's duration and returns its URL.
+func serve(t *testing.T, binary, root string) string {
+	t.Helper()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: binary, Root: root, RestartBackoff: restartBackoff})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
 	srv := httptest.NewServer(runtimeapi.Handler(rt, "runtime-key", func(image string) acs.SandboxSpec { return acs.SandboxSpec{ID: image} }))
 	t.Cleanup(srv.Close)
-	c := runtimeapi.NewClient(srv.URL, "runtime-key")
-	sandboxtest.Run(t, c, sandboxtest.Options{
-		AgentReachable:  true,
-		Spec:            acs.SandboxSpec{ID: "acs-local"},
-		KillAgent:       sandboxtest.KillByPIDFile(func(id string) string { return filepath.Join(root, id, "agent.pid") }),
-		RestartBackoff:  500 * time.Millisecond,
-		RemoveWorkspace: sandboxtest.RemoveWorkingDir,
-		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
-			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		},
-		ReadFile: func(t *testing.T, st acs.RuntimeStatus, name string) (string, error) {
-			b, err := os.ReadFile(filepath.Join(st.WorkingDir, name))
-			return string(b), err
-		},
-	})
+	return srv.URL
 }
 
 // TestNeedsTheKey: every call but /health needs X-API-Key.
 func TestNeedsTheKey(t *testing.T) {
-	rt, _ := procsandbox.New(procsandbox.Config{Binary: "/nonexistent", Root: t.TempDir()})
-	srv := httptest.NewServer(runtimeapi.Handler(rt, "runtime-key", func(string) acs.SandboxSpec { return acs.SandboxSpec{} }))
-	defer srv.Close()
+	url := serve(t, "/nonexistent", t.TempDir())
 	for _, tc := range []struct {
 		path, key string
 		want      int
 	}{{"/sessions/x", "", 401}, {"/sessions/x", "wrong", 401}, {"/sessions/x", "runtime-key", 404}, {"/health", "", 200}} {
-		req, _ := http.NewRequest("GET", srv.URL+tc.path, nil)
+		req, _ := http.NewRequest("GET", url+tc.path, nil)
 		if tc.key != "" {
 			req.Header.Set("X-API-Key", tc.key)
 		}
@@ -71,7 +63,7 @@ func TestNeedsTheKey(t *testing.T) {
 		}
 	}
 	// The client turns a wrong key into an error, not a MISSING sandbox.
-	if _, err := runtimeapi.NewClient(srv.URL, "wrong").Status(t.Context(), "x"); err == nil {
+	if _, err := runtimeapi.NewClient(url, "wrong").Status(t.Context(), "x"); err == nil {
 		t.Fatal("a wrong key must be an error")
 	}
 }

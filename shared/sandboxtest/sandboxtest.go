@@ -13,12 +13,14 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -413,13 +415,33 @@ func KillByPIDFile(pidFile func(id string) string) func(t *testing.T, id string)
 		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 			t.Fatalf("kill the agent server %d: %v", pid, err)
 		}
-		deadline := time.Now().Add(20 * time.Second)
-		for syscall.Kill(pid, 0) == nil {
-			if time.Now().After(deadline) {
-				t.Fatalf("the killed agent server %d was not reaped", pid)
+		testwait.For(t, 20*time.Second, fmt.Sprintf("the killed agent server %d to be reaped", pid), func() bool {
+			return syscall.Kill(pid, 0) != nil
+		})
+	}
+}
+
+// LocalOptions are the Options for sandboxes that run as local processes
+// under root, as procsandbox runs them (directly or behind the runtime
+// API): the agent server is reachable, its pid is in root/<id>/agent.pid,
+// files live in the sandbox's working directory, and a crashed agent
+// server is restarted after restartBackoff.
+func LocalOptions(root string, restartBackoff time.Duration) Options {
+	return Options{
+		AgentReachable:  true,
+		Spec:            acs.SandboxSpec{ID: "acs-local"},
+		KillAgent:       KillByPIDFile(func(id string) string { return filepath.Join(root, id, "agent.pid") }),
+		RestartBackoff:  restartBackoff,
+		RemoveWorkspace: RemoveWorkingDir,
+		WriteFile: func(t *testing.T, st acs.RuntimeStatus, name, content string) {
+			if err := os.WriteFile(filepath.Join(st.WorkingDir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		},
+		ReadFile: func(t *testing.T, st acs.RuntimeStatus, name string) (string, error) {
+			b, err := os.ReadFile(filepath.Join(st.WorkingDir, name))
+			return string(b), err
+		},
 	}
 }
 

@@ -220,7 +220,7 @@ func TestLongPollWakesEarly(t *testing.T) {
 	ctx := context.Background()
 	q, _, _ := setup(t, client, 5)
 	go func() {
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // legitimate: send while the long poll below waits
 		q.Send(ctx, acs.Message{TaskID: "wake"}, 0)
 	}()
 	start := time.Now()
@@ -287,7 +287,7 @@ func TestDelays(t *testing.T) {
 		// Extend the visibility twice before it runs out, as the worker's
 		// heartbeat does.
 		for range 2 {
-			time.Sleep(600 * time.Millisecond)
+			time.Sleep(600 * time.Millisecond) // legitimate: together past the first visibility timeout
 			must(t, q.Delay(ctx, d[0].Receipt, 2*time.Second))
 		}
 		if again, err := q.Receive(ctx, 1, 0, time.Second); err != nil || len(again) != 0 {

@@ -141,7 +141,7 @@ func (e *capEnv) step(t *testing.T, id string) (acs.StartTask, bool) {
 		}
 		return tk, false
 	}
-	time.Sleep(delay)
+	redeliveryDelay(delay)
 	return tk, false
 }
 

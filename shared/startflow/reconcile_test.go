@@ -9,6 +9,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
@@ -79,7 +80,7 @@ func (e *idleEnv) stepUntil(t *testing.T, id string, status acs.StartTaskStatus)
 		if err != nil {
 			t.Fatalf("step %s: %v", tk.Status, err)
 		}
-		time.Sleep(delay)
+		redeliveryDelay(delay)
 	}
 }
 
@@ -116,16 +117,13 @@ func (e *idleEnv) agent(t *testing.T, sandboxID string) *agentclient.Client {
 // status want.
 func agentStatus(t *testing.T, c *agentclient.Client, convID string, want wire.ExecutionStatus) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		infos, err := c.GetConversations(ctx, []string{convID})
-		if err == nil && len(infos) == 1 && infos[0] != nil && infos[0].ExecutionStatus == string(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("conversation %s never became %s on its agent server (%v, %v)", convID, want, infos, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var infos []*agentclient.Info
+	var err error
+	if !testwait.Until(60*time.Second, func() bool {
+		infos, err = c.GetConversations(ctx, []string{convID})
+		return err == nil && len(infos) == 1 && infos[0] != nil && infos[0].ExecutionStatus == string(want)
+	}) {
+		t.Fatalf("conversation %s never became %s on its agent server (%v, %v)", convID, want, infos, err)
 	}
 }
 

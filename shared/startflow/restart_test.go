@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/procsandbox"
@@ -69,20 +70,18 @@ func (e *restartEnv) kill(t *testing.T, id string) {
 // refreshUntil refreshes the sandbox's record until it reads want.
 func (e *restartEnv) refreshUntil(t *testing.T, id string, want acs.SandboxStatus) acs.Sandbox {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		sb, err := e.store.GetSandbox(ctx, id)
-		if err != nil {
+	var sb acs.Sandbox
+	if !testwait.Until(30*time.Second, func() bool {
+		var err error
+		if sb, err = e.store.GetSandbox(ctx, id); err != nil {
 			t.Fatal(err)
 		}
-		if sb, _ = e.life.Refresh(ctx, sb); sb.Status == want {
-			return sb
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("sandbox %s reads %s (%s), want %s", id, sb.Status, sb.Detail, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+		sb, _ = e.life.Refresh(ctx, sb)
+		return sb.Status == want
+	}) {
+		t.Fatalf("sandbox %s reads %s (%s), want %s", id, sb.Status, sb.Detail, want)
 	}
+	return sb
 }
 
 // TestResumeRestartsAnErrorSandbox: Resume on an ERROR sandbox whose

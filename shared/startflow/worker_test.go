@@ -36,6 +36,11 @@ type env struct {
 	w     *startflow.Worker
 }
 
+// redeliveryDelay waits the delay a step asked for before its next
+// delivery, as the queue would. Legitimate sleep: the step polls a real
+// sandbox and needs that real time to pass.
+func redeliveryDelay(delay time.Duration) { time.Sleep(delay) }
+
 func newEnv(t *testing.T, binary string, timeout time.Duration) *env {
 	t.Helper()
 	dir := t.TempDir()
@@ -94,7 +99,7 @@ func (e *env) drive(t *testing.T, id string, replay bool) acs.StartTask {
 				t.Fatalf("replaying %s: %v", tk.Status, err)
 			}
 		}
-		time.Sleep(delay)
+		redeliveryDelay(delay)
 	}
 	t.Fatal("task did not finish")
 	return acs.StartTask{}
@@ -219,7 +224,7 @@ func TestRedeliveryAfterProgressGetsAFreshMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	first, _ := e.queue.Receive(ctx, 1, time.Second, 10*time.Millisecond)
-	time.Sleep(20 * time.Millisecond)
+	// The long poll returns once the first delivery's visibility runs out.
 	again, _ := e.queue.Receive(ctx, 1, time.Second, time.Minute)
 	if len(first) != 1 || len(again) != 1 || again[0].ReceiveCount != 2 {
 		t.Fatalf("setup: deliveries %+v then %+v", first, again)
@@ -311,7 +316,7 @@ func (e *env) placeOnly(id string) error {
 		if err != nil {
 			return fmt.Errorf("placing %s: %w", id, err)
 		}
-		time.Sleep(delay)
+		redeliveryDelay(delay)
 	}
 	return fmt.Errorf("task %s was not placed", id)
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/tools/mcp/mcptest"
 )
 
@@ -54,9 +55,10 @@ func TestMain(m *testing.M) {
 		}
 		pids := fmt.Sprintf("%d %d", os.Getpid(), child.Process.Pid)
 		_ = os.WriteFile(os.Getenv("MCP_TEST_PIDFILE"), []byte(pids), 0o600)
-		time.Sleep(time.Minute)
-		os.Exit(0)
+		fallthrough
 	case "sleep":
+		// Legitimate sleep: a server that never answers; it exits on its
+		// own after a minute should the test leak it.
 		time.Sleep(time.Minute)
 		os.Exit(0)
 	default:
@@ -512,10 +514,7 @@ func TestHandshakeTimeoutKillsProcessGroup(t *testing.T) {
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for alive(pid) && time.Now().Before(deadline) {
-			time.Sleep(50 * time.Millisecond)
-		}
-		if alive(pid) {
+		if !testwait.Until(time.Until(deadline), func() bool { return !alive(pid) }) {
 			t.Errorf("process %d is still running after Connect failed", pid)
 		}
 	}

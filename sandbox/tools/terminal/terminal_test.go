@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/tools/terminal"
 )
 
@@ -659,13 +660,8 @@ func processGone(pid int) bool {
 
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !processGone(pid) {
-		if time.Now().After(deadline) {
-			t.Errorf("process %d still running", pid)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool { return processGone(pid) }) {
+		t.Errorf("process %d still running", pid)
 	}
 }
 
@@ -706,14 +702,9 @@ func TestCloseKillsEverything(t *testing.T) {
 	if err := s.Export(context.Background(), "A", "b"); !errors.Is(err, terminal.ErrClosed) {
 		t.Errorf("Export after Close: %v", err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Errorf("goroutines: %d before, %d after Close\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testwait.Until(10*time.Second, func() bool { return runtime.NumGoroutine() <= before }) {
+		buf := make([]byte, 1<<16)
+		t.Errorf("goroutines: %d before, %d after Close\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
 }
 
@@ -747,7 +738,7 @@ func TestCloseInterruptsExecute(t *testing.T) {
 		_, err := s.Execute(context.Background(), &events.TerminalAction{Command: "sleep 100"})
 		done <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // legitimate: let Execute start the command before Close
 	_ = s.Close()
 	select {
 	case err := <-done:
