@@ -461,3 +461,17 @@ func Short(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// Spread returns at most n of xs, evenly spaced and always the same ones
+// (the first included), so that a route's share of the corpus keeps a
+// bounded cost while still drawing on every kind of bad input.
+func Spread[T any](xs []T, n int) []T {
+	if n <= 0 || len(xs) <= n {
+		return xs
+	}
+	out := make([]T, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, xs[i*len(xs)/n])
+	}
+	return out
+}
