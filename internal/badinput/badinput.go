@@ -292,27 +292,29 @@ func with(v any, p []any, x any) any {
 	return v
 }
 
-// without returns a deep copy of v without the key at p.
+// without returns a deep copy of v without the key at p (p's last
+// element is a key; the ones before may be keys or list indexes).
 func without(v any, p []any) any {
-	c := v.(map[string]any)
-	n := make(map[string]any, len(c))
-	for k, e := range c {
-		n[k] = e
-	}
-	k := p[0].(string)
-	if len(p) == 1 {
-		delete(n, k)
+	switch c := v.(type) {
+	case map[string]any:
+		n := make(map[string]any, len(c))
+		for k, e := range c {
+			n[k] = e
+		}
+		k := p[0].(string)
+		if len(p) == 1 {
+			delete(n, k)
+		} else {
+			n[k] = without(c[k], p[1:])
+		}
+		return n
+	case []any:
+		n := append([]any(nil), c...)
+		i := p[0].(int)
+		n[i] = without(c[i], p[1:])
 		return n
 	}
-	switch next := c[k].(type) {
-	case map[string]any:
-		n[k] = without(next, p[1:])
-	case []any:
-		l := append([]any(nil), next...)
-		l[p[1].(int)] = without(next[p[1].(int)], p[2:])
-		n[k] = l
-	}
-	return n
+	return v
 }
 
 // ContentTypes are request content types a JSON route may be sent.
