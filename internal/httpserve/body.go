@@ -18,6 +18,7 @@ type body struct {
 	rc      *http.ResponseController
 	timeout time.Duration
 	rate    int64
+	length  int64 // the declared Content-Length, or -1
 
 	n      int64         // bytes read
 	waited time.Duration // time spent in src.Read
@@ -37,10 +38,13 @@ func (b *body) Read(p []byte) (int, error) {
 	n, err := b.src.Read(p)
 	b.waited += time.Since(start)
 	b.n += int64(n)
-	if errors.Is(err, io.EOF) {
+	if errors.Is(err, io.EOF) || (b.length > 0 && b.n >= b.length) {
 		b.done.Store(true)
-		// The whole body is in: net/http's own background read (which
-		// notices a client going away) must not inherit the deadline.
+		// The whole body is in (a handler reading exactly its declared
+		// length may never see io.EOF): net/http's own background read
+		// (which notices a client going away) must not inherit the
+		// deadline, or its failure would cancel the context of every
+		// later request on the connection.
 		_ = b.rc.SetReadDeadline(time.Time{})
 		return n, err
 	}

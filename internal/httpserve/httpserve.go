@@ -13,9 +13,11 @@
 //     at a time is cut after about ReadTimeout. The handler's read then fails
 //     with an error that wraps os.ErrDeadlineExceeded.
 //   - A handler that answers without reading the whole body (an
-//     unauthenticated request, a validation error) is answered at once and the
-//     connection is closed: the server never waits for the rest of a body
-//     nobody wants.
+//     unauthenticated request, a validation error, a route that ignores its
+//     body) is answered at once, with Connection: close, and the connection
+//     is closed: the server never waits for the rest of a body nobody wants,
+//     and never keeps a connection whose unread body it cut. A body read to
+//     its declared Content-Length counts as read.
 //   - A response write must make progress: each 64 KiB has to be accepted by
 //     the client within WriteTimeout. There is no bound on a response's total
 //     time, so long downloads, streamed responses and WebSockets (hijacked
@@ -236,7 +238,7 @@ func (s *Server) guard(h http.Handler) http.Handler {
 			// read of the body by net/http itself (when a handler flushes a
 			// response before reading its body).
 			if err := rc.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout)); err == nil {
-				b = &body{src: r.Body, rc: rc, timeout: s.lim.ReadTimeout, rate: s.lim.MinBodyRate}
+				b = &body{src: r.Body, rc: rc, timeout: s.lim.ReadTimeout, rate: s.lim.MinBodyRate, length: r.ContentLength}
 				r.Body = b
 			}
 		}
@@ -245,9 +247,22 @@ func (s *Server) guard(h http.Handler) http.Handler {
 			// reading the body.
 			w.Header().Set("Content-Length", "0")
 		} else {
-			jw := &jsonErrors{ResponseWriter: w, head: r.Method == http.MethodHead}
+			// An answer sent before the whole body was read closes the
+			// connection (Connection: close), so that net/http neither
+			// waits for the rest of the body nor keeps the connection with
+			// the read deadline that cuts it below.
+			unread := func() bool { return b != nil && !b.done.Load() }
+			closeIfUnread := func(h http.Header) {
+				if unread() {
+					h.Set("Connection", "close")
+				}
+			}
+			jw := &jsonErrors{ResponseWriter: w, head: r.Method == http.MethodHead, beforeHeader: closeIfUnread}
 			h.ServeHTTP(jw, r)
 			jw.finish()
+			if !jw.decided && !(gc != nil && gc.hijacked.Load()) {
+				closeIfUnread(w.Header()) // net/http writes the 200 itself
+			}
 		}
 		if b == nil || b.done.Load() || (gc != nil && gc.hijacked.Load()) {
 			return

@@ -58,6 +58,8 @@ func serve(t *testing.T, h http.Handler, lim httpserve.Limits) string {
 //	          net/http's own plain-text 400 answer
 //	/late     reads the body, outlives ReadTimeout three times, answers
 //	          whether its context survived
+//	/ctx      ignores any body, answers whether its context is alive
+//	/exact    reads exactly Content-Length bytes (no EOF), answers 200
 //	/ws       a WebSocket echo
 //	/plain-error, /long-plain-error, /empty-error, /only-get (GET only,
 //	          through a ServeMux), /not-mine (http.NotFound): plain-text or
@@ -123,6 +125,21 @@ func (h *testHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(3 * h.lim.ReadTimeout):
 			writeJSON(w, 200, map[string]string{"status": "ok"})
 		}
+	case "/ctx":
+		// Ignores any body; answers whether its context is alive.
+		if err := r.Context().Err(); err != nil {
+			writeJSON(w, 500, map[string]string{"detail": "context ended: " + err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"status": "live"})
+	case "/exact":
+		// Reads exactly Content-Length bytes (never seeing EOF).
+		buf := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			writeJSON(w, 400, map[string]string{"detail": err.Error()})
+			return
+		}
+		writeJSON(w, 200, map[string]string{"status": "read"})
 	case "/plain-error":
 		http.Error(w, "teapot trouble", http.StatusTeapot)
 	case "/long-plain-error":
@@ -346,6 +363,54 @@ func TestUnauthenticatedAnsweredWithoutTheBody(t *testing.T) {
 		t.Error("the answer lacks Connection: close")
 	}
 	wantClosed(t, c, br)
+}
+
+// TestEarlyAnswerKeepsTheConnectionUsable: a request whose small body
+// arrived with its headers is answered without the handler reading it (a
+// 401, a route that ignores its body): the answer says Connection: close and
+// the connection closes. A body read to its declared length (the handler
+// never seeing EOF) counts as read: the connection stays open and serves the
+// next request with a live context. (The read deadline that cuts an unread
+// body used to stay on a connection kept open; net/http's background read,
+// started once it had discarded the buffered body, then failed on it, which
+// cancels the context of every later request on that connection: under
+// load, the next handlers started with their context canceled, a git run or
+// an LLM call failing as a 500.)
+func TestEarlyAnswerKeepsTheConnectionUsable(t *testing.T) {
+	lim := testLimits()
+	addr := serve(t, newHandler(lim), lim)
+	for _, tc := range []struct {
+		name, request string
+		status        int
+		wantClose     bool
+	}{
+		{"401 without reading", "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 401, true},
+		{"body ignored", "POST /ctx HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 200, true},
+		{"read to its length", "POST /exact HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}", 200, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for i := 0; i < 20; i++ {
+				c := dial(t, addr)
+				br := bufio.NewReader(c)
+				io.WriteString(c, tc.request)
+				a := readAnswer(t, br)
+				if a.status != tc.status {
+					t.Fatalf("first answer %d, want %d: %s", a.status, tc.status, a.body)
+				}
+				if a.close != tc.wantClose {
+					t.Errorf("first answer: Connection: close is %v, want %v", a.close, tc.wantClose)
+				}
+				if a.close {
+					wantClosed(t, c, br)
+					continue
+				}
+				io.WriteString(c, "GET /ctx HTTP/1.1\r\nHost: x\r\n\r\n")
+				if a := readAnswer(t, br); a.status != 200 {
+					t.Fatalf("the next request on the connection: %d %s", a.status, a.body)
+				}
+			}
+		})
+	}
 }
 
 func TestConnectionCap(t *testing.T) {

@@ -25,6 +25,18 @@ type jsonErrors struct {
 	code     int
 	text     []byte
 	hijacked bool
+	// beforeHeader, when set, runs just before the answer's final header
+	// is written, and may still change it.
+	beforeHeader func(http.Header)
+}
+
+// writeHeader writes the final header of the answer.
+func (j *jsonErrors) writeHeader(code int) {
+	if j.beforeHeader != nil {
+		j.beforeHeader(j.Header())
+		j.beforeHeader = nil
+	}
+	j.ResponseWriter.WriteHeader(code)
 }
 
 func isPlainOrNone(contentType string) bool {
@@ -49,7 +61,7 @@ func (j *jsonErrors) WriteHeader(code int) {
 		j.capture, j.code = true, code
 		return
 	}
-	j.ResponseWriter.WriteHeader(code)
+	j.writeHeader(code)
 }
 
 // Write collects a captured answer's text (up to maxErrorText, beyond which
@@ -71,7 +83,7 @@ func (j *jsonErrors) Write(p []byte) (int, error) {
 // release gives up capturing: the answer goes out as the handler wrote it.
 func (j *jsonErrors) release() {
 	j.capture = false
-	j.ResponseWriter.WriteHeader(j.code)
+	j.writeHeader(j.code)
 	if len(j.text) > 0 {
 		_, _ = j.ResponseWriter.Write(j.text)
 	}
@@ -95,12 +107,15 @@ func (j *jsonErrors) finish() {
 	h.Set("Content-Type", "application/json")
 	h.Del("X-Content-Type-Options")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	j.ResponseWriter.WriteHeader(j.code)
+	j.writeHeader(j.code)
 	_, _ = j.ResponseWriter.Write(body)
 }
 
 // Flush sends what is written so far (a captured answer is released first).
 func (j *jsonErrors) Flush() {
+	if !j.decided {
+		j.WriteHeader(http.StatusOK)
+	}
 	if j.capture {
 		j.release()
 	}

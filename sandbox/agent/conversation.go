@@ -179,17 +179,27 @@ type Conversation struct {
 	llmNanos atomic.Int64
 }
 
+// WorkingDirError is the error of Create when the requested working
+// directory cannot be created (a file in the way, no permission, a
+// read-only or full file system): Err is the os.MkdirAll error.
+type WorkingDirError struct{ Err error }
+
+func (e *WorkingDirError) Error() string { return "create working dir: " + e.Err.Error() }
+
+func (e *WorkingDirError) Unwrap() error { return e.Err }
+
 // Create makes a new conversation in opts.Dir from req (already validated)
-// and returns it idle. The directory must not hold a conversation yet.
+// and returns it idle. The directory must not hold a conversation yet. A
+// working directory that cannot be created is a *WorkingDirError.
 func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest, opts Options) (*Conversation, error) {
+	if err := os.MkdirAll(req.Workspace.WorkingDir, 0o755); err != nil {
+		return nil, &WorkingDirError{Err: err}
+	}
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create conversation dir: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(opts.Dir, metaFile)); err == nil {
 		return nil, fmt.Errorf("create conversation %s: already exists", id)
-	}
-	if err := os.MkdirAll(req.Workspace.WorkingDir, 0o755); err != nil {
-		return nil, fmt.Errorf("create working dir: %w", err)
 	}
 	req, err := openEncryptedRequest(req, opts.Cipher)
 	if err != nil {

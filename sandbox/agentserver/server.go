@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -512,6 +513,15 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets", se.Name}, Msg: se.Err.Error(), Type: "value_error"}})
 			return
 		}
+		// A working directory that cannot be made where the caller put it
+		// (a file in its way, no permission, a read-only file system) is
+		// the caller's choice of path; a full disk or an I/O error is not.
+		var wde *agent.WorkingDirError
+		if errors.As(err, &wde) && callersPath(wde.Err) {
+			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "workspace", "working_dir"},
+				Msg: "Value error, Cannot create the working directory: " + reason(wde.Err), Type: "value_error"}})
+			return
+		}
 		slog.Error("create conversation", "error", err)
 		if diskfull.Is(err) {
 			wire.WriteInsufficientStorage(w, diskFullDetail)
@@ -740,4 +750,26 @@ func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, c *agent.Conve
 		return
 	}
 	wire.WriteRaw(w, 200, b)
+}
+
+// callersPath reports whether a failure to create a directory is due to
+// the path chosen (as opposed to the machine's state).
+func callersPath(err error) bool {
+	for _, e := range []syscall.Errno{syscall.ENOTDIR, syscall.EEXIST, syscall.EACCES, syscall.EPERM, syscall.EROFS,
+		syscall.ENAMETOOLONG, syscall.EINVAL, syscall.ELOOP} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// reason is a file-system error without the path it names (the path the
+// caller sent, or a part of it).
+func reason(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/llm/llmconfig"
+	"github.com/acs-project/acs/sandbox/pathguard"
 )
 
 // ExecutionStatus is a conversation's agent state, in the reference's
@@ -106,10 +107,15 @@ type Workspace struct {
 	WorkingDir string  `json:"working_dir" acs:"required,minlen=1"`
 }
 
-// ValidateStrict requires an absolute working directory.
+// ValidateStrict requires an absolute working directory that a directory
+// can have (no NUL byte, at most pathguard.PathMax bytes, no name over
+// pathguard.NameMax bytes).
 func (w *Workspace) ValidateStrict() []strictjson.Error {
 	if !strings.HasPrefix(w.WorkingDir, "/") {
 		return []strictjson.Error{{Loc: []any{"working_dir"}, Msg: "working_dir must be an absolute path", Type: "value_error"}}
+	}
+	if err := pathguard.Check(w.WorkingDir); err != nil {
+		return []strictjson.Error{{Loc: []any{"working_dir"}, Msg: "Value error, " + err.Error(), Type: "value_error"}}
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/badinput"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
@@ -1424,20 +1425,6 @@ func vBreakBody(rng *rand.Rand, sample string, i int) []byte {
 	}
 }
 
-// vRawEscape escapes only what cannot appear on a request line, leaving
-// '%' alone.
-func vRawEscape(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c >= 0x7f || c == '#' {
-			fmt.Fprintf(&b, "%%%02X", c)
-		} else {
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
 // vBreakQuery returns a random malformed query string.
 func vBreakQuery(rng *rand.Rand) string {
 	var parts []string
@@ -1450,7 +1437,7 @@ func vBreakQuery(rng *rand.Rand) string {
 		case 1:
 			// Raw, so possibly an invalid escape; bytes no client can put
 			// on a request line are escaped.
-			parts = append(parts, vRawEscape(k)+"="+vRawEscape(v))
+			parts = append(parts, badinput.RawEscape(k)+"="+badinput.RawEscape(v))
 		case 2:
 			parts = append(parts, url.QueryEscape(k)+"="+url.QueryEscape(v)+"&"+url.QueryEscape(k)+"="+url.QueryEscape(v+v))
 		default:
