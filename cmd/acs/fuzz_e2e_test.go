@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/badinput"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/api"
 )
@@ -69,7 +70,7 @@ func newFzServe(t *testing.T) *fzServe {
 	s.do("POST", "/api/v1/keys", map[string]any{"name": "second"}, f.alice).want(201).into(&k)
 	f.keyIDA = k.ID
 	// The agent's message has reached the store.
-	waitFor(t, "alice's events", 60*time.Second, func() bool {
+	testwait.For(t, 60*time.Second, "alice's events", func() bool {
 		var page struct {
 			Items []map[string]any `json:"items"`
 		}
