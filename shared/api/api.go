@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -80,7 +80,7 @@ func (a *API) Handler() http.Handler {
 	for _, rt := range Routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
-	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
 	return mux
 }
 
@@ -93,7 +93,7 @@ func (a *API) RouteHandler(name string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
 	return mux
 }
 
@@ -108,7 +108,7 @@ func (a *API) wrap(rt Route) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				slog.Error("api: panic", "route", rt.Name, "panic", p, "stack", string(debug.Stack()))
-				wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+				httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
 			}
 		}()
 		switch rt.Auth {
@@ -198,50 +198,50 @@ func writeErr(w http.ResponseWriter, err error) {
 		if strings.Contains(msg, "Bearer") || strings.Contains(msg, "API key") {
 			w.Header().Set("WWW-Authenticate", "Bearer")
 		}
-		wire.WriteDetail(w, http.StatusUnauthorized, "Unauthorized: "+strings.TrimSuffix(msg, ": "+acs.ErrUnauthorized.Error()))
+		httpjson.WriteDetail(w, http.StatusUnauthorized, "Unauthorized: "+strings.TrimSuffix(msg, ": "+acs.ErrUnauthorized.Error()))
 	case errors.Is(err, acs.ErrForbidden):
-		wire.WriteDetail(w, http.StatusForbidden, strings.TrimSuffix(msg, ": "+acs.ErrForbidden.Error()))
+		httpjson.WriteDetail(w, http.StatusForbidden, strings.TrimSuffix(msg, ": "+acs.ErrForbidden.Error()))
 	case errors.Is(err, acs.ErrNotFound):
-		wire.WriteDetail(w, http.StatusNotFound, strings.TrimSuffix(msg, ": "+acs.ErrNotFound.Error()))
+		httpjson.WriteDetail(w, http.StatusNotFound, strings.TrimSuffix(msg, ": "+acs.ErrNotFound.Error()))
 	case errors.Is(err, acs.ErrConflict):
-		wire.WriteDetail(w, http.StatusConflict, strings.TrimSuffix(msg, ": "+acs.ErrConflict.Error()))
+		httpjson.WriteDetail(w, http.StatusConflict, strings.TrimSuffix(msg, ": "+acs.ErrConflict.Error()))
 	case errors.Is(err, acs.ErrGone):
-		wire.WriteDetail(w, http.StatusGone, strings.TrimSuffix(msg, ": "+acs.ErrGone.Error()))
+		httpjson.WriteDetail(w, http.StatusGone, strings.TrimSuffix(msg, ": "+acs.ErrGone.Error()))
 	case errors.Is(err, acs.ErrSandboxFailed):
-		wire.WriteDetail(w, http.StatusServiceUnavailable, strings.TrimSuffix(msg, ": "+acs.ErrSandboxFailed.Error()))
+		httpjson.WriteDetail(w, http.StatusServiceUnavailable, strings.TrimSuffix(msg, ": "+acs.ErrSandboxFailed.Error()))
 	case errors.As(err, new(*startflow.FieldError)):
 		var fe *startflow.FieldError
 		errors.As(err, &fe)
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", fe.Field}, Msg: fe.Msg, Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", fe.Field}, Msg: fe.Msg, Type: "value_error"}})
 	case errors.Is(err, acs.ErrCapacity):
 		w.Header().Set("Retry-After", "30")
-		wire.WriteDetail(w, http.StatusTooManyRequests, strings.TrimSuffix(msg, ": "+acs.ErrCapacity.Error()))
+		httpjson.WriteDetail(w, http.StatusTooManyRequests, strings.TrimSuffix(msg, ": "+acs.ErrCapacity.Error()))
 	case errors.Is(err, acs.ErrStorageFull): // before ErrUnavailable, which it wraps
 		slog.Error("api: storage full", "error", err)
-		wire.WriteInsufficientStorage(w, "Insufficient storage: the service's disk is full, so nothing was changed; retry later")
+		httpjson.WriteInsufficientStorage(w, "Insufficient storage: the service's disk is full, so nothing was changed; retry later")
 	case errors.Is(err, acs.ErrUnavailable):
 		w.Header().Set("Retry-After", "2")
-		wire.WriteDetail(w, http.StatusServiceUnavailable, "Service temporarily unavailable; retry shortly")
+		httpjson.WriteDetail(w, http.StatusServiceUnavailable, "Service temporarily unavailable; retry shortly")
 	case errors.Is(err, acs.ErrInvalid):
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{}, Msg: strings.TrimSuffix(msg, ": "+acs.ErrInvalid.Error()), Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{}, Msg: strings.TrimSuffix(msg, ": "+acs.ErrInvalid.Error()), Type: "value_error"}})
 	default:
 		slog.Error("api: request failed", "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+		httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
 	}
 }
 
 // writeBadPageID answers a page_id this API did not issue.
 func writeBadPageID(w http.ResponseWriter) {
-	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"},
+	httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"},
 		Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
 }
 
-// readBody reads a request body of at most wire.MaxBodyBytes; on failure it
+// readBody reads a request body of at most httpjson.MaxBodyBytes; on failure it
 // answers (413 too large, 408 too slow, 400 otherwise) and returns false.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpjson.MaxBodyBytes))
 	if err != nil {
-		wire.WriteBodyError(w, err)
+		httpjson.WriteBodyError(w, err)
 		return nil, false
 	}
 	return body, true
