@@ -95,27 +95,15 @@ var (
 )
 
 // RouteNeed is the configuration a route's function checks at cold start:
-// the table and secret key always, and the adapters the route declares.
-// It panics on a need it does not know, so that a new one cannot be
-// deployed unconfigured.
+// the table and secret key always, and the adapters the route declares (a
+// route's needs are config.Need, the same notion as a function's). It
+// panics on a need a route function cannot have (the dead-letter queue is
+// the reconciler's), so that such a route cannot be deployed.
 func RouteNeed(rt api.Route) config.Need {
-	var n config.Need
-	for bit := api.Needs(1); bit != 0; bit <<= 1 {
-		if rt.Needs&bit == 0 {
-			continue
-		}
-		switch bit {
-		case api.NeedQueue:
-			n |= config.NeedQueue
-		case api.NeedRuntime:
-			n |= config.NeedRuntime
-		case api.NeedBlobs:
-			n |= config.NeedBlobs
-		default:
-			panic(fmt.Sprintf("functions: route %s declares need %d, which no function configuration covers", rt.Name, bit))
-		}
+	if extra := rt.Needs &^ (config.NeedQueue | config.NeedRuntime | config.NeedBlobs); extra != 0 {
+		panic(fmt.Sprintf("functions: route %s declares need %d, which no route function configuration covers", rt.Name, extra))
 	}
-	return n
+	return rt.Needs
 }
 
 // RouteFunction is the function of a route.

@@ -323,7 +323,7 @@ func TestARouteThatGainsANeedGetsItsGrant(t *testing.T) {
 	p := testProps(t)
 	p.Routes = slices.Clone(api.Routes)
 	i := slices.IndexFunc(p.Routes, func(r api.Route) bool { return r.Name == "get_me" })
-	p.Routes[i].Needs |= api.NeedQueue | api.NeedBlobs
+	p.Routes[i].Needs |= config.NeedQueue | config.NeedBlobs
 	// The EKS runtime, X-Ray and a custom domain, in the same synthesis.
 	p.RuntimeAPIURL, p.EKSCluster, p.EKSEndpoint, p.EKSCAData = "", "acs", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "LS0tLS1CRUdJTg=="
 	p.KubeBaseHost, p.SandboxImage, p.XRay = "sandboxes.example.com", "example.com/acs-sandbox:1", true

@@ -67,7 +67,7 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	publicURL := cfg.PublicURL
-	if strings.HasSuffix(cfg.Addr, ":0") && os.Getenv("ACS_PUBLIC_URL") == "" {
+	if strings.HasSuffix(cfg.Addr, ":0") && cfg.PublicURLFromAddr {
 		publicURL = "http://" + ln.Addr().String()
 	}
 

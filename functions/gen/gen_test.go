@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/config"
 )
 
 // The checked-in route functions are exactly what the route table
@@ -60,11 +61,11 @@ func TestRouteFunctionsLinkOnlyWhatTheyNeed(t *testing.T) {
 			continue
 		}
 		for pkg, need := range map[string]bool{
-			"github.com/aws/aws-sdk-go-v2/service/sqs":      rt.Needs&api.NeedQueue != 0,
-			"github.com/aws/aws-sdk-go-v2/service/s3":       rt.Needs&api.NeedBlobs != 0,
-			mod + "shared/runtimeapi":                       rt.Needs&api.NeedRuntime != 0,
-			mod + "shared/kubesandbox":                      rt.Needs&api.NeedRuntime != 0,
-			"k8s.io/client-go/rest":                         rt.Needs&api.NeedRuntime != 0,
+			"github.com/aws/aws-sdk-go-v2/service/sqs":      rt.Needs&config.NeedQueue != 0,
+			"github.com/aws/aws-sdk-go-v2/service/s3":       rt.Needs&config.NeedBlobs != 0,
+			mod + "shared/runtimeapi":                       rt.Needs&config.NeedRuntime != 0,
+			mod + "shared/kubesandbox":                      rt.Needs&config.NeedRuntime != 0,
+			"k8s.io/client-go/rest":                         rt.Needs&config.NeedRuntime != 0,
 			"github.com/aws/aws-sdk-go-v2/service/dynamodb": true,
 			mod + "shared/boltstore":                        false,
 			mod + "shared/localqueue":                       false,

@@ -88,7 +88,7 @@ type routeView struct {
 }
 
 func view(rt api.Route) routeView {
-	v := routeView{Route: rt, Queue: rt.Needs&api.NeedQueue != 0, Runtime: rt.Needs&api.NeedRuntime != 0, Blobs: rt.Needs&api.NeedBlobs != 0}
+	v := routeView{Route: rt, Queue: rt.Needs&config.NeedQueue != 0, Runtime: rt.Needs&config.NeedRuntime != 0, Blobs: rt.Needs&config.NeedBlobs != 0}
 	// The configuration the function checks: functions.RouteNeed, the
 	// stacks' source too.
 	need := functions.RouteNeed(rt)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/pathguard"
 	"github.com/acs-project/acs/sandbox/hooks"
-	"github.com/acs-project/acs/sandbox/pathguard"
 	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"

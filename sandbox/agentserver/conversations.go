@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -20,14 +21,14 @@ import (
 // confirmation, security analyzer, ask_agent, condense, final response, fork
 // and batch event get.
 
-func ok(w http.ResponseWriter) { wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true}) }
+func ok(w http.ResponseWriter) { httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true}) }
 
 // withBody decodes the request body strictly into T, runs op on the
 // conversation and answers {"success": true} (or the mapped error).
 func withBody[T any](op func(c *agent.Conversation, ctx context.Context, body T) error) func(http.ResponseWriter, *http.Request, *agent.Conversation) {
 	return func(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 		var body T
-		if !wire.DecodeBody(w, r, &body, false) {
+		if !httpjson.DecodeBody(w, r, &body, false) {
 			return
 		}
 		if err := op(c, r.Context(), body); err != nil {
@@ -63,7 +64,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *a
 	}
 	if err := os.RemoveAll(c.Dir()); err != nil {
 		slog.Error("delete conversation: remove", "conversation", c.ID(), "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, "Could not remove the conversation's files")
+		httpjson.WriteDetail(w, http.StatusInternalServerError, "Could not remove the conversation's files")
 		return
 	}
 	ok(w)
@@ -71,27 +72,27 @@ func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *a
 
 func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	var req wire.AskAgentRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	answer, err := c.AskAgent(r.Context(), req.Question)
 	if err != nil {
 		slog.Warn("ask_agent", "conversation", c.ID(), "error", err)
-		wire.WriteDetail(w, http.StatusBadGateway, "The LLM could not answer: "+err.Error())
+		httpjson.WriteDetail(w, http.StatusBadGateway, "The LLM could not answer: "+err.Error())
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, map[string]string{"response": answer})
+	httpjson.WriteJSON(w, http.StatusOK, map[string]string{"response": answer})
 }
 
 func (s *Server) finalResponse(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
-	wire.WriteJSON(w, http.StatusOK, map[string]string{"response": c.FinalResponse()})
+	httpjson.WriteJSON(w, http.StatusOK, map[string]string{"response": c.FinalResponse()})
 }
 
 // fork creates a conversation from the source's history (up to and including
 // from_event_id when given) with the same agent and workspace.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	var req wire.ForkRequest
-	if !wire.DecodeBody(w, r, &req, true) {
+	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
 	from := ""
@@ -100,7 +101,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 	}
 	history, err := c.EventsUpTo(from)
 	if errors.Is(err, eventlog.ErrNotFound) {
-		wire.WriteDetail(w, http.StatusNotFound, "Event not found: "+from)
+		httpjson.WriteDetail(w, http.StatusNotFound, "Event not found: "+from)
 		return
 	}
 	if err != nil {
@@ -120,7 +121,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 	s.mu.Lock()
 	if _, exists := s.convs[id]; exists {
 		s.mu.Unlock()
-		wire.WriteDetail(w, http.StatusConflict, "Conversation id already in use: "+id.String())
+		httpjson.WriteDetail(w, http.StatusConflict, "Conversation id already in use: "+id.String())
 		return
 	}
 	fork, err := agent.Create(r.Context(), id, start, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
@@ -140,7 +141,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 		return
 	}
 	s.watch(fork)
-	wire.WriteJSON(w, http.StatusCreated, fork.Info())
+	httpjson.WriteJSON(w, http.StatusCreated, fork.Info())
 }
 
 // batchGetEvents returns events by id in request order, null for unknown
@@ -148,7 +149,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 // sends them, a JSON list in the body; neither is a 422 "missing" at
 // query.event_ids.
 func (s *Server) batchGetEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	if !q.Has("event_ids") && r.ContentLength == 0 {
 		q.Require("event_ids")
 		q.OK(w)
@@ -157,13 +158,13 @@ func (s *Server) batchGetEvents(w http.ResponseWriter, r *http.Request, c *agent
 	ids := q.Strings("event_ids")
 	if len(ids) == 0 && r.ContentLength != 0 {
 		var body []string
-		if !wire.DecodeBody(w, r, &body, true) {
+		if !httpjson.DecodeBody(w, r, &body, true) {
 			return
 		}
 		ids = body
 	}
 	if len(ids) > 100 {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "event_ids"}, Msg: "at most 100 ids per request", Type: "too_long"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "event_ids"}, Msg: "at most 100 ids per request", Type: "too_long"}})
 		return
 	}
 	b := []byte{'['}
@@ -178,5 +179,5 @@ func (s *Server) batchGetEvents(w http.ResponseWriter, r *http.Request, c *agent
 		}
 		b = append(b, ev...)
 	}
-	wire.WriteRaw(w, http.StatusOK, append(b, ']'))
+	httpjson.WriteRaw(w, http.StatusOK, append(b, ']'))
 }

@@ -6,10 +6,10 @@ import (
 	"os"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/internal/pathguard"
 	"github.com/acs-project/acs/sandbox/hooks"
-	"github.com/acs-project/acs/sandbox/pathguard"
 	"github.com/acs-project/acs/sandbox/skills"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // POST /api/skills and POST /api/hooks: what a project directory (inside
@@ -20,7 +20,7 @@ import (
 func (s *Server) projectDir(w http.ResponseWriter, p string, loc string) (string, bool) {
 	dir, err := pathguard.Resolve(s.roots(), p)
 	if err != nil {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", loc}, Type: "value_error",
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", loc}, Type: "value_error",
 			Msg: "project_dir must be an absolute path inside the workspace: " + err.Error()}})
 		return "", false
 	}
@@ -29,7 +29,7 @@ func (s *Server) projectDir(w http.ResponseWriter, p string, loc string) (string
 
 func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
 	var req skills.Request
-	if !wire.DecodeBody(w, r, &req, true) {
+	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
 	if req.ProjectDir != nil && *req.ProjectDir != "" {
@@ -39,12 +39,12 @@ func (s *Server) listSkills(w http.ResponseWriter, r *http.Request) {
 		}
 		req.ProjectDir = &dir
 	}
-	wire.WriteJSON(w, http.StatusOK, skills.Handle(req, s.cfg.SkillDirs))
+	httpjson.WriteJSON(w, http.StatusOK, skills.Handle(req, s.cfg.SkillDirs))
 }
 
 func (s *Server) listHooks(w http.ResponseWriter, r *http.Request) {
 	var req hooks.Request
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	dir, ok := s.projectDir(w, req.ProjectDir, "project_dir")
@@ -54,11 +54,11 @@ func (s *Server) listHooks(w http.ResponseWriter, r *http.Request) {
 	cfg, err := hooks.LoadFile(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
-			wire.WriteDetail(w, http.StatusForbidden, err.Error())
+			httpjson.WriteDetail(w, http.StatusForbidden, err.Error())
 			return
 		}
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "project_dir"}, Msg: err.Error(), Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "project_dir"}, Msg: err.Error(), Type: "value_error"}})
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, hooks.Response{HookConfig: cfg})
+	httpjson.WriteJSON(w, http.StatusOK, hooks.Response{HookConfig: cfg})
 }

@@ -24,6 +24,8 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/diskfull"
+	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/internal/wsarchive"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/bashapi"
 	"github.com/acs-project/acs/sandbox/eventlog"
@@ -33,7 +35,6 @@ import (
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
-	"github.com/acs-project/acs/sandbox/wsarchive"
 )
 
 // Server serves one sandbox's conversations.
@@ -206,17 +207,17 @@ func (s *Server) onChange(c *agent.Conversation) {
 func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("GET /alive", func(w http.ResponseWriter, _ *http.Request) {
-		wire.WriteJSON(w, 200, map[string]string{"status": "ok"})
+		httpjson.WriteJSON(w, 200, map[string]string{"status": "ok"})
 	})
 	m.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		wire.WriteJSON(w, 200, map[string]string{"status": "ok"})
+		httpjson.WriteJSON(w, 200, map[string]string{"status": "ok"})
 	})
 	m.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
-			wire.WriteJSON(w, 503, map[string]string{"status": "initializing", "message": "Server is still initializing"})
+			httpjson.WriteJSON(w, 503, map[string]string{"status": "initializing", "message": "Server is still initializing"})
 			return
 		}
-		wire.WriteJSON(w, 200, map[string]string{"status": "ready"})
+		httpjson.WriteJSON(w, 200, map[string]string{"status": "ready"})
 	})
 	m.HandleFunc("GET /server_info", s.serverInfo)
 	m.HandleFunc("GET /{$}", s.serverInfo)
@@ -263,7 +264,7 @@ func (s *Server) routes() {
 	s.bash.Routes(m, wrap)
 	m.HandleFunc("GET /sockets/bash-events", s.bash.SocketHandler(s.keyOK))
 	fileapi.Routes(m, s.roots, wrap)
-	api("/api/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	api("/api/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
 	m.HandleFunc("GET /sockets/events/{id}", s.eventsSocket)
 	s.mux = m
 }
@@ -283,7 +284,7 @@ func (s *Server) keyOK(key string) bool {
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.keyOK(r.Header.Get("X-Session-API-Key")) {
-			wire.WriteDetail(w, http.StatusUnauthorized, "Unauthorized")
+			httpjson.WriteDetail(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
 		s.touch()
@@ -336,11 +337,11 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	s.mu.RUnlock()
-	wire.WriteJSON(w, 200, info)
+	httpjson.WriteJSON(w, 200, info)
 }
 
 func (s *Server) listTools(w http.ResponseWriter, _ *http.Request) {
-	wire.WriteJSON(w, 200, tools.Names())
+	httpjson.WriteJSON(w, 200, tools.Names())
 }
 
 // workspaceArchive streams a gzip-compressed tar of the workspace
@@ -375,10 +376,10 @@ func (s *Server) workspaceArchive(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	case errors.Is(err, fs.ErrNotExist):
-		wire.WriteDetail(w, http.StatusNotFound, "Workspace not found")
+		httpjson.WriteDetail(w, http.StatusNotFound, "Workspace not found")
 	default:
 		slog.Error("workspace archive", "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, "Could not archive the workspace: "+s.masker.Mask(err.Error()))
+		httpjson.WriteDetail(w, http.StatusInternalServerError, "Could not archive the workspace: "+s.masker.Mask(err.Error()))
 	}
 }
 
@@ -457,12 +458,12 @@ func (s *Server) withConversation(h func(http.ResponseWriter, *http.Request, *ag
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, err := wire.ParseID(r.PathValue("id"))
 		if err != nil {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "conversation_id"}, Msg: err.Error(), Type: "uuid_parsing"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "conversation_id"}, Msg: err.Error(), Type: "uuid_parsing"}})
 			return
 		}
 		c := s.lookup(id)
 		if c == nil {
-			wire.WriteDetail(w, http.StatusNotFound, "Conversation not found: "+id.String())
+			httpjson.WriteDetail(w, http.StatusNotFound, "Conversation not found: "+id.String())
 			return
 		}
 		h(w, r, c)
@@ -471,7 +472,7 @@ func (s *Server) withConversation(h func(http.ResponseWriter, *http.Request, *ag
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	var req wire.StartConversationRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	var errs strictjson.Errors
@@ -487,7 +488,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	errs = append(errs, agent.ValidateExtensions(req)...)
 	if len(errs) > 0 {
-		wire.WriteValidation(w, errs)
+		httpjson.WriteValidation(w, errs)
 		return
 	}
 	id := uuid.New()
@@ -497,7 +498,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if c, ok := s.convs[id]; ok {
 		s.mu.Unlock()
-		wire.WriteJSON(w, http.StatusOK, c.Info())
+		httpjson.WriteJSON(w, http.StatusOK, c.Info())
 		return
 	}
 	c, err := agent.Create(r.Context(), id, req, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
@@ -505,12 +506,12 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		var ute *tools.UnknownToolError
 		if errors.As(err, &ute) {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "agent", "tools"}, Msg: ute.Error(), Type: "value_error"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "agent", "tools"}, Msg: ute.Error(), Type: "value_error"}})
 			return
 		}
 		var se *agent.SecretsError
 		if errors.As(err, &se) {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets", se.Name}, Msg: se.Err.Error(), Type: "value_error"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets", se.Name}, Msg: se.Err.Error(), Type: "value_error"}})
 			return
 		}
 		// A working directory that cannot be made where the caller put it
@@ -518,16 +519,16 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		// the caller's choice of path; a full disk or an I/O error is not.
 		var wde *agent.WorkingDirError
 		if errors.As(err, &wde) && callersPath(wde.Err) {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "workspace", "working_dir"},
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "workspace", "working_dir"},
 				Msg: "Value error, Cannot create the working directory: " + reason(wde.Err), Type: "value_error"}})
 			return
 		}
 		slog.Error("create conversation", "error", err)
 		if diskfull.Is(err) {
-			wire.WriteInsufficientStorage(w, diskFullDetail)
+			httpjson.WriteInsufficientStorage(w, diskFullDetail)
 			return
 		}
-		wire.WriteDetail(w, http.StatusInternalServerError, "Could not create the conversation: "+err.Error())
+		httpjson.WriteDetail(w, http.StatusInternalServerError, "Could not create the conversation: "+err.Error())
 		return
 	}
 	s.convs[id] = c
@@ -542,22 +543,22 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		if _, err := c.SendMessage(r.Context(), msg); err != nil {
 			slog.Error("send initial message", "conversation", id, "error", err)
 			if diskfull.Is(err) {
-				wire.WriteInsufficientStorage(w, "Conversation created, but its initial message could not be stored: the disk is full; free space and send it again")
+				httpjson.WriteInsufficientStorage(w, "Conversation created, but its initial message could not be stored: the disk is full; free space and send it again")
 				return
 			}
-			wire.WriteDetail(w, http.StatusInternalServerError, "Conversation created, but the initial message failed: "+err.Error())
+			httpjson.WriteDetail(w, http.StatusInternalServerError, "Conversation created, but the initial message failed: "+err.Error())
 			return
 		}
 	}
-	wire.WriteJSON(w, http.StatusCreated, c.Info())
+	httpjson.WriteJSON(w, http.StatusCreated, c.Info())
 }
 
 func (s *Server) getConversation(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
-	wire.WriteJSON(w, 200, c.Info())
+	httpjson.WriteJSON(w, 200, c.Info())
 }
 
 func (s *Server) batchGetConversations(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	q.Require("ids")
 	ids := q.Strings("ids")
 	if len(ids) > 100 {
@@ -578,12 +579,12 @@ func (s *Server) batchGetConversations(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	wire.WriteJSON(w, 200, out)
+	httpjson.WriteJSON(w, 200, out)
 }
 
 var conversationSorts = []string{"CREATED_AT", "UPDATED_AT", "CREATED_AT_DESC", "UPDATED_AT_DESC"}
 
-func (s *Server) filteredConversations(q *wire.Query) []wire.ConversationInfo {
+func (s *Server) filteredConversations(q *httpjson.Query) []wire.ConversationInfo {
 	status := q.Enum("status", "", wire.ExecutionStatus("").EnumValues())
 	s.mu.RLock()
 	var infos []wire.ConversationInfo
@@ -598,7 +599,7 @@ func (s *Server) filteredConversations(q *wire.Query) []wire.ConversationInfo {
 }
 
 func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	pageID := q.String("page_id")
 	limit := q.Int("limit", 100, 1, 100)
 	order := q.Enum("sort_order", "CREATED_AT_DESC", conversationSorts)
@@ -629,7 +630,7 @@ func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		if start < 0 {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"}})
 			return
 		}
 	}
@@ -642,28 +643,28 @@ func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
 		next := strings.ReplaceAll(infos[end].ID, "-", "")
 		page.NextPageID = &next
 	}
-	wire.WriteJSON(w, 200, page)
+	httpjson.WriteJSON(w, 200, page)
 }
 
 func (s *Server) countConversations(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	infos := s.filteredConversations(q)
 	if !q.OK(w) {
 		return
 	}
-	wire.WriteJSON(w, 200, len(infos))
+	httpjson.WriteJSON(w, 200, len(infos))
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	var req wire.SendMessageRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	if _, err := c.SendMessage(r.Context(), req); err != nil {
 		conversationError(w, err)
 		return
 	}
-	wire.WriteJSON(w, 200, wire.Success{Success: true})
+	httpjson.WriteJSON(w, 200, wire.Success{Success: true})
 }
 
 // diskFullDetail is the detail of a 507: the sandbox's disk (or quota) is
@@ -674,21 +675,21 @@ func conversationError(w http.ResponseWriter, err error) {
 	switch {
 	case diskfull.Is(err):
 		slog.Error("conversation operation failed: disk full", "error", err)
-		wire.WriteInsufficientStorage(w, diskFullDetail)
+		httpjson.WriteInsufficientStorage(w, diskFullDetail)
 	case errors.Is(err, agent.ErrAlreadyRunning), errors.Is(err, agent.ErrNotWaiting), errors.Is(err, agent.ErrNoCondenser):
-		wire.WriteDetail(w, http.StatusConflict, err.Error())
+		httpjson.WriteDetail(w, http.StatusConflict, err.Error())
 	case errors.Is(err, agent.ErrClosed):
-		wire.WriteDetail(w, http.StatusNotFound, "Conversation not found")
+		httpjson.WriteDetail(w, http.StatusNotFound, "Conversation not found")
 	case errors.As(err, new(*agent.SecretsError)):
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets"}, Msg: err.Error(), Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets"}, Msg: err.Error(), Type: "value_error"}})
 	default:
 		slog.Error("conversation operation failed", "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, err.Error())
+		httpjson.WriteDetail(w, http.StatusInternalServerError, err.Error())
 	}
 }
 
 // eventFilter parses the filters shared by events search and count.
-func eventFilter(q *wire.Query) eventlog.Filter {
+func eventFilter(q *httpjson.Query) eventlog.Filter {
 	f := eventlog.Filter{Kind: q.EventKind("kind")}
 	f.Source = events.Source(q.Enum("source", "", events.Source("").EnumValues()))
 	if b := q.String("body"); b != nil {
@@ -703,7 +704,7 @@ func eventFilter(q *wire.Query) eventlog.Filter {
 // the page of l (or the 422 / paging error). Both the agent server and the
 // tests of compatible stores use it.
 func SearchEvents(w http.ResponseWriter, r *http.Request, l *eventlog.Log) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	query := eventlog.Query{Filter: eventFilter(q)}
 	if p := q.String("page_id"); p != nil {
 		query.PageID = *p
@@ -715,15 +716,15 @@ func SearchEvents(w http.ResponseWriter, r *http.Request, l *eventlog.Log) {
 	}
 	page, err := l.Search(query)
 	if errors.Is(err, eventlog.ErrBadPageID) {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
 		return
 	}
 	if err != nil {
 		slog.Error("search events", "error", err)
-		wire.WriteDetail(w, 500, "Could not read events")
+		httpjson.WriteDetail(w, 500, "Could not read events")
 		return
 	}
-	wire.WriteEventPage(w, page.Items, page.NextPageID)
+	httpjson.WriteEventPage(w, page.Items, page.NextPageID)
 }
 
 func (s *Server) searchEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
@@ -731,25 +732,25 @@ func (s *Server) searchEvents(w http.ResponseWriter, r *http.Request, c *agent.C
 }
 
 func (s *Server) countEvents(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	f := eventFilter(q)
 	if !q.OK(w) {
 		return
 	}
-	wire.WriteJSON(w, 200, c.Log().Count(f))
+	httpjson.WriteJSON(w, 200, c.Log().Count(f))
 }
 
 func (s *Server) getEvent(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	b, err := c.Log().Get(r.PathValue("event_id"))
 	if errors.Is(err, eventlog.ErrNotFound) {
-		wire.WriteDetail(w, 404, "Event not found: "+r.PathValue("event_id"))
+		httpjson.WriteDetail(w, 404, "Event not found: "+r.PathValue("event_id"))
 		return
 	}
 	if err != nil {
-		wire.WriteDetail(w, 500, "Could not read the event")
+		httpjson.WriteDetail(w, 500, "Could not read the event")
 		return
 	}
-	wire.WriteRaw(w, 200, b)
+	httpjson.WriteRaw(w, 200, b)
 }
 
 // callersPath reports whether a failure to create a directory is due to

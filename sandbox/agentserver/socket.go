@@ -11,6 +11,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -42,7 +43,7 @@ func (s *Server) eventsSocket(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	conn.SetReadLimit(wire.MaxBodyBytes)
+	conn.SetReadLimit(httpjson.MaxBodyBytes)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 

@@ -7,7 +7,7 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/diskfull"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 )
 
 // Routes mounts the bash HTTP API on mux, each handler wrapped with wrap (the
@@ -36,7 +36,7 @@ func (s *Service) Routes(mux *http.ServeMux, wrap func(http.HandlerFunc) http.Ha
 
 func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) {
 	var req ExecuteBashRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	cmd, err := s.Start(r.Context(), req)
@@ -44,12 +44,12 @@ func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) {
 		writeStartError(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, cmd)
+	httpjson.WriteJSON(w, http.StatusOK, cmd)
 }
 
 func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 	var req ExecuteBashRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	out, err := s.Execute(r.Context(), req)
@@ -60,7 +60,7 @@ func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 		writeStartError(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 func writeStartError(w http.ResponseWriter, err error) {
@@ -68,15 +68,15 @@ func writeStartError(w http.ResponseWriter, err error) {
 	switch {
 	case errors.As(err, &be) && be.Code == CodeInvalidCwd:
 		// An unusable cwd is an invalid field.
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "cwd"}, Msg: "Value error, " + be.Detail, Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "cwd"}, Msg: "Value error, " + be.Detail, Type: "value_error"}})
 	case errors.As(err, &be):
-		wire.WriteJSON(w, http.StatusBadRequest, be)
+		httpjson.WriteJSON(w, http.StatusBadRequest, be)
 	case errors.Is(err, ErrClosed):
-		wire.WriteDetail(w, http.StatusServiceUnavailable, "The bash service is closed")
+		httpjson.WriteDetail(w, http.StatusServiceUnavailable, "The bash service is closed")
 	case diskfull.Is(err):
-		wire.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so the command could not be recorded; free space and retry")
+		httpjson.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so the command could not be recorded; free space and retry")
 	default:
-		wire.WriteDetail(w, http.StatusInternalServerError, err.Error())
+		httpjson.WriteDetail(w, http.StatusInternalServerError, err.Error())
 	}
 }
 
@@ -87,7 +87,7 @@ func writeStartError(w http.ResponseWriter, err error) {
 // next_page_id) and limit (1..100, default 100). Every invalid parameter is
 // reported in one 422 body located at ["query", name].
 func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	var sq SearchQuery
 	sq.Kind = q.Enum("kind__eq", "", Kinds)
 	if v := q.String("command_id__eq"); v != nil {
@@ -122,13 +122,13 @@ func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 	items, next, err := s.Search(sq)
 	if err != nil {
 		if errors.Is(err, ErrUnknownPage) {
-			wire.WriteValidation(w, strictjson.Errors{pageIDError()})
+			httpjson.WriteValidation(w, strictjson.Errors{pageIDError()})
 			return
 		}
-		wire.WriteDetail(w, http.StatusInternalServerError, err.Error())
+		httpjson.WriteDetail(w, http.StatusInternalServerError, err.Error())
 		return
 	}
-	wire.WriteEventPage(w, items, next)
+	httpjson.WriteEventPage(w, items, next)
 }
 
 func pageIDError() strictjson.Error {
@@ -149,15 +149,15 @@ func (s *Service) hasEvent(name string) bool {
 func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 	b, ok := s.Get(r.PathValue("event_id"))
 	if !ok {
-		wire.WriteDetail(w, http.StatusNotFound, "Bash event not found")
+		httpjson.WriteDetail(w, http.StatusNotFound, "Bash event not found")
 		return
 	}
-	wire.WriteRaw(w, http.StatusOK, b)
+	httpjson.WriteRaw(w, http.StatusOK, b)
 }
 
 func (s *Service) handleClear(w http.ResponseWriter, r *http.Request) {
 	n := s.Clear()
-	wire.WriteJSON(w, http.StatusOK, struct {
+	httpjson.WriteJSON(w, http.StatusOK, struct {
 		ClearedCount int `json:"cleared_count"`
 	}{n})
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 )
 
 // Close codes of the bash events socket.
@@ -52,7 +52,7 @@ func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
 		if err != nil {
 			return
 		}
-		conn.SetReadLimit(wire.MaxBodyBytes)
+		conn.SetReadLimit(httpjson.MaxBodyBytes)
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()
 

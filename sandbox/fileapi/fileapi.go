@@ -19,8 +19,8 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/diskfull"
-	"github.com/acs-project/acs/sandbox/pathguard"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 // MaxUpload is the largest accepted upload, in bytes of file content.
@@ -97,14 +97,14 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 	if legacy {
 		seg := r.PathValue("path")
 		if seg == "" {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "path"}, Msg: "Field required", Type: "missing"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "path"}, Msg: "Field required", Type: "missing"}})
 			return "", "", "", false
 		}
 		requested = "/" + seg
 	} else {
-		v := wire.NewQuery(r).String("path")
+		v := httpjson.NewQuery(r).String("path")
 		if v == nil {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "path"}, Msg: "Field required", Type: "missing"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "path"}, Msg: "Field required", Type: "missing"}})
 			return "", "", "", false
 		}
 		requested = *v
@@ -121,11 +121,11 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 			if legacy {
 				loc = []any{"path", "path"}
 			}
-			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, " + err.Error(), Type: "value_error"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, " + err.Error(), Type: "value_error"}})
 		case errors.Is(err, pathguard.ErrOutsideRoots):
-			wire.WriteDetail(w, http.StatusForbidden, err.Error())
+			httpjson.WriteDetail(w, http.StatusForbidden, err.Error())
 		default:
-			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+			httpjson.WriteDetail(w, http.StatusBadRequest, err.Error())
 		}
 		return "", "", "", false
 	}
@@ -134,7 +134,7 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 }
 
 func missingFile(w http.ResponseWriter) {
-	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "file"}, Msg: "Field required", Type: "missing"}})
+	httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "file"}, Msg: "Field required", Type: "missing"}})
 }
 
 func (h *handlers) upload(legacy bool) http.HandlerFunc {
@@ -144,7 +144,7 @@ func (h *handlers) upload(legacy bool) http.HandlerFunc {
 			return
 		}
 		if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
-			wire.WriteDetail(w, http.StatusBadRequest, "Path is a directory")
+			httpjson.WriteDetail(w, http.StatusBadRequest, "Path is a directory")
 			return
 		}
 		limit := h.max + multipartOverhead
@@ -177,14 +177,14 @@ func (h *handlers) upload(legacy bool) http.HandlerFunc {
 			}
 			status, msg := store(dest, part, h.max)
 			if status == http.StatusInsufficientStorage {
-				wire.WriteInsufficientStorage(w, msg)
+				httpjson.WriteInsufficientStorage(w, msg)
 				return
 			}
 			if status != http.StatusOK {
-				wire.WriteDetail(w, status, msg)
+				httpjson.WriteDetail(w, status, msg)
 				return
 			}
-			wire.WriteJSON(w, http.StatusOK, struct {
+			httpjson.WriteJSON(w, http.StatusOK, struct {
 				Success bool `json:"success"`
 			}{true})
 			return
@@ -193,7 +193,7 @@ func (h *handlers) upload(legacy bool) http.HandlerFunc {
 }
 
 func tooLarge(w http.ResponseWriter, max int64) {
-	wire.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("File larger than %d bytes", max))
+	httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("File larger than %d bytes", max))
 }
 
 // bodyError answers a failure to read the request body.
@@ -204,10 +204,10 @@ func bodyError(w http.ResponseWriter, err error, max int64) {
 		return
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		wire.WriteBodyError(w, err)
+		httpjson.WriteBodyError(w, err)
 		return
 	}
-	wire.WriteDetail(w, http.StatusBadRequest, "Invalid multipart body: "+err.Error())
+	httpjson.WriteDetail(w, http.StatusBadRequest, "Invalid multipart body: "+err.Error())
 }
 
 // errTooLarge marks content beyond the upload limit.
@@ -296,7 +296,7 @@ func (h *handlers) download(legacy bool) http.HandlerFunc {
 		}
 		f, fi, status, msg := openRegular(src, name)
 		if status != http.StatusOK {
-			wire.WriteDetail(w, status, msg)
+			httpjson.WriteDetail(w, status, msg)
 			return
 		}
 		defer f.Close()

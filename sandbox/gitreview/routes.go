@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/pathguard"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 // Routes mounts the git endpoints on mux, each handler wrapped with wrap
@@ -60,14 +60,14 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 		seg := r.PathValue("path")
 		loc = []any{"path", "path"}
 		if seg == "" {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Field required", Type: "missing"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Field required", Type: "missing"}})
 			return "", nil, false
 		}
 		p = "/" + seg
 	} else {
-		v := wire.NewQuery(r).String("path")
+		v := httpjson.NewQuery(r).String("path")
 		if v == nil {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Field required", Type: "missing"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Field required", Type: "missing"}})
 			return "", nil, false
 		}
 		p = *v
@@ -79,11 +79,11 @@ func (h *handlers) target(w http.ResponseWriter, r *http.Request, legacy bool) (
 	if _, err := pathguard.Resolve(roots, p); err != nil {
 		switch {
 		case errors.Is(err, pathguard.ErrNotAbsolute) || errors.Is(err, pathguard.ErrInvalidPath):
-			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, " + err.Error(), Type: "value_error"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Value error, " + err.Error(), Type: "value_error"}})
 		case errors.Is(err, pathguard.ErrOutsideRoots):
-			wire.WriteDetail(w, http.StatusForbidden, err.Error())
+			httpjson.WriteDetail(w, http.StatusForbidden, err.Error())
 		default:
-			wire.WriteDetail(w, http.StatusBadRequest, err.Error())
+			httpjson.WriteDetail(w, http.StatusBadRequest, err.Error())
 		}
 		return "", nil, false
 	}
@@ -99,7 +99,7 @@ func (h *handlers) changes(legacy bool) http.HandlerFunc {
 			return
 		}
 		ref := ""
-		if v := wire.NewQuery(r).String("ref"); v != nil {
+		if v := httpjson.NewQuery(r).String("ref"); v != nil {
 			ref = *v
 		}
 		list, err := Changes(r.Context(), p, ref)
@@ -111,7 +111,7 @@ func (h *handlers) changes(legacy bool) http.HandlerFunc {
 			failure(w, r, roots, p, err)
 			return
 		}
-		wire.WriteJSON(w, http.StatusOK, list)
+		httpjson.WriteJSON(w, http.StatusOK, list)
 	}
 }
 
@@ -121,7 +121,7 @@ func (h *handlers) diff(legacy bool) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		q := wire.NewQuery(r)
+		q := httpjson.NewQuery(r)
 		var ref, commit string
 		if v := q.String("ref"); v != nil {
 			ref = *v
@@ -143,7 +143,7 @@ func (h *handlers) diff(legacy bool) http.HandlerFunc {
 			}
 			return
 		}
-		wire.WriteJSON(w, http.StatusOK, d)
+		httpjson.WriteJSON(w, http.StatusOK, d)
 	}
 }
 
@@ -154,21 +154,21 @@ func failure(w http.ResponseWriter, r *http.Request, roots []string, p string, e
 	name := pathguard.Rel(roots, p)
 	switch {
 	case errors.Is(err, ErrUnknownRevision):
-		wire.WriteDetail(w, http.StatusBadRequest, pathguard.Scrub(roots, err.Error()))
+		httpjson.WriteDetail(w, http.StatusBadRequest, pathguard.Scrub(roots, err.Error()))
 	case errors.Is(err, ErrIsDirectory):
-		wire.WriteDetail(w, http.StatusBadRequest, "Path is a directory: "+name)
+		httpjson.WriteDetail(w, http.StatusBadRequest, "Path is a directory: "+name)
 	case errors.Is(err, ErrNotRegular):
-		wire.WriteDetail(w, http.StatusBadRequest, "Not a regular file: "+name)
+		httpjson.WriteDetail(w, http.StatusBadRequest, "Not a regular file: "+name)
 	case errors.Is(err, ErrTooLarge):
-		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, name+": "+ErrTooLarge.Error())
+		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, name+": "+ErrTooLarge.Error())
 	default:
 		slog.WarnContext(r.Context(), "gitreview: git failed", "path", p, "error", err)
-		wire.WriteDetail(w, http.StatusInternalServerError, "Git failed: "+pathguard.Scrub(roots, err.Error()))
+		httpjson.WriteDetail(w, http.StatusInternalServerError, "Git failed: "+pathguard.Scrub(roots, err.Error()))
 	}
 }
 
 // invalidParam writes the 422 body of a query parameter that fails
 // validation.
 func invalidParam(w http.ResponseWriter, name, msg string) {
-	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", name}, Msg: "Value error, " + msg, Type: "value_error"}})
+	httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", name}, Msg: "Value error, " + msg, Type: "value_error"}})
 }

@@ -4,7 +4,7 @@
 // streaming deltas, usage, cost and token ids.
 package llm
 
-import "github.com/acs-project/acs/sandbox/llm/llmconfig"
+import "github.com/acs-project/acs/sandbox/wire/llmconfig"
 
 // Config is the agent's "llm" object (see llmconfig).
 type Config = llmconfig.Config

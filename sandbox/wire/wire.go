@@ -12,8 +12,8 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/llm/llmconfig"
-	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/internal/pathguard"
+	"github.com/acs-project/acs/sandbox/wire/llmconfig"
 )
 
 // ExecutionStatus is a conversation's agent state, in the reference's

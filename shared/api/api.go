@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -80,7 +80,7 @@ func (a *API) Handler() http.Handler {
 	for _, rt := range Routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
-	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
 	return mux
 }
 
@@ -93,7 +93,7 @@ func (a *API) RouteHandler(name string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { wire.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
 	return mux
 }
 
@@ -108,7 +108,7 @@ func (a *API) wrap(rt Route) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				slog.Error("api: panic", "route", rt.Name, "panic", p, "stack", string(debug.Stack()))
-				wire.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+				httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
 			}
 		}()
 		switch rt.Auth {
@@ -210,16 +210,16 @@ func writeErr(w http.ResponseWriter, err error) {
 
 // writeBadPageID answers a page_id this API did not issue.
 func writeBadPageID(w http.ResponseWriter) {
-	wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"},
+	httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", "page_id"},
 		Msg: "Unknown page_id: it must be the next_page_id of a previous page", Type: "value_error"}})
 }
 
-// readBody reads a request body of at most wire.MaxBodyBytes; on failure it
+// readBody reads a request body of at most httpjson.MaxBodyBytes; on failure it
 // answers (413 too large, 408 too slow, 400 otherwise) and returns false.
 func readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, wire.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, httpjson.MaxBodyBytes))
 	if err != nil {
-		wire.WriteBodyError(w, err)
+		httpjson.WriteBodyError(w, err)
 		return nil, false
 	}
 	return body, true

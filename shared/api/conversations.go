@@ -14,6 +14,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
@@ -27,7 +28,7 @@ const maxBatch = 100
 // task at once (status WORKING); the conversation starts in the background.
 func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 	var req startflow.StartRequest
-	if !wire.DecodeBody(w, r, &req, true) {
+	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
 	if !a.checkStartSecrets(w, r, req) {
@@ -38,7 +39,7 @@ func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, taskJSON(t))
+	httpjson.WriteJSON(w, http.StatusOK, taskJSON(t))
 }
 
 // checkStartSecrets refuses (422, and returns false) a start request whose
@@ -64,7 +65,7 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 	}
 	errs = append(errs, startflow.TitleSecretErrors(&req, stored, []any{"body"})...)
 	if len(errs) > 0 {
-		wire.WriteValidation(w, errs)
+		httpjson.WriteValidation(w, errs)
 		return false
 	}
 	return true
@@ -72,7 +73,7 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 
 // batchIDs reads a repeated id parameter (also comma-separated), normalised
 // to hex; an absent parameter, malformed ids and too many ids are 422.
-func batchIDs(q *wire.Query, name string) []string {
+func batchIDs(q *httpjson.Query, name string) []string {
 	if !q.Require(name) {
 		return nil
 	}
@@ -110,7 +111,7 @@ func (a *API) ownConversation(r *http.Request, rawID string) (acs.Conversation, 
 // getConversations: GET /api/v1/app-conversations?ids=... in request order,
 // null for missing or another user's.
 func (a *API) getConversations(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	ids := batchIDs(q, "ids")
 	if !q.OK(w) {
 		return
@@ -129,11 +130,11 @@ func (a *API) getConversations(w http.ResponseWriter, r *http.Request) {
 		cj := a.conversationJSON(r.Context(), v, c)
 		out[i] = &cj
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 // conversationFilter reads the search and count filters.
-func conversationFilter(q *wire.Query) acs.ConversationFilter {
+func conversationFilter(q *httpjson.Query) acs.ConversationFilter {
 	f := acs.ConversationFilter{CreatedGTE: q.Time("created_at__gte"), CreatedLT: q.Time("created_at__lt"),
 		UpdatedGTE: q.Time("updated_at__gte"), UpdatedLT: q.Time("updated_at__lt"),
 		IncludeSubConversations: q.Bool("include_sub_conversations", false)}
@@ -148,7 +149,7 @@ func conversationFilter(q *wire.Query) acs.ConversationFilter {
 
 // searchConversations: GET /api/v1/app-conversations/search, newest first.
 func (a *API) searchConversations(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	f := conversationFilter(q)
 	opts := listOptions(q)
 	if !q.OK(w) {
@@ -168,14 +169,14 @@ func (a *API) searchConversations(w http.ResponseWriter, r *http.Request) {
 	for _, c := range page.Items {
 		items = append(items, a.conversationJSON(r.Context(), v, c))
 	}
-	wire.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
+	httpjson.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
 }
 
 // countConversations: GET /api/v1/app-conversations/count (the search's
 // filters; sub-conversations counted only with include_sub_conversations,
 // like the search).
 func (a *API) countConversations(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	f := conversationFilter(q)
 	if !q.OK(w) {
 		return
@@ -185,10 +186,10 @@ func (a *API) countConversations(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, n)
+	httpjson.WriteJSON(w, http.StatusOK, n)
 }
 
-func listOptions(q *wire.Query) acs.ListOptions {
+func listOptions(q *httpjson.Query) acs.ListOptions {
 	opts := acs.ListOptions{Limit: q.Int("limit", 100, 1, 100)}
 	if p := q.String("page_id"); p != nil {
 		opts.PageToken = *p
@@ -232,7 +233,7 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req UpdateRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	var errs strictjson.Errors
@@ -295,7 +296,7 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(errs) > 0 {
-		wire.WriteValidation(w, errs)
+		httpjson.WriteValidation(w, errs)
 		return
 	}
 	c, err = a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
@@ -333,7 +334,7 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	wire.WriteJSON(w, http.StatusOK, a.conversationJSON(r.Context(), a.view(), c))
+	httpjson.WriteJSON(w, http.StatusOK, a.conversationJSON(r.Context(), a.view(), c))
 }
 
 // deleteConversation: DELETE /api/v1/app-conversations/{id}. Its
@@ -372,7 +373,7 @@ func (a *API) deleteConversation(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 func (a *API) removeConversation(ctx context.Context, c acs.Conversation) error {
@@ -506,11 +507,11 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req SendMessageRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	if errs := a.secretsInMessage(r.Context(), c, req.Content); len(errs) > 0 {
-		wire.WriteValidation(w, errs)
+		httpjson.WriteValidation(w, errs)
 		return
 	}
 	sb, client, err := a.liveConversation(r.Context(), c)
@@ -523,7 +524,7 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.life.Touch(r.Context(), sb, true)
-	wire.WriteJSON(w, http.StatusOK, SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
+	httpjson.WriteJSON(w, http.StatusOK, SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
 }
 
 // secretsInMessage refuses message content holding the value of one of the
@@ -576,19 +577,19 @@ func writeAgentErr(w http.ResponseWriter, err error) {
 	if errors.As(err, &he) {
 		switch he.Status {
 		case http.StatusUnprocessableEntity:
-			wire.WriteDetail(w, http.StatusUnprocessableEntity, "The agent server refused the request: "+he.Detail)
+			httpjson.WriteDetail(w, http.StatusUnprocessableEntity, "The agent server refused the request: "+he.Detail)
 			return
 		case http.StatusInsufficientStorage:
 			// The sandbox's disk is full: nothing was changed there, and
 			// the caller may retry once space is freed.
-			wire.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so nothing was changed; free space in the workspace or retry later")
+			httpjson.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so nothing was changed; free space in the workspace or retry later")
 			return
 		}
-		wire.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, he.Detail))
+		httpjson.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, he.Detail))
 		return
 	}
 	slog.Warn("api: agent server unreachable", "error", err)
-	wire.WriteDetail(w, http.StatusBadGateway, "Failed to reach agent server.")
+	httpjson.WriteDetail(w, http.StatusBadGateway, "Failed to reach agent server.")
 }
 
 // downloadConversation: GET /api/v1/app-conversations/{id}/download: a zip

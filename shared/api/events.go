@@ -6,14 +6,14 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
 )
 
 // eventFilter reads the filters of the V1 event routes: the agent server's
 // (kind, source, body, timestamp__gte, timestamp__lt) plus the reference's
 // kind__eq.
-func eventFilter(q *wire.Query) acs.EventFilter {
+func eventFilter(q *httpjson.Query) acs.EventFilter {
 	f := acs.EventFilter{Kind: q.EventKind("kind")}
 	if k := q.EventKind("kind__eq"); k != "" {
 		f.Kind = k
@@ -35,7 +35,7 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	query := acs.EventQuery{EventFilter: eventFilter(q)}
 	if p := q.String("page_id"); p != nil {
 		query.PageToken = *p
@@ -54,7 +54,7 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteEventPage(w, page.Items, page.Next)
+	httpjson.WriteEventPage(w, page.Items, page.Next)
 }
 
 // countEvents: GET /api/v1/conversation/{id}/events/count.
@@ -64,7 +64,7 @@ func (a *API) countEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	f := eventFilter(q)
 	if !q.OK(w) {
 		return
@@ -74,7 +74,7 @@ func (a *API) countEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, n)
+	httpjson.WriteJSON(w, http.StatusOK, n)
 }
 
 // getEvents: GET /api/v1/conversation/{id}/events?id=... in request order,
@@ -85,7 +85,7 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	q.Require("id")
 	ids := q.Strings("id")
 	if len(ids) > maxBatch {
@@ -110,5 +110,5 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 			b = append(b, it...)
 		}
 	}
-	wire.WriteRaw(w, http.StatusOK, append(b, ']'))
+	httpjson.WriteRaw(w, http.StatusOK, append(b, ']'))
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
@@ -43,7 +44,7 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 	user := userOf(r)
 	ctx := r.Context()
 	var req PendingMessageRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	key, convID := "", ""
@@ -54,11 +55,11 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 			t, err = a.d.Store.GetStartTask(ctx, id)
 		}
 		if err != nil || t.OwnerID != user.ID {
-			wire.WriteDetail(w, http.StatusNotFound, "Start task not found: "+tid)
+			httpjson.WriteDetail(w, http.StatusNotFound, "Start task not found: "+tid)
 			return
 		}
 		if errs := a.secretsInMessage(ctx, acs.Conversation{OwnerID: t.OwnerID, StartTaskID: t.ID}, req.Content); len(errs) > 0 {
-			wire.WriteValidation(w, errs)
+			httpjson.WriteValidation(w, errs)
 			return
 		}
 		switch t.Status {
@@ -67,7 +68,7 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 			if t.Detail != nil {
 				detail = *t.Detail
 			}
-			wire.WriteDetail(w, http.StatusConflict, "The conversation failed to start: "+detail)
+			httpjson.WriteDetail(w, http.StatusConflict, "The conversation failed to start: "+detail)
 			return
 		case acs.TaskReady:
 			convID = t.ConversationID
@@ -89,7 +90,7 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if errs := a.secretsInMessage(ctx, c, req.Content); len(errs) > 0 {
-			wire.WriteValidation(w, errs)
+			httpjson.WriteValidation(w, errs)
 			return
 		}
 		sb, client, err := a.liveConversation(ctx, c)
@@ -99,7 +100,7 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			a.life.Touch(ctx, sb, true)
-			wire.WriteJSON(w, http.StatusCreated, PendingMessageResponse{ID: acs.NewID(), Queued: false, Position: 0})
+			httpjson.WriteJSON(w, http.StatusCreated, PendingMessageResponse{ID: acs.NewID(), Queued: false, Position: 0})
 			return
 		}
 		if !errors.Is(err, acs.ErrConflict) {
@@ -125,12 +126,12 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 	pos, err := a.d.Store.AddPendingMessage(ctx, m, acs.MaxPendingMessages)
 	if errors.Is(err, acs.ErrCapacity) {
 		w.Header().Set("Retry-After", "10")
-		wire.WriteDetail(w, http.StatusTooManyRequests, fmt.Sprintf("%d messages are already queued for this conversation; wait until it has started", acs.MaxPendingMessages))
+		httpjson.WriteDetail(w, http.StatusTooManyRequests, fmt.Sprintf("%d messages are already queued for this conversation; wait until it has started", acs.MaxPendingMessages))
 		return
 	}
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusCreated, PendingMessageResponse{ID: m.ID, Queued: true, Position: pos})
+	httpjson.WriteJSON(w, http.StatusCreated, PendingMessageResponse{ID: m.ID, Queued: true, Position: pos})
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/pathguard"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/internal/pathguard"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 )
@@ -55,7 +55,7 @@ type reviewPath struct {
 // refuses (422 at query.param) a path no file can have (pathguard.Check: a
 // NUL byte, too long, a name too long) and one that leaves the
 // conversation's workspace. No message names the workspace's own location.
-func resolvePath(c acs.Conversation, p string, param string, q *wire.Query) reviewPath {
+func resolvePath(c acs.Conversation, p string, param string, q *httpjson.Query) reviewPath {
 	root := projectDir(c)
 	if !path.IsAbs(p) {
 		p = path.Join(root, p)
@@ -110,7 +110,7 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	var t reviewPath
 	if q.Require("file_path") {
 		if s := q.String("file_path"); *s == "" {
@@ -129,7 +129,7 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := client.Download(r.Context(), t.abs, maxFileBytes)
 	if errors.Is(err, agentclient.ErrTooLarge) {
-		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
 			"%s: file larger than %d bytes (10 MiB, the most this route reads); download it from the agent server instead", t.rel, maxFileBytes))
 		return
 	}
@@ -137,7 +137,7 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 		writeReviewErr(w, err, t, c, sb)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, string(b))
+	httpjson.WriteJSON(w, http.StatusOK, string(b))
 }
 
 // gitChanges: GET /api/v1/app-conversations/{id}/git/changes — the agent
@@ -148,7 +148,7 @@ func (a *API) gitChanges(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	t := reviewPath{param: "path", abs: projectDir(c)}
 	t.rel = relName(path.Clean(workspaceDir(c)), t.abs)
 	if s := q.String("path"); s != nil && *s != "" {
@@ -168,7 +168,7 @@ func (a *API) gitDiff(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	s := q.String("path")
 	var t reviewPath
 	if s == nil || *s == "" {
@@ -195,7 +195,7 @@ func (a *API) proxyReview(w http.ResponseWriter, r *http.Request, c acs.Conversa
 		writeReviewErr(w, err, t, c, sb)
 		return
 	}
-	wire.WriteRaw(w, http.StatusOK, raw)
+	httpjson.WriteRaw(w, http.StatusOK, raw)
 }
 
 // writeReviewErr answers a review route whose agent-server call about t
@@ -215,11 +215,11 @@ func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conver
 	}
 	detail := scrubPaths(he.Detail, workspaceDir(c), sb.WorkingDir)
 	invalid := func(msg string) {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", t.param}, Msg: "Value error, " + msg, Type: "value_error"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"query", t.param}, Msg: "Value error, " + msg, Type: "value_error"}})
 	}
 	switch he.Status {
 	case http.StatusNotFound:
-		wire.WriteDetail(w, http.StatusNotFound, "File not found: "+t.rel)
+		httpjson.WriteDetail(w, http.StatusNotFound, "File not found: "+t.rel)
 	case http.StatusForbidden:
 		invalid(t.rel + " leads outside the conversation's workspace")
 	case http.StatusUnprocessableEntity:
@@ -245,12 +245,12 @@ func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conver
 		if i := strings.LastIndex(reason, ": "); i >= 0 {
 			reason = reason[i+2:]
 		}
-		wire.WriteDetail(w, http.StatusRequestEntityTooLarge, t.rel+": "+reason)
+		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, t.rel+": "+reason)
 	case http.StatusConflict:
-		wire.WriteDetail(w, http.StatusConflict, detail)
+		httpjson.WriteDetail(w, http.StatusConflict, detail)
 	default:
 		slog.Warn("api: agent server failed a review read", "status", he.Status, "detail", he.Detail)
-		wire.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, detail))
+		httpjson.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, detail))
 	}
 }
 
@@ -297,7 +297,7 @@ func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
 			resp.Skills[i].Triggers = []string{}
 		}
 	}
-	wire.WriteJSON(w, http.StatusOK, resp)
+	httpjson.WriteJSON(w, http.StatusOK, resp)
 }
 
 // HookEventJSON is one event type of GET .../hooks.
@@ -323,7 +323,7 @@ func (a *API) listHooks(w http.ResponseWriter, r *http.Request) {
 			out.Hooks = append(out.Hooks, HookEventJSON{EventType: ev, Matchers: m})
 		}
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 // postProject POSTs {"project_dir"} of the path's conversation to its agent

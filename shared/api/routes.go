@@ -1,6 +1,10 @@
 package api
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/acs-project/acs/shared/config"
+)
 
 // Auth is how a route authenticates its caller.
 type Auth int
@@ -15,21 +19,6 @@ const (
 	AuthNone
 )
 
-// Needs says which adapters beyond the store a route uses: its Lambda
-// function links, configures and is granted only those.
-type Needs uint8
-
-// The adapters a route may need.
-const (
-	// NeedQueue: the start-task queue.
-	NeedQueue Needs = 1 << iota
-	// NeedRuntime: the sandbox runtime (and the agent servers in it).
-	NeedRuntime
-	// NeedBlobs: blobs (archives, and event payloads too large for a
-	// store item).
-	NeedBlobs
-)
-
 // Route is one V1 route. Name is stable: it names the route's Lambda
 // function and its API Gateway resource.
 type Route struct {
@@ -37,7 +26,10 @@ type Route struct {
 	Method string
 	Path   string // net/http pattern path; also the API Gateway resource path
 	Auth   Auth
-	Needs  Needs
+	// Needs says which adapters beyond the store the route uses
+	// (config.NeedQueue, config.NeedRuntime, config.NeedBlobs): its Lambda function
+	// links, configures and is granted only those.
+	Needs  config.Need
 	Handle func(a *API, w http.ResponseWriter, r *http.Request)
 }
 
@@ -54,36 +46,36 @@ func RouteNamed(name string) (Route, bool) {
 // Routes is the one table of V1 routes.
 var Routes = []Route{
 	// App conversations.
-	{"start_conversation", "POST", "/api/v1/app-conversations", AuthUser, NeedQueue, (*API).startConversation},
-	{"stream_start_conversation", "POST", "/api/v1/app-conversations/stream-start", AuthUser, NeedQueue, (*API).streamStart},
+	{"start_conversation", "POST", "/api/v1/app-conversations", AuthUser, config.NeedQueue, (*API).startConversation},
+	{"stream_start_conversation", "POST", "/api/v1/app-conversations/stream-start", AuthUser, config.NeedQueue, (*API).streamStart},
 	{"get_start_tasks", "GET", "/api/v1/app-conversations/start-tasks", AuthUser, 0, (*API).getStartTasks},
 	{"search_start_tasks", "GET", "/api/v1/app-conversations/start-tasks/search", AuthUser, 0, (*API).searchStartTasks},
 	{"count_start_tasks", "GET", "/api/v1/app-conversations/start-tasks/count", AuthUser, 0, (*API).countStartTasks},
-	{"get_conversations", "GET", "/api/v1/app-conversations", AuthUser, NeedRuntime, (*API).getConversations},
-	{"search_conversations", "GET", "/api/v1/app-conversations/search", AuthUser, NeedRuntime, (*API).searchConversations},
+	{"get_conversations", "GET", "/api/v1/app-conversations", AuthUser, config.NeedRuntime, (*API).getConversations},
+	{"search_conversations", "GET", "/api/v1/app-conversations/search", AuthUser, config.NeedRuntime, (*API).searchConversations},
 	{"count_conversations", "GET", "/api/v1/app-conversations/count", AuthUser, 0, (*API).countConversations},
-	{"update_conversation", "PATCH", "/api/v1/app-conversations/{conversation_id}", AuthUser, NeedRuntime, (*API).updateConversation},
-	{"delete_conversation", "DELETE", "/api/v1/app-conversations/{conversation_id}", AuthUser, NeedRuntime | NeedBlobs, (*API).deleteConversation},
-	{"send_message", "POST", "/api/v1/app-conversations/{conversation_id}/send-message", AuthUser, NeedRuntime, (*API).sendMessage},
-	{"download_conversation", "GET", "/api/v1/app-conversations/{conversation_id}/download", AuthUser, NeedRuntime | NeedBlobs, (*API).downloadConversation},
-	{"read_file", "GET", "/api/v1/app-conversations/{conversation_id}/file", AuthUser, NeedRuntime, (*API).readFile},
-	{"git_changes", "GET", "/api/v1/app-conversations/{conversation_id}/git/changes", AuthUser, NeedRuntime, (*API).gitChanges},
-	{"git_diff", "GET", "/api/v1/app-conversations/{conversation_id}/git/diff", AuthUser, NeedRuntime, (*API).gitDiff},
-	{"list_skills", "GET", "/api/v1/app-conversations/{conversation_id}/skills", AuthUser, NeedRuntime, (*API).listSkills},
-	{"list_hooks", "GET", "/api/v1/app-conversations/{conversation_id}/hooks", AuthUser, NeedRuntime, (*API).listHooks},
-	{"add_pending_message", "POST", "/api/v1/conversations/{conversation_id}/pending-messages", AuthUser, NeedRuntime, (*API).addPendingMessage},
+	{"update_conversation", "PATCH", "/api/v1/app-conversations/{conversation_id}", AuthUser, config.NeedRuntime, (*API).updateConversation},
+	{"delete_conversation", "DELETE", "/api/v1/app-conversations/{conversation_id}", AuthUser, config.NeedRuntime | config.NeedBlobs, (*API).deleteConversation},
+	{"send_message", "POST", "/api/v1/app-conversations/{conversation_id}/send-message", AuthUser, config.NeedRuntime, (*API).sendMessage},
+	{"download_conversation", "GET", "/api/v1/app-conversations/{conversation_id}/download", AuthUser, config.NeedRuntime | config.NeedBlobs, (*API).downloadConversation},
+	{"read_file", "GET", "/api/v1/app-conversations/{conversation_id}/file", AuthUser, config.NeedRuntime, (*API).readFile},
+	{"git_changes", "GET", "/api/v1/app-conversations/{conversation_id}/git/changes", AuthUser, config.NeedRuntime, (*API).gitChanges},
+	{"git_diff", "GET", "/api/v1/app-conversations/{conversation_id}/git/diff", AuthUser, config.NeedRuntime, (*API).gitDiff},
+	{"list_skills", "GET", "/api/v1/app-conversations/{conversation_id}/skills", AuthUser, config.NeedRuntime, (*API).listSkills},
+	{"list_hooks", "GET", "/api/v1/app-conversations/{conversation_id}/hooks", AuthUser, config.NeedRuntime, (*API).listHooks},
+	{"add_pending_message", "POST", "/api/v1/conversations/{conversation_id}/pending-messages", AuthUser, config.NeedRuntime, (*API).addPendingMessage},
 	// Events, from the control plane's store.
-	{"search_events", "GET", "/api/v1/conversation/{conversation_id}/events/search", AuthUser, NeedBlobs, (*API).searchEvents},
+	{"search_events", "GET", "/api/v1/conversation/{conversation_id}/events/search", AuthUser, config.NeedBlobs, (*API).searchEvents},
 	{"count_events", "GET", "/api/v1/conversation/{conversation_id}/events/count", AuthUser, 0, (*API).countEvents},
-	{"get_events", "GET", "/api/v1/conversation/{conversation_id}/events", AuthUser, NeedBlobs, (*API).getEvents},
+	{"get_events", "GET", "/api/v1/conversation/{conversation_id}/events", AuthUser, config.NeedBlobs, (*API).getEvents},
 	// Sandboxes and specs.
-	{"create_sandbox", "POST", "/api/v1/sandboxes", AuthUser, NeedRuntime, (*API).createSandbox},
-	{"search_sandboxes", "GET", "/api/v1/sandboxes/search", AuthUser, NeedRuntime, (*API).searchSandboxes},
-	{"get_sandboxes", "GET", "/api/v1/sandboxes", AuthUser, NeedRuntime, (*API).getSandboxes},
-	{"pause_sandbox", "POST", "/api/v1/sandboxes/{sandbox_id}/pause", AuthUser, NeedRuntime, (*API).pauseSandbox},
-	{"resume_sandbox", "POST", "/api/v1/sandboxes/{sandbox_id}/resume", AuthUser, NeedRuntime, (*API).resumeSandbox},
-	{"delete_sandbox", "DELETE", "/api/v1/sandboxes/{sandbox_id}", AuthUser, NeedRuntime | NeedBlobs, (*API).deleteSandbox},
-	{"delete_sandbox_by_query", "DELETE", "/api/v1/sandboxes", AuthUser, NeedRuntime | NeedBlobs, (*API).deleteSandbox},
+	{"create_sandbox", "POST", "/api/v1/sandboxes", AuthUser, config.NeedRuntime, (*API).createSandbox},
+	{"search_sandboxes", "GET", "/api/v1/sandboxes/search", AuthUser, config.NeedRuntime, (*API).searchSandboxes},
+	{"get_sandboxes", "GET", "/api/v1/sandboxes", AuthUser, config.NeedRuntime, (*API).getSandboxes},
+	{"pause_sandbox", "POST", "/api/v1/sandboxes/{sandbox_id}/pause", AuthUser, config.NeedRuntime, (*API).pauseSandbox},
+	{"resume_sandbox", "POST", "/api/v1/sandboxes/{sandbox_id}/resume", AuthUser, config.NeedRuntime, (*API).resumeSandbox},
+	{"delete_sandbox", "DELETE", "/api/v1/sandboxes/{sandbox_id}", AuthUser, config.NeedRuntime | config.NeedBlobs, (*API).deleteSandbox},
+	{"delete_sandbox_by_query", "DELETE", "/api/v1/sandboxes", AuthUser, config.NeedRuntime | config.NeedBlobs, (*API).deleteSandbox},
 	{"search_sandbox_specs", "GET", "/api/v1/sandbox-specs/search", AuthUser, 0, (*API).searchSandboxSpecs},
 	{"get_sandbox_specs", "GET", "/api/v1/sandbox-specs", AuthUser, 0, (*API).getSandboxSpecs},
 	// Settings, secrets, users and keys.
@@ -100,6 +92,6 @@ var Routes = []Route{
 	{"list_keys", "GET", "/api/v1/keys", AuthUser, 0, (*API).listKeys},
 	{"delete_key", "DELETE", "/api/v1/keys/{key_id}", AuthUser, 0, (*API).deleteKey},
 	// Webhooks from sandboxes.
-	{"webhook_events", "POST", "/api/v1/webhooks/events/{conversation_id}", AuthSandbox, NeedBlobs, (*API).webhookEvents},
+	{"webhook_events", "POST", "/api/v1/webhooks/events/{conversation_id}", AuthSandbox, config.NeedBlobs, (*API).webhookEvents},
 	{"webhook_conversations", "POST", "/api/v1/webhooks/conversations", AuthSandbox, 0, (*API).webhookConversations},
 }

@@ -6,14 +6,14 @@ import (
 	"strconv"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
 )
 
 // createSandbox: POST /api/v1/sandboxes[?sandbox_spec_id=...]. It returns the
 // new sandbox (usually STARTING).
 func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	specID := ""
 	if s := q.String("sandbox_spec_id"); s != nil {
 		specID = *s
@@ -31,12 +31,12 @@ func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sb, key := a.liveSandbox(r.Context(), sb)
-	wire.WriteJSON(w, http.StatusOK, sandboxJSON(sb, key))
+	httpjson.WriteJSON(w, http.StatusOK, sandboxJSON(sb, key))
 }
 
 // searchSandboxes: GET /api/v1/sandboxes/search, newest first.
 func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	opts := acs.ListOptions{Limit: q.Int("limit", 100, 1, 100)}
 	if p := q.String("page_id"); p != nil {
 		opts.PageToken = *p
@@ -58,13 +58,13 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
 		sb, key := a.liveSandbox(r.Context(), sb)
 		items = append(items, sandboxJSON(sb, key))
 	}
-	wire.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
+	httpjson.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
 }
 
 // getSandboxes: GET /api/v1/sandboxes?id=... in request order, null for
 // missing or another user's.
 func (a *API) getSandboxes(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	q.Require("id")
 	ids := q.Strings("id")
 	if len(ids) > maxBatch {
@@ -87,13 +87,13 @@ func (a *API) getSandboxes(w http.ResponseWriter, r *http.Request) {
 		sj := sandboxJSON(sb, key)
 		out[i] = &sj
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 // searchSandboxSpecs: GET /api/v1/sandbox-specs/search (offset paging over
 // the configured specs; the first is the default).
 func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	limit := q.Int("limit", 100, 1, 100)
 	offset := 0
 	if p := q.String("page_id"); p != nil {
@@ -115,5 +115,5 @@ func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	if offset+limit < len(specs) {
 		next = strconv.Itoa(offset + limit)
 	}
-	wire.WriteJSON(w, http.StatusOK, pageOf(items, next))
+	httpjson.WriteJSON(w, http.StatusOK, pageOf(items, next))
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 )
@@ -32,7 +33,7 @@ func (a *API) pauseSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, sandboxGone(sb, err))
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 // resumeSandbox: POST /api/v1/sandboxes/{sandbox_id}/resume — starts a
@@ -53,7 +54,7 @@ func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 	// Best effort, briefly: once it answers, messages queued and
 	// conversations deleted while it was paused are dealt with.
 	a.life.Ready(r.Context(), sb, 5*time.Second)
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 // deleteSandbox: DELETE /api/v1/sandboxes/{sandbox_id} (or ?sandbox_id=, the
@@ -62,7 +63,7 @@ func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 // transcripts stay).
 func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("sandbox_id")
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	if s := q.String("sandbox_id"); s != nil && *s != "" {
 		if id != "" && id != *s {
 			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "sandbox_id"}, Msg: "sandbox_id differs from the path", Type: "value_error"})
@@ -93,7 +94,7 @@ func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 // sandboxGone words a MISSING sandbox's refusal for the sandbox routes.
@@ -107,7 +108,7 @@ func sandboxGone(sb acs.Sandbox, err error) error {
 // getSandboxSpecs: GET /api/v1/sandbox-specs?id=... in request order, null
 // for unknown ids.
 func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	q.Require("id")
 	ids := q.Strings("id")
 	if len(ids) > maxBatch {
@@ -123,7 +124,7 @@ func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 			out[i] = &sj
 		}
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 func specJSON(s acs.SandboxSpec) SpecJSON {

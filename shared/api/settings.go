@@ -9,6 +9,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 )
@@ -69,14 +70,14 @@ func (a *API) getSettings(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, settingsJSON(s, saved))
+	httpjson.WriteJSON(w, http.StatusOK, settingsJSON(s, saved))
 }
 
 // updateSettings: POST /api/v1/settings (partial update); it answers the
 // settings as saved.
 func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 	var req SettingsRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	var errs strictjson.Errors
@@ -108,7 +109,7 @@ func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(errs) > 0 {
-		wire.WriteValidation(w, errs)
+		httpjson.WriteValidation(w, errs)
 		return
 	}
 	s, _, err := a.loadSettings(r)
@@ -147,5 +148,5 @@ func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, settingsJSON(s, true))
+	httpjson.WriteJSON(w, http.StatusOK, settingsJSON(s, true))
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -14,7 +14,7 @@ import (
 // getStartTasks: GET /api/v1/app-conversations/start-tasks?ids=... returns
 // the tasks in request order, null for missing or another user's.
 func (a *API) getStartTasks(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	ids := batchIDs(q, "ids")
 	if !q.OK(w) {
 		return
@@ -33,11 +33,11 @@ func (a *API) getStartTasks(w http.ResponseWriter, r *http.Request) {
 		tj := taskJSON(t)
 		out[i] = &tj
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 // taskFilter reads conversation_id__eq and created_at__gte.
-func taskFilter(q *wire.Query) acs.StartTaskFilter {
+func taskFilter(q *httpjson.Query) acs.StartTaskFilter {
 	f := acs.StartTaskFilter{CreatedGTE: q.Time("created_at__gte")}
 	if s := q.String("conversation_id__eq"); s != nil {
 		id, err := acs.NormalizeID(*s)
@@ -51,7 +51,7 @@ func taskFilter(q *wire.Query) acs.StartTaskFilter {
 
 // searchStartTasks: GET /api/v1/app-conversations/start-tasks/search.
 func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	f := taskFilter(q)
 	order := acs.StartTaskSort(q.Enum("sort_order", string(acs.SortCreatedAtDesc), acs.StartTaskSort("").EnumValues()))
 	opts := listOptions(q)
@@ -71,12 +71,12 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) {
 	for _, t := range page.Items {
 		items = append(items, taskJSON(t))
 	}
-	wire.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
+	httpjson.WriteJSON(w, http.StatusOK, pageOf(items, page.Next))
 }
 
 // countStartTasks: GET /api/v1/app-conversations/start-tasks/count.
 func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) {
-	q := wire.NewQuery(r)
+	q := httpjson.NewQuery(r)
 	f := taskFilter(q)
 	if !q.OK(w) {
 		return
@@ -86,7 +86,7 @@ func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, n)
+	httpjson.WriteJSON(w, http.StatusOK, n)
 }
 
 // streamStart: POST /api/v1/app-conversations/stream-start. It answers a
@@ -94,7 +94,7 @@ func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) {
 // task at each status change, until READY or ERROR (or the client leaves).
 func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	var req startflow.StartRequest
-	if !wire.DecodeBody(w, r, &req, true) {
+	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
 	if !a.checkStartSecrets(w, r, req) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/config"
 )
 
 // errUnwired is what an adapter a route did not declare answers: a
@@ -25,13 +26,13 @@ func unwired(route, what string) error {
 // links and is granted only what it declares) behaves exactly as it will in
 // production, and tests catch a wrong Needs.
 func (rt Route) Restrict(d Deps) Deps {
-	if rt.Needs&NeedQueue == 0 {
+	if rt.Needs&config.NeedQueue == 0 {
 		d.Queue = unwiredQueue{rt.Name}
 	}
-	if rt.Needs&NeedRuntime == 0 {
+	if rt.Needs&config.NeedRuntime == 0 {
 		d.Runtime = unwiredRuntime{rt.Name}
 	}
-	if rt.Needs&NeedBlobs == 0 {
+	if rt.Needs&config.NeedBlobs == 0 {
 		d.Blobs = unwiredBlobs{rt.Name}
 	}
 	return d

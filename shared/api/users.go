@@ -10,6 +10,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 )
@@ -74,11 +75,11 @@ func IssueKey(ctx context.Context, st acs.Store, userID, name string, value stri
 // returns its first key once.
 func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 	if !userOf(r).Admin {
-		wire.WriteDetail(w, http.StatusForbidden, "Only an admin can create users")
+		httpjson.WriteDetail(w, http.StatusForbidden, "Only an admin can create users")
 		return
 	}
 	var req NameRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	now := events.At(a.now())
@@ -92,7 +93,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusCreated, struct {
+	httpjson.WriteJSON(w, http.StatusCreated, struct {
 		User UserJSON   `json:"user"`
 		Key  NewKeyJSON `json:"key"`
 	}{UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: now}, key})
@@ -101,14 +102,14 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 // getMe: GET /api/v1/users/me.
 func (a *API) getMe(w http.ResponseWriter, r *http.Request) {
 	u := userOf(r)
-	wire.WriteJSON(w, http.StatusOK, UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)})
+	httpjson.WriteJSON(w, http.StatusOK, UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)})
 }
 
 // createKey: POST /api/v1/keys {"name"} returns {"id","name","key"} (the key
 // shown once).
 func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 	var req NameRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	key, err := IssueKey(r.Context(), a.d.Store, userOf(r).ID, req.Name, "", events.At(a.now()))
@@ -116,7 +117,7 @@ func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusCreated, key)
+	httpjson.WriteJSON(w, http.StatusCreated, key)
 }
 
 // listKeys: GET /api/v1/keys — the caller's keys, without values.
@@ -130,7 +131,7 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
 	for _, k := range keys {
 		out = append(out, KeyJSON{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: events.At(k.CreatedAt)})
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 // deleteKey: DELETE /api/v1/keys/{key_id} revokes one of the caller's keys
@@ -144,7 +145,7 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 // AdminID is the id of the installation's admin user.

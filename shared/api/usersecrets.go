@@ -7,6 +7,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
@@ -84,18 +85,18 @@ func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
 	for _, s := range list {
 		out.Secrets = append(out.Secrets, secretJSON(s))
 	}
-	wire.WriteJSON(w, http.StatusOK, out)
+	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
 // createSecret: POST /api/v1/secrets (201; 409 when the name exists).
 func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
 	var req CreateSecretRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	user := userOf(r)
 	if _, err := a.d.Store.GetSecret(r.Context(), user.ID, req.Name); err == nil {
-		wire.WriteDetail(w, http.StatusConflict, "A secret named "+req.Name+" exists; update it with PUT /api/v1/secrets/"+req.Name)
+		httpjson.WriteDetail(w, http.StatusConflict, "A secret named "+req.Name+" exists; update it with PUT /api/v1/secrets/"+req.Name)
 		return
 	} else if !errors.Is(err, acs.ErrNotFound) {
 		writeErr(w, err)
@@ -115,7 +116,7 @@ func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusCreated, secretJSON(s))
+	httpjson.WriteJSON(w, http.StatusCreated, secretJSON(s))
 }
 
 func (a *API) ownSecret(r *http.Request) (acs.Secret, error) {
@@ -134,7 +135,7 @@ func (a *API) getSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, secretJSON(s))
+	httpjson.WriteJSON(w, http.StatusOK, secretJSON(s))
 }
 
 // updateSecret: PUT /api/v1/secrets/{name} (value and/or description).
@@ -145,7 +146,7 @@ func (a *API) updateSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req UpdateSecretRequest
-	if !wire.DecodeBody(w, r, &req, false) {
+	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
 	if req.Value != nil {
@@ -162,7 +163,7 @@ func (a *API) updateSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, secretJSON(s))
+	httpjson.WriteJSON(w, http.StatusOK, secretJSON(s))
 }
 
 // deleteSecret: DELETE /api/v1/secrets/{name}.
@@ -176,5 +177,5 @@ func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }

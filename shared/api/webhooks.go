@@ -13,6 +13,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/startflow"
@@ -77,7 +78,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	root, err := strictjson.Parse(body)
 	if err != nil || root.Kind != strictjson.Array {
-		wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body"}, Msg: "The body must be a JSON array of events", Type: "list_type"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body"}, Msg: "The body must be a JSON array of events", Type: "list_type"}})
 		return
 	}
 	var stored []acs.StoredEvent
@@ -89,7 +90,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var es strictjson.Errors
 			if errors.As(err, &es) {
-				wire.WriteValidation(w, strictjson.Prefix(es, "body", i))
+				httpjson.WriteValidation(w, strictjson.Prefix(es, "body", i))
 				return
 			}
 			writeErr(w, err)
@@ -97,7 +98,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		b := ev.EventBase()
 		if len(b.ID) > maxEventIDLen {
-			wire.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", i, "id"}, Type: "string_too_long",
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", i, "id"}, Type: "string_too_long",
 				Msg: fmt.Sprintf("event ids are at most %d characters", maxEventIDLen)}})
 			return
 		}
@@ -116,7 +117,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := a.sandboxConversation(r, sb, r.PathValue("conversation_id"))
 	if errors.Is(err, errTombstone) {
-		wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+		httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 		return
 	}
 	if err != nil {
@@ -144,7 +145,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 // UnverifiedSender marks (in "sender") a MessageEvent a sandbox reported
@@ -330,24 +331,24 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 			for _, f := range strings.Split(te.Field, ".") {
 				loc = append(loc, f)
 			}
-			wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Input should be a valid " + te.Type.String(), Type: "type_error"}})
+			httpjson.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "Input should be a valid " + te.Type.String(), Type: "type_error"}})
 			return
 		}
-		wire.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "The body must be a ConversationInfo object with an id", Type: "missing"}})
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: loc, Msg: "The body must be a ConversationInfo object with an id", Type: "missing"}})
 		return
 	}
 	errs, updated := info.validate()
 	if len(errs) > 0 {
-		wire.WriteValidation(w, errs)
+		httpjson.WriteValidation(w, errs)
 		return
 	}
 	if info.ExecutionStatus == string(wire.StatusDeleting) {
-		wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+		httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 		return
 	}
 	c, err := a.sandboxConversation(r, sb, info.ID)
 	if errors.Is(err, errTombstone) {
-		wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+		httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 		return
 	}
 	if err != nil {
@@ -385,5 +386,5 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	wire.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }

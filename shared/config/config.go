@@ -75,6 +75,10 @@ type Local struct {
 	// ReconcileInterval spaces the idle reconciler's passes
 	// (ACS_RECONCILE_INTERVAL, default 30s).
 	ReconcileInterval time.Duration
+	// PublicURLFromAddr is true when ACS_PUBLIC_URL is unset and PublicURL
+	// was derived from Addr: with port 0 the caller replaces it with the
+	// address it actually listens on.
+	PublicURLFromAddr bool
 }
 
 // parser collects every problem of one load.
@@ -193,6 +197,7 @@ func LoadLocal(getenv func(string) string) (Local, error) {
 	if c.APIKey != "" && len(c.APIKey) < 16 {
 		p.problem("ACS_API_KEY must be at least 16 characters")
 	}
+	c.PublicURLFromAddr = getenv("ACS_PUBLIC_URL") == ""
 	c.PublicURL = strings.TrimRight(getenv("ACS_PUBLIC_URL"), "/")
 	if c.PublicURL == "" && err == nil {
 		if host == "" || host == "0.0.0.0" || host == "::" {

@@ -6,7 +6,7 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/acs-project/acs/sandbox/wsarchive"
+	"github.com/acs-project/acs/internal/wsarchive"
 	"github.com/acs-project/acs/shared/acs"
 )
 

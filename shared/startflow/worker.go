@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/llm/llmconfig"
+	"github.com/acs-project/acs/sandbox/wire/llmconfig"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/config"

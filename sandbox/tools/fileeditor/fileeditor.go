@@ -9,7 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/internal/pathguard"
 	"io/fs"
 	"os"
 	"path/filepath"

@@ -2,7 +2,7 @@ package fileeditor
 
 import (
 	"fmt"
-	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/internal/pathguard"
 	"os"
 	"path/filepath"
 	"strings"

@@ -1,7 +1,7 @@
 package fstools
 
 import (
-	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/internal/pathguard"
 	"io"
 	"os"
 	"path/filepath"

@@ -15,7 +15,7 @@ package fstools
 import (
 	"errors"
 	"fmt"
-	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/internal/pathguard"
 	"io/fs"
 	"os"
 	"path/filepath"

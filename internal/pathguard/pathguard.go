@@ -21,6 +21,11 @@
 // message in answers to remote clients as is. Rel and Scrub render paths
 // relative to the roots for those answers.
 //
+// Check, the part of the rules that needs no file system, is also what the
+// control plane refuses a path with before it asks an agent server (so both
+// halves refuse the same paths alike): that is why the package is neutral,
+// under internal/, rather than in sandbox/.
+//
 // The check is a point-in-time check: a concurrent process that can create
 // symbolic links inside a root can still race it. It is meant to stop a
 // remote client from naming files outside the workspace, not to confine

@@ -1,6 +1,7 @@
 // Package llmconfig is the agent's LLM configuration (the OpenHands "llm"
-// object), apart from the client so that the control plane can carry it
-// without linking the client.
+// object): one of the agent server's wire types (the start request's
+// agent.llm), apart from the LLM client so that the control plane can carry
+// it without linking the client.
 package llmconfig
 
 import (

@@ -1,4 +1,4 @@
-package wire_test
+package httpjson_test
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/internal/httpjson"
 )
 
 // failingBody fails every read with err.
@@ -37,7 +37,7 @@ func TestDecodeBodyReadFailures(t *testing.T) {
 		detail string
 	}{
 		{"too large", io.NopCloser(endless{}),
-			http.StatusRequestEntityTooLarge, fmt.Sprintf("larger than %d bytes", wire.MaxBodyBytes)},
+			http.StatusRequestEntityTooLarge, fmt.Sprintf("larger than %d bytes", httpjson.MaxBodyBytes)},
 		// What the server's minimum-rate rule makes a read return
 		// (internal/httpserve: an error wrapping the read deadline's).
 		{"too slow", failingBody{fmt.Errorf("the request body arrived too slowly: %w", os.ErrDeadlineExceeded)},
@@ -49,7 +49,7 @@ func TestDecodeBodyReadFailures(t *testing.T) {
 			r.Body = tc.body
 			w := httptest.NewRecorder()
 			var v map[string]any
-			if wire.DecodeBody(w, r, &v, false) {
+			if httpjson.DecodeBody(w, r, &v, false) {
 				t.Fatal("DecodeBody succeeded")
 			}
 			if w.Code != tc.code || !strings.Contains(w.Body.String(), tc.detail) || w.Header().Get("Content-Type") != "application/json" {

@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/wsarchive"
 	"github.com/acs-project/acs/sandbox/secrets"
-	"github.com/acs-project/acs/sandbox/wsarchive"
 )
 
 type entry struct {

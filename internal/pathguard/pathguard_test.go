@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/acs-project/acs/sandbox/pathguard"
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 func TestResolve(t *testing.T) {

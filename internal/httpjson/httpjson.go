@@ -1,4 +1,9 @@
-package wire
+// Package httpjson reads and writes JSON over HTTP the way the OpenHands
+// servers (FastAPI) do, for both halves of ACS: the control plane's V1 API
+// and the agent server answer with the same bodies ({"detail": msg}, 422
+// {"detail": [{"loc", "msg", "type"}]}), decode request bodies strictly and
+// parse query parameters into typed values with the same 422 errors.
+package httpjson
 
 import (
 	"errors"
