@@ -188,59 +188,61 @@ func (s *Sandbox) Release(id string) {
 	}
 }
 
-// Conversation is a conversation record.
+// Conversation is a conversation record. It has no JSON form of its own:
+// the V1 API shows it as v1wire.Conversation and stores keep it as
+// storerecord.Conversation.
 type Conversation struct {
-	ID                   string            `json:"id"`
-	OwnerID              string            `json:"owner_id"`
-	SandboxID            string            `json:"sandbox_id"`
-	SelectedRepository   *string           `json:"selected_repository,omitempty"`
-	SelectedBranch       *string           `json:"selected_branch,omitempty"`
-	GitProvider          *string           `json:"git_provider,omitempty"`
-	Title                *string           `json:"title,omitempty"`
-	Trigger              *string           `json:"trigger,omitempty"`
-	PRNumber             []int             `json:"pr_number,omitempty"`
-	LLMModel             *string           `json:"llm_model,omitempty"`
-	ParentConversationID *string           `json:"parent_conversation_id,omitempty"`
-	Public               *bool             `json:"public,omitempty"`
-	Tags                 map[string]string `json:"tags,omitempty"`
-	WorkingDir           string            `json:"working_dir,omitempty"`
+	ID                   string
+	OwnerID              string
+	SandboxID            string
+	SelectedRepository   *string
+	SelectedBranch       *string
+	GitProvider          *string
+	Title                *string
+	Trigger              *string
+	PRNumber             []int
+	LLMModel             *string
+	ParentConversationID *string
+	Public               *bool
+	Tags                 map[string]string
+	WorkingDir           string
 	// SubConversationIDs are the conversations started with this one as
 	// their parent.
-	SubConversationIDs []string `json:"sub_conversation_ids,omitempty"`
+	SubConversationIDs []string
 	// ProjectDir is where the repository was cloned (WorkingDir without
 	// one): the root of file, git, skills and hooks reads.
-	ProjectDir string `json:"project_dir,omitempty"`
+	ProjectDir string
 	// TitleAt is when the title was last set: the control plane's time of
 	// the user's rename, or the time of the agent server's report that
 	// set it. TitlePending is set by the user's rename until a report
 	// carries that title; until then reports do not change the title, and
 	// afterwards only reports newer than TitleAt do (ApplyReportedTitle).
-	TitleAt      time.Time `json:"title_at"`
-	TitlePending bool      `json:"title_pending,omitempty"`
+	TitleAt      time.Time
+	TitlePending bool
 	// Delivered are the user messages the control plane delivered to the
 	// agent server (oldest first, at most MaxDelivered): the events
 	// webhook stores a user message as the user's only when it matches one.
-	Delivered []DeliveredMessage `json:"delivered,omitempty"`
+	Delivered []DeliveredMessage
 	// RateLimitedUntil is set while the agent backs off an LLM rate limit;
 	// AgentStateAt is when the agent state it comes from was reported
 	// (older reports are ignored).
-	RateLimitedUntil *time.Time `json:"rate_limited_until,omitempty"`
-	AgentStateAt     time.Time  `json:"agent_state_at"`
+	RateLimitedUntil *time.Time
+	AgentStateAt     time.Time
 	// ExecutionStatus is the agent's status as last reported, and
 	// ExecutionStatusAt when it was reported (older reports are ignored).
-	ExecutionStatus   string          `json:"execution_status,omitempty"`
-	ExecutionStatusAt time.Time       `json:"execution_status_at"`
-	Metrics           json.RawMessage `json:"metrics,omitempty"`
-	StartTaskID       string          `json:"start_task_id,omitempty"`
-	CreatedAt         time.Time       `json:"created_at"`
-	UpdatedAt         time.Time       `json:"updated_at"`
+	ExecutionStatus   string
+	ExecutionStatusAt time.Time
+	Metrics           json.RawMessage
+	StartTaskID       string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
 }
 
 // DeliveredMessage is a user message the control plane delivered: the digest of
 // its content and, once the agent server reported it, the id of that event.
 type DeliveredMessage struct {
-	Digest  string `json:"digest"`
-	EventID string `json:"event_id,omitempty"`
+	Digest  string
+	EventID string
 }
 
 // MaxDelivered bounds Conversation.Delivered; the oldest go first.
@@ -309,40 +311,42 @@ type StepTiming struct {
 	Detail    string          `json:"detail,omitempty"`
 }
 
-// StartTask is the asynchronous start of a conversation.
+// StartTask is the asynchronous start of a conversation. Like
+// Conversation, it has no JSON form of its own (v1wire.StartTask on the
+// wire, storerecord.StartTask in stores).
 type StartTask struct {
-	ID                string          `json:"id"`
-	OwnerID           string          `json:"owner_id"`
-	Status            StartTaskStatus `json:"status"`
-	Detail            *string         `json:"detail,omitempty"`
-	AppConversationID *string         `json:"app_conversation_id,omitempty"`
-	SandboxID         *string         `json:"sandbox_id,omitempty"`
-	AgentServerURL    *string         `json:"agent_server_url,omitempty"`
+	ID                string
+	OwnerID           string
+	Status            StartTaskStatus
+	Detail            *string
+	AppConversationID *string
+	SandboxID         *string
+	AgentServerURL    *string
 	// Request is the start request as shown to users (secrets masked).
-	Request json.RawMessage `json:"request"`
+	Request json.RawMessage
 	// ConversationID is chosen when the task is created, so every step and
 	// redelivery works on the same conversation.
-	ConversationID string `json:"conversation_id"`
+	ConversationID string
 	// SealedSecrets are the per-conversation secret values, sealed (see
 	// Sealer); never shown.
-	SealedSecrets map[string]string `json:"sealed_secrets,omitempty"`
+	SealedSecrets map[string]string
 	// Placement says which strategy placed the conversation and why.
-	Placement string `json:"placement,omitempty"`
+	Placement string
 	// OwnWorkDir is set when the conversation works in its own
 	// subdirectory of the sandbox's working directory (grouping).
-	OwnWorkDir bool `json:"own_work_dir,omitempty"`
+	OwnWorkDir bool
 	// WorkDir and ProjectDir are the conversation's working directory and
 	// where its repository is (set while preparing the repository).
-	WorkDir    string `json:"work_dir,omitempty"`
-	ProjectDir string `json:"project_dir,omitempty"`
+	WorkDir    string
+	ProjectDir string
 	// Command is the agent server's bash command id of a step in progress
 	// (clone, setup script), polled by later deliveries.
-	Command string       `json:"command,omitempty"`
-	Steps   []StepTiming `json:"steps"`
+	Command string
+	Steps   []StepTiming
 	// Attempts counts deliveries of the current step (for backoff and limits).
-	Attempts  int       `json:"attempts"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Attempts  int
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Advance moves the task to status at now and records the step.

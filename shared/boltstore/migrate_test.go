@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/storerecord"
 )
 
 var t0 = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
@@ -27,8 +28,12 @@ func writeV1(t *testing.T, path string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	raw := func(v any) []byte {
-		b, err := json.Marshal(v)
+	raw := func(v any) []byte { // domain values as their stored records
+		marshal := storerecord.Marshal
+		if _, ok := v.(map[string]any); ok {
+			marshal = json.Marshal
+		}
+		b, err := marshal(v)
 		if err != nil {
 			t.Fatal(err)
 		}
