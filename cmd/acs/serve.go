@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/httpserve"
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
@@ -143,7 +144,7 @@ func defaultSpecs(bin, dataDir string) []acs.SandboxSpec {
 // a new one generated now and saved there (mode 0600). It returns the key and
 // whether it was generated now.
 //
-// The key is registered once per value (see api.EnsureAdmin): a key the
+// The key is registered once per value (see accounts.EnsureAdmin): a key the
 // admin revoked through the API stays revoked after a restart (a warning is
 // logged), and a changed ACS_API_KEY (or a regenerated api_key) is
 // registered while the previously bootstrapped key is revoked.
@@ -161,7 +162,7 @@ func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string
 		}
 	}
 	hash := acs.HashKey(key)
-	if err := api.EnsureAdmin(ctx, store, hash, key[:min(api.KeyPrefixLen, len(key))]); err != nil {
+	if err := accounts.EnsureAdmin(ctx, store, hash, key[:min(accounts.KeyPrefixLen, len(key))]); err != nil {
 		return "", false, err
 	}
 	if _, err := store.GetAPIKeyByHash(ctx, hash); errors.Is(err, acs.ErrNotFound) {

@@ -766,3 +766,39 @@ func agentRunning(ctx context.Context, st acs.RuntimeStatus) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// Get returns the owner's sandbox id; another user's sandbox, like a
+// missing one, is acs.ErrNotFound ("Sandbox not found: <id>").
+func (l *Lifecycle) Get(ctx context.Context, ownerID, id string) (acs.Sandbox, error) {
+	sb, err := l.Store.GetSandbox(ctx, id)
+	if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != ownerID) {
+		return acs.Sandbox{}, fmt.Errorf("Sandbox not found: %s: %w", id, acs.ErrNotFound)
+	}
+	return sb, err
+}
+
+// List lists the owner's sandboxes, newest first; a page token this store
+// did not issue wraps acs.ErrInvalid.
+func (l *Lifecycle) List(ctx context.Context, ownerID string, opts acs.ListOptions) (acs.Page[acs.Sandbox], error) {
+	return l.Store.ListSandboxes(ctx, ownerID, opts)
+}
+
+// DeleteByUser deletes sandbox sb as its owner asked (DELETE): the
+// workspace is archived and deleted (Delete) unless it is MISSING already,
+// its conversations become read-only, and a sandbox no conversation uses
+// loses its record too.
+func (l *Lifecycle) DeleteByUser(ctx context.Context, sb acs.Sandbox) error {
+	var err error
+	if sb.Status != acs.SandboxMissing {
+		if sb, err = l.Delete(ctx, sb, true); err != nil {
+			return err
+		}
+	}
+	if sb.ConversationCount() == 0 {
+		// Nothing reads it any more: the record goes too.
+		if err := l.Store.DeleteSandbox(ctx, sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
