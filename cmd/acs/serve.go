@@ -20,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/fileblob"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/reconciler"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -93,7 +94,7 @@ func serve(ctx context.Context, args []string) error {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, cfg.Workers); done <- struct{}{} }()
-	pass := startflow.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
+	pass := reconciler.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
 	go func() { reconcileLoop(wctx, pass, cfg.ReconcileInterval); done <- struct{}{} }()
 	defer func() { stopWorkers(); <-done; <-done }()
 
@@ -108,7 +109,7 @@ func serve(ctx context.Context, args []string) error {
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)
 // every interval until ctx ends.
-func reconcileLoop(ctx context.Context, pass startflow.Pass, interval time.Duration) {
+func reconcileLoop(ctx context.Context, pass reconciler.Pass, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
