@@ -19,7 +19,7 @@ import (
 
 // What sandboxes report (the agent server's webhooks): events, and
 // conversation infos. A report counts no later than its receipt
-// (ReportTime); status and agent-state reports older than the last applied
+// (acs.ReportTime); status and agent-state reports older than the last applied
 // do not undo it; a reported title does not undo a later rename by the
 // user.
 
@@ -111,7 +111,7 @@ func (s *Service) ReportEvents(ctx context.Context, sb acs.Sandbox, rawID string
 	}
 	_, err = s.Store.UpdateConversation(ctx, c.ID, func(conv *acs.Conversation) error {
 		for _, su := range states {
-			ApplyState(conv, su.Key, su.Value, ReportTime(su.Timestamp.Time, received))
+			ApplyState(conv, su.Key, su.Value, acs.ReportTime(su.Timestamp.Time, received))
 		}
 		conv.UpdatedAt = s.now()
 		return nil
@@ -160,16 +160,6 @@ func (s *Service) verifyUserMessages(ctx context.Context, convID string, claims 
 			"conversation", convID, "event", m.ID)
 	}
 	return nil
-}
-
-// ReportTime is the time a report counts at: its own, but never later than
-// when the control plane received it, so that a report dated in the future
-// (a wrong clock, or a forged date) cannot outrank the reports that follow.
-func ReportTime(ts, received time.Time) time.Time {
-	if ts.After(received) {
-		return received
-	}
-	return ts
 }
 
 // ValidStatus reports whether s is an execution status of the agent server.
@@ -282,7 +272,7 @@ func (s *Service) ReportConversation(ctx context.Context, sb acs.Sandbox, info R
 	}
 	at := received
 	if info.UpdatedAt != nil {
-		at = ReportTime(*info.UpdatedAt, received)
+		at = acs.ReportTime(*info.UpdatedAt, received)
 	}
 	_, err = s.Store.UpdateConversation(ctx, c.ID, func(conv *acs.Conversation) error {
 		info.Apply(conv, at)

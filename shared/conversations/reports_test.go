@@ -13,22 +13,6 @@ import (
 	"github.com/acs-project/acs/shared/conversations"
 )
 
-func TestReportTime(t *testing.T) {
-	received := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	for _, tc := range []struct {
-		name     string
-		ts, want time.Time
-	}{
-		{"past", received.Add(-time.Minute), received.Add(-time.Minute)},
-		{"same", received, received},
-		{"future is capped", received.Add(time.Hour), received},
-	} {
-		if got := conversations.ReportTime(tc.ts, received); !got.Equal(tc.want) {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestApplyState(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	later, earlier := t0.Add(time.Minute), t0.Add(-time.Minute)

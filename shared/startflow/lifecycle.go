@@ -36,23 +36,6 @@ func (l *Lifecycle) now() time.Time {
 	return time.Now().UTC()
 }
 
-// Usable returns nil when conversations on sb can be used (perhaps after a
-// resume), else the read-only error: ErrGone for MISSING ("archived"),
-// ErrSandboxFailed for ERROR.
-func Usable(sb acs.Sandbox) error {
-	switch sb.Status {
-	case acs.SandboxMissing:
-		return fmt.Errorf("Conversation is archived. The sandbox no longer exists.: %w", acs.ErrGone)
-	case acs.SandboxError:
-		detail := "Sandbox is in an error state and cannot accept messages."
-		if sb.Detail != "" {
-			detail += " " + sb.Detail
-		}
-		return fmt.Errorf("%s: %w", detail, acs.ErrSandboxFailed)
-	}
-	return nil
-}
-
 // The running cap and its claims.
 //
 // A sandbox counts against its owner's cap while its record reads RUNNING or
@@ -92,11 +75,6 @@ func capacityError(n int) error {
 	return fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", n, acs.ErrCapacity)
 }
 
-// counts reports whether a sandbox in status st counts against the cap.
-func counts(st acs.SandboxStatus) bool {
-	return st == acs.SandboxRunning || st == acs.SandboxStarting
-}
-
 // usage is a listing of an owner's sandboxes, for the cap.
 type usage struct {
 	// running holds the sandboxes that count (RUNNING or STARTING), except
@@ -114,7 +92,7 @@ func (l *Lifecycle) usage(ctx context.Context, owner, except string) (usage, err
 	u := usage{running: map[string]bool{}, seen: map[string]acs.Sandbox{}, listedAt: l.now()}
 	err := eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
 		u.seen[sb.ID] = sb
-		if sb.ID != except && counts(sb.Status) {
+		if sb.ID != except && sb.Status.CountsAgainstCap() {
 			u.running[sb.ID] = true
 		}
 	})
@@ -130,7 +108,7 @@ func liveClaims(q *acs.Quota, u usage, except string, now time.Time) int {
 		switch {
 		case id == except, now.Sub(at) > claimTTL:
 			delete(q.Claims, id)
-		case listed && counts(sb.Status):
+		case listed && sb.Status.CountsAgainstCap():
 			// The record counts; the claim stays until the sandbox stops.
 		case listed && sb.UpdatedAt.After(at):
 			delete(q.Claims, id) // stopped since the claim
@@ -261,7 +239,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			return acs.Sandbox{}, fmt.Errorf("sandbox id %s is already in use: %w", sb.ID, acs.ErrConflict)
 		}
 		sb = existing
-		if !counts(sb.Status) {
+		if !sb.Status.CountsAgainstCap() {
 			// A start again after a failed one (which gave its claim back).
 			if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
 				return acs.Sandbox{}, err
@@ -324,12 +302,12 @@ func (l *Lifecycle) Refresh(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, a
 
 // Pause releases the sandbox's compute and keeps its workspace. Every
 // conversation on it is paused with it. Pausing a paused sandbox is a
-// no-op; a read-only one is refused (Usable).
+// no-op; a read-only one is refused (acs.Sandbox.Usable).
 func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
 	// The runtime's view first: a sandbox whose compute died is ERROR, not
 	// something to pause.
 	sb, _ = l.Refresh(ctx, sb)
-	if err := Usable(sb); err != nil {
+	if err := sb.Usable(); err != nil {
 		return sb, err
 	}
 	if err := l.Runtime.Pause(ctx, sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
@@ -368,11 +346,11 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			if updated, err := l.record(ctx, sb.ID, cur); err == nil {
 				sb = updated
 			}
-			return sb, Usable(sb)
+			return sb, sb.Usable()
 		}
 	} else {
 		sb, st = l.Refresh(ctx, sb)
-		if err := Usable(sb); err != nil {
+		if err := sb.Usable(); err != nil {
 			return sb, err
 		}
 		if st.Status == acs.SandboxRunning || st.Status == acs.SandboxStarting {
@@ -398,7 +376,7 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			if updated, rerr := l.record(ctx, sb.ID, cur); rerr == nil {
 				sb = updated
 			}
-			return sb, Usable(sb)
+			return sb, sb.Usable()
 		}
 		return sb, fmt.Errorf("resume sandbox %s: %w", sb.ID, err)
 	}
@@ -414,10 +392,10 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 // Ready makes sure the sandbox can serve requests: a paused one is resumed,
 // and Ready waits (at most wait) until it is RUNNING and its agent server
 // answers /alive. It returns the sandbox and a client for its agent server.
-// Read-only sandboxes are refused (Usable); a sandbox still not ready after
+// Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still not ready after
 // wait is ErrConflict naming its status.
 func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *agentclient.Client, error) {
-	if err := Usable(sb); err != nil {
+	if err := sb.Usable(); err != nil {
 		return sb, nil, err
 	}
 	deadline := l.now().Add(wait)
@@ -454,7 +432,7 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 				return sb, client, nil
 			}
 		case acs.SandboxError, acs.SandboxMissing:
-			return sb, nil, Usable(sb)
+			return sb, nil, sb.Usable()
 		}
 		if !l.now().Before(deadline) {
 			return sb, nil, fmt.Errorf("Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly: %w",
