@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/httpserve"
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
@@ -19,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/fileblob"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/reconciler"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -92,7 +94,7 @@ func serve(ctx context.Context, args []string) error {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, cfg.Workers); done <- struct{}{} }()
-	pass := startflow.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
+	pass := reconciler.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
 	go func() { reconcileLoop(wctx, pass, cfg.ReconcileInterval); done <- struct{}{} }()
 	defer func() { stopWorkers(); <-done; <-done }()
 
@@ -107,7 +109,7 @@ func serve(ctx context.Context, args []string) error {
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)
 // every interval until ctx ends.
-func reconcileLoop(ctx context.Context, pass startflow.Pass, interval time.Duration) {
+func reconcileLoop(ctx context.Context, pass reconciler.Pass, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -143,7 +145,7 @@ func defaultSpecs(bin, dataDir string) []acs.SandboxSpec {
 // a new one generated now and saved there (mode 0600). It returns the key and
 // whether it was generated now.
 //
-// The key is registered once per value (see api.EnsureAdmin): a key the
+// The key is registered once per value (see accounts.EnsureAdmin): a key the
 // admin revoked through the API stays revoked after a restart (a warning is
 // logged), and a changed ACS_API_KEY (or a regenerated api_key) is
 // registered while the previously bootstrapped key is revoked.
@@ -161,7 +163,7 @@ func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string
 		}
 	}
 	hash := acs.HashKey(key)
-	if err := api.EnsureAdmin(ctx, store, hash, key[:min(api.KeyPrefixLen, len(key))]); err != nil {
+	if err := accounts.EnsureAdmin(ctx, store, hash, key[:min(accounts.KeyPrefixLen, len(key))]); err != nil {
 		return "", false, err
 	}
 	if _, err := store.GetAPIKeyByHash(ctx, hash); errors.Is(err, acs.ErrNotFound) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/functions/internal/awsenv"
-	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/apigw"
 )
 
@@ -24,7 +24,7 @@ func main() {
 		// The installation's first user: idempotent, and retried on the
 		// next cold start when DynamoDB is briefly unavailable.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := api.EnsureAdmin(ctx, store, h, "admin"); err != nil {
+		if err := accounts.EnsureAdmin(ctx, store, h, "admin"); err != nil {
 			slog.Warn("authorizer: ensure the admin user", "error", err)
 		}
 		cancel()

@@ -16,6 +16,7 @@ import (
 	"github.com/acs-project/acs/functions/internal/runtimeenv"
 	"github.com/acs-project/acs/functions/internal/s3env"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
+	"github.com/acs-project/acs/shared/reconciler"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -26,7 +27,7 @@ func main() {
 	rt := runtimeenv.Runtime(env)
 	queue := sqsenv.Queue(env)
 	flow := env.Flow()
-	pass := startflow.Pass{
+	pass := reconciler.Pass{
 		Lifecycle: &startflow.Lifecycle{Store: store, Runtime: rt, Blobs: blobs, Config: flow},
 		Worker:    &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: env.Sealer(), Config: flow},
 		Dead:      queue,
@@ -35,7 +36,7 @@ func main() {
 		Pool: runtimeenv.Pool(rt),
 	}
 	// The scheduled event carries nothing the pass needs.
-	lambda.Start(func(ctx context.Context) (startflow.PassReport, error) {
+	lambda.Start(func(ctx context.Context) (reconciler.PassReport, error) {
 		rep, err := pass.Run(ctx)
 		slog.Info("reconciler: pass", "paused", len(rep.Paused), "cleaned_up", len(rep.CleanedUp), "failed", len(rep.Failed),
 			"expired_tasks", len(rep.ExpiredTasks), "dead_lettered_tasks", len(rep.DeadLetteredTasks), "warm_pool", rep.WarmPool, "error", err)

@@ -7,17 +7,17 @@ package api
 
 import (
 	"context"
-	"errors"
+	"github.com/acs-project/acs/internal/httpjson"
 	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/conversations"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -49,9 +49,11 @@ type Deps struct {
 
 // API serves the V1 routes.
 type API struct {
-	d     Deps
-	start *startflow.Service
-	life  *startflow.Lifecycle
+	d        Deps
+	start    *startflow.Service
+	life     *startflow.Lifecycle
+	accounts *accounts.Service
+	conv     *conversations.Service
 }
 
 // New returns the API over deps.
@@ -61,7 +63,8 @@ func New(d Deps) *API {
 	}
 	d.Flow = d.Flow.Defaults()
 	life := &startflow.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow, Now: d.Now}
-	return &API{d: d, life: life,
+	return &API{d: d, life: life, accounts: accounts.New(d.Store, d.Sealer, d.Now),
+		conv:  &conversations.Service{Store: d.Store, Sealer: d.Sealer, Life: life, ResumeWait: d.Flow.ResumeWait, Now: d.Now},
 		start: &startflow.Service{Store: d.Store, Queue: d.Queue, Sealer: d.Sealer, Lifecycle: life, Now: d.Now}}
 }
 
@@ -137,56 +140,22 @@ func (a *API) wrap(rt Route) http.Handler {
 	})
 }
 
-// errInvalidKey refuses an API key that names no key (or a deleted user's).
-var errInvalidKey = &acs.Error{Code: acs.EUNAUTHORIZED, Message: "invalid API key", Challenge: "Bearer"}
-
 // Authenticate resolves a Bearer API key to its user. It is what the Lambda
 // authorizer calls too. A missing, malformed or unknown key is
 // EUNAUTHORIZED with the Bearer challenge; a store failure is returned as
 // it is.
 func Authenticate(ctx context.Context, store acs.Store, authorization string) (acs.User, error) {
-	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
-	ok = ok && strings.EqualFold(scheme, "Bearer") // schemes are case-insensitive (RFC 7235)
-	key = strings.TrimSpace(key)
-	if !ok || key == "" {
-		return acs.User{}, &acs.Error{Code: acs.EUNAUTHORIZED, Message: "missing Authorization: Bearer <API_KEY>", Challenge: "Bearer"}
-	}
-	k, err := store.GetAPIKeyByHash(ctx, acs.HashKey(key))
-	if errors.Is(err, acs.ErrNotFound) {
-		return acs.User{}, errInvalidKey
-	}
-	if err != nil {
-		return acs.User{}, err
-	}
-	u, err := store.GetUser(ctx, k.UserID)
-	if errors.Is(err, acs.ErrNotFound) {
-		return acs.User{}, errInvalidKey
-	}
-	return u, err
+	return accounts.Authenticate(ctx, store, authorization)
 }
 
 func (a *API) authenticateUser(r *http.Request) (acs.User, error) {
-	return Authenticate(r.Context(), a.d.Store, r.Header.Get("Authorization"))
+	return a.accounts.Authenticate(r.Context(), r.Header.Get("Authorization"))
 }
 
 // authenticateSandbox resolves X-Session-API-Key to the sandbox whose
 // current session key it is.
 func (a *API) authenticateSandbox(r *http.Request) (acs.Sandbox, error) {
-	key := r.Header.Get("X-Session-API-Key")
-	if key == "" {
-		return acs.Sandbox{}, acs.Errorf(acs.EUNAUTHORIZED, "missing X-Session-API-Key")
-	}
-	sb, err := a.d.Store.GetSandboxBySessionKeyHash(r.Context(), acs.HashKey(key))
-	if errors.Is(err, acs.ErrNotFound) {
-		return acs.Sandbox{}, acs.Errorf(acs.EUNAUTHORIZED, "unknown session key")
-	}
-	if err != nil {
-		return acs.Sandbox{}, err
-	}
-	if sb.Status == acs.SandboxMissing {
-		return acs.Sandbox{}, acs.Errorf(acs.EUNAUTHORIZED, "sandbox deleted")
-	}
-	return sb, nil
+	return a.accounts.AuthenticateSandbox(r.Context(), r.Header.Get("X-Session-API-Key"))
 }
 
 func userOf(r *http.Request) acs.User {

@@ -2,13 +2,11 @@ package api
 
 import (
 	"archive/zip"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/conversations"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -51,7 +50,7 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 	if req.InitialMessage == nil && req.Title == nil && req.SuggestedTask == nil {
 		return true
 	}
-	stored, err := startflow.MergeSecrets(r.Context(), a.d.Store, a.d.Sealer, userOf(r).ID, nil)
+	stored, err := a.conv.StoredSecrets(r.Context(), userOf(r).ID)
 	if err != nil {
 		writeErr(w, err)
 		return false
@@ -61,7 +60,7 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 	}
 	var errs strictjson.Errors
 	if req.InitialMessage != nil {
-		errs = secretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
+		errs = conversations.SecretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
 	}
 	errs = append(errs, startflow.TitleSecretErrors(&req, stored, []any{"body"})...)
 	if len(errs) > 0 {
@@ -97,15 +96,7 @@ func batchIDs(q *httpjson.Query, name string) []string {
 // ownConversation loads a conversation of the caller; another user's is
 // ErrNotFound.
 func (a *API) ownConversation(r *http.Request, rawID string) (acs.Conversation, error) {
-	id, err := acs.NormalizeID(rawID)
-	if err != nil {
-		return acs.Conversation{}, acs.Errorf(acs.ENOTFOUND, "Conversation not found: %s", rawID)
-	}
-	c, err := a.d.Store.GetConversation(r.Context(), id)
-	if errors.Is(err, acs.ErrNotFound) || (err == nil && c.OwnerID != userOf(r).ID) {
-		return acs.Conversation{}, acs.Errorf(acs.ENOTFOUND, "Conversation not found: %s", id)
-	}
-	return c, err
+	return a.conv.Get(r.Context(), userOf(r).ID, rawID)
 }
 
 // getConversations: GET /api/v1/app-conversations?ids=... in request order,
@@ -155,7 +146,7 @@ func (a *API) searchConversations(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	page, err := a.d.Store.SearchConversations(r.Context(), userOf(r).ID, f, opts)
+	page, err := a.conv.Search(r.Context(), userOf(r).ID, f, opts)
 	if errors.Is(err, acs.ErrInvalid) {
 		writeBadPageID(w)
 		return
@@ -181,7 +172,7 @@ func (a *API) countConversations(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	n, err := a.d.Store.CountConversations(r.Context(), userOf(r).ID, f)
+	n, err := a.conv.Count(r.Context(), userOf(r).ID, f)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -285,7 +276,7 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", loc}, Type: "value_error", Msg: msg})
 	}
 	if len(errs) == 0 && titleSet {
-		secrets, err := a.conversationSecrets(r.Context(), c)
+		secrets, err := a.conv.Secrets(r.Context(), c)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -299,40 +290,16 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteValidation(w, errs)
 		return
 	}
-	c, err = a.d.Store.UpdateConversation(r.Context(), c.ID, func(conv *acs.Conversation) error {
-		if titleSet {
-			// Reports the agent server made before it has this title no
-			// longer rename the conversation.
-			conv.RenameByUser(*title, a.now())
-		}
-		if repoSet {
-			conv.SelectedRepository = repo
-		}
-		if branchSet {
-			conv.SelectedBranch = branch
-		}
-		if providerSet {
-			conv.GitProvider = provider
-		}
-		if publicSet {
-			conv.Public = public
-		}
-		conv.UpdatedAt = a.now()
-		return nil
+	c, err = a.conv.Update(r.Context(), c, conversations.Update{
+		Title:              conversations.Field[string]{Set: titleSet, Value: title},
+		SelectedRepository: conversations.Field[string]{Set: repoSet, Value: repo},
+		SelectedBranch:     conversations.Field[string]{Set: branchSet, Value: branch},
+		GitProvider:        conversations.Field[string]{Set: providerSet, Value: provider},
+		Public:             conversations.Field[bool]{Set: publicSet, Value: public},
 	})
 	if err != nil {
 		writeErr(w, err)
 		return
-	}
-	if titleSet {
-		// Best effort: the agent server's title follows (if it is running).
-		if sb, err := a.d.Store.GetSandbox(r.Context(), c.SandboxID); err == nil && sb.Status == acs.SandboxRunning {
-			if _, st := a.life.Refresh(r.Context(), sb); st.Status == acs.SandboxRunning {
-				if err := agentclient.New(st.AgentURL, st.SessionKey).SetTitle(r.Context(), acs.Dashed(c.ID), *title); err != nil {
-					slog.Warn("api: rename on the agent server", "conversation", c.ID, "error", err)
-				}
-			}
-		}
 	}
 	httpjson.WriteJSON(w, http.StatusOK, a.conversationJSON(r.Context(), a.view(), c))
 }
@@ -348,115 +315,11 @@ func (a *API) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	ctx := r.Context()
-	var subs []acs.Conversation
-	opts := acs.ListOptions{Limit: 100}
-	for {
-		page, err := a.d.Store.SearchConversations(ctx, c.OwnerID, acs.ConversationFilter{IncludeSubConversations: true}, opts)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		for _, x := range page.Items {
-			if x.ParentConversationID != nil && *x.ParentConversationID == c.ID {
-				subs = append(subs, x)
-			}
-		}
-		if page.Next == "" {
-			break
-		}
-		opts.PageToken = page.Next
-	}
-	for _, x := range append(subs, c) {
-		if err := a.removeConversation(ctx, x); err != nil {
-			writeErr(w, err)
-			return
-		}
-	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
-}
-
-func (a *API) removeConversation(ctx context.Context, c acs.Conversation) error {
-	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
-	hasSandbox := err == nil
-	if err != nil && !errors.Is(err, acs.ErrNotFound) {
-		return err
-	}
-	if hasSandbox && !sb.Status.ReadOnly() {
-		// A tombstone first: reports the agent server still sends about the
-		// conversation are dropped, and it is deleted there (again) the
-		// next time the sandbox is ready, should this call miss it.
-		if _, err := a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
-			if !s.IsTombstone(c.ID) {
-				s.Tombstones = append(s.Tombstones, c.ID)
-			}
-			return nil
-		}); err != nil && !errors.Is(err, acs.ErrNotFound) {
-			return err
-		}
-		if _, st := a.life.Refresh(ctx, sb); st.Status == acs.SandboxRunning {
-			if err := agentclient.New(st.AgentURL, st.SessionKey).DeleteConversation(ctx, acs.Dashed(c.ID)); err != nil {
-				slog.Warn("api: delete on the agent server", "conversation", c.ID, "error", err)
-			}
-		}
-	}
-	if c.ParentConversationID != nil {
-		if _, err := a.d.Store.UpdateConversation(ctx, *c.ParentConversationID, func(p *acs.Conversation) error {
-			p.SubConversationIDs = slices.DeleteFunc(p.SubConversationIDs, func(id string) bool { return id == c.ID })
-			return nil
-		}); err != nil && !errors.Is(err, acs.ErrNotFound) {
-			return err
-		}
-	}
-	if err := a.d.Store.DeleteConversation(ctx, c.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
-		return err
-	}
-	if err := a.d.Store.DeleteEvents(ctx, c.ID); err != nil {
-		return err
-	}
-	for {
-		tasks, err := a.d.Store.SearchStartTasks(ctx, c.OwnerID, acs.StartTaskFilter{ConversationID: c.ID}, "", acs.ListOptions{Limit: 100})
-		if err != nil {
-			return err
-		}
-		for _, t := range tasks.Items {
-			if err := a.d.Store.DeleteStartTask(ctx, t.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
-				return err
-			}
-			a.dropPending(ctx, "task-"+t.ID)
-		}
-		if tasks.Next == "" {
-			break
-		}
-	}
-	a.dropPending(ctx, c.ID)
-	if !hasSandbox {
-		return nil
-	}
-	sb, err = a.d.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error { s.Release(c.ID); return nil })
-	if err != nil {
-		if errors.Is(err, acs.ErrNotFound) {
-			return nil
-		}
-		return err
-	}
-	if sb.ConversationCount() == 0 {
-		// The sandbox's last conversation: the sandbox goes too.
-		if err := a.life.Remove(ctx, sb.ID); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (a *API) dropPending(ctx context.Context, key string) {
-	msgs, err := a.d.Store.ListPendingMessages(ctx, key)
-	if err != nil {
+	if err := a.conv.Delete(r.Context(), c); err != nil {
+		writeErr(w, err)
 		return
 	}
-	for _, m := range msgs {
-		_ = a.d.Store.DeletePendingMessage(ctx, key, m.ID)
-	}
+	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
 // SendMessageRequest is the body of send-message (run defaults to true).
@@ -479,25 +342,6 @@ type SendMessageResponse struct {
 	Message       *string `json:"message" acs:"emitnull"`
 }
 
-// liveConversation makes the conversation's sandbox ready (resuming a
-// paused one first) and returns a client for its agent server. Read-only
-// sandboxes are refused: MISSING 410, ERROR 503; not ready in time 409; the
-// running cap 429.
-func (a *API) liveConversation(ctx context.Context, c acs.Conversation) (acs.Sandbox, *agentclient.Client, error) {
-	sb, err := a.d.Store.GetSandbox(ctx, c.SandboxID)
-	if errors.Is(err, acs.ErrNotFound) {
-		return sb, nil, startflow.ErrArchived
-	}
-	if err != nil {
-		return sb, nil, err
-	}
-	sb, client, err := a.life.Ready(ctx, sb, a.d.Flow.ResumeWait)
-	if err == nil {
-		a.life.Touch(ctx, sb, false)
-	}
-	return sb, client, err
-}
-
 // sendMessage: POST /api/v1/app-conversations/{id}/send-message. A paused
 // sandbox is resumed first; the message goes to the agent server.
 func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
@@ -510,63 +354,31 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
-	if errs := a.secretsInMessage(r.Context(), c, req.Content); len(errs) > 0 {
-		httpjson.WriteValidation(w, errs)
+	if err := a.conv.SendMessage(r.Context(), c, req.Content, req.Run); err != nil {
+		writeConvErr(w, err)
 		return
 	}
-	sb, client, err := a.liveConversation(r.Context(), c)
-	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if err := startflow.DeliverMessage(r.Context(), a.d.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: req.Content, Run: req.Run}); err != nil {
-		writeAgentErr(w, err)
-		return
-	}
-	a.life.Touch(r.Context(), sb, true)
 	httpjson.WriteJSON(w, http.StatusOK, SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
 }
 
-// secretsInMessage refuses message content holding the value of one of the
-// conversation's secrets (the spec's rule 4).
-func (a *API) secretsInMessage(ctx context.Context, c acs.Conversation, content []events.Content) strictjson.Errors {
-	secrets, err := a.conversationSecrets(ctx, c)
-	if err != nil {
-		return nil
-	}
-	return secretErrors(secrets, content, []any{"body", "content"}, "the message")
-}
-
-// conversationSecrets are the secrets of c: its owner's stored secrets and
-// its start request's, which win.
-func (a *API) conversationSecrets(ctx context.Context, c acs.Conversation) (map[string]string, error) {
-	sealed := map[string]string{}
-	if c.StartTaskID != "" {
-		if t, err := a.d.Store.GetStartTask(ctx, c.StartTaskID); err == nil {
-			sealed = t.SealedSecrets
-		}
-	}
-	return startflow.MergeSecrets(ctx, a.d.Store, a.d.Sealer, c.OwnerID, sealed)
-}
-
-// secretErrors lists the text items of content (at loc + index + "text")
-// that hold the value of one of secrets (values shorter than 4 characters
-// are not checked); what names the message in the error.
-func secretErrors(secrets map[string]string, content []events.Content, loc []any, what string) strictjson.Errors {
+// writeConvErr answers an error of the conversation service: content
+// holding a secret's value as 422, an agent server's failure as
+// writeAgentErr does, a full message queue as 429 with Retry-After 10,
+// anything else as writeErr does.
+func writeConvErr(w http.ResponseWriter, err error) {
 	var errs strictjson.Errors
-	for i, item := range content {
-		t, ok := item.(*events.TextContent)
-		if !ok {
-			continue
-		}
-		for name, v := range secrets {
-			if len(v) >= 4 && strings.Contains(t.Text, v) {
-				errs = append(errs, strictjson.Error{Loc: append(slices.Clone(loc), i, "text"), Type: "value_error",
-					Msg: fmt.Sprintf("%s contains the value of secret %s; refer to it by name instead", what, name)})
-			}
-		}
+	var ae *conversations.AgentError
+	switch {
+	case errors.As(err, &errs):
+		httpjson.WriteValidation(w, errs)
+	case errors.As(err, &ae):
+		writeAgentErr(w, ae.Err)
+	case errors.Is(err, conversations.ErrQueueFull):
+		w.Header().Set("Retry-After", "10")
+		httpjson.WriteDetail(w, http.StatusTooManyRequests, fmt.Sprintf("%d messages are already queued for this conversation; wait until it has started", acs.MaxPendingMessages))
+	default:
+		writeErr(w, err)
 	}
-	return errs
 }
 
 // writeAgentErr answers a failed call to an agent server: its 422 as 422,
@@ -603,39 +415,35 @@ func (a *API) downloadConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	first, err := a.d.Store.SearchEvents(ctx, c.ID, acs.EventQuery{Limit: 100})
-	if err != nil {
+	var zw *zip.Writer
+	i := 0
+	started, err := a.conv.Transcript(ctx, c.ID, func() {
+		w.Header().Set("Content-Type", "application/zip")
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="conversation_%s.zip"`, c.ID))
+		zw = zip.NewWriter(w)
+	}, func(ev []byte) error {
+		v, err := strictjson.Parse(ev)
+		id := ""
+		if err == nil {
+			if idv, ok := v.Get("id"); ok {
+				id = idv.Str
+			}
+		}
+		f, err := zw.Create(fmt.Sprintf("event_%06d_%s.json", i, id))
+		if err != nil {
+			return err
+		}
+		f.Write(ev)
+		i++
+		return nil
+	})
+	if !started {
 		writeErr(w, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="conversation_%s.zip"`, c.ID))
-	zw := zip.NewWriter(w)
-	page, i := first, 0
-	for {
-		for _, ev := range page.Items {
-			v, err := strictjson.Parse(ev)
-			id := ""
-			if err == nil {
-				if idv, ok := v.Get("id"); ok {
-					id = idv.Str
-				}
-			}
-			f, err := zw.Create(fmt.Sprintf("event_%06d_%s.json", i, id))
-			if err != nil {
-				return
-			}
-			f.Write(ev)
-			i++
-		}
-		if page.Next == "" {
-			break
-		}
-		page, err = a.d.Store.SearchEvents(ctx, c.ID, acs.EventQuery{Limit: 100, PageToken: page.Next})
-		if err != nil {
-			slog.Error("api: download events", "conversation", c.ID, "error", err)
-			return // the zip is left unterminated: the client sees a broken download
-		}
+	if err != nil {
+		slog.Error("api: download events", "conversation", c.ID, "error", err)
+		return // the zip is left unterminated: the client sees a broken download
 	}
 	// A download is a transcript to keep or share: it never carries the
 	// sandbox's live session key (which runs commands in the sandbox).

@@ -65,10 +65,10 @@ func goldenErrorCases(t *testing.T) []struct {
 		{"conflict/not-ready", fmt.Errorf("Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly: %w",
 			acs.SandboxStarting, "sb1", acs.ErrConflict)},
 		// Read-only sandboxes.
-		{"gone/archived", startflow.Usable(acs.Sandbox{Status: acs.SandboxMissing})},
+		{"gone/archived", usable(acs.Sandbox{Status: acs.SandboxMissing})},
 		{"gone/sandbox-route", fmt.Errorf("Sandbox %s no longer exists; its conversations are read-only: %w", "sb1", acs.ErrGone)},
-		{"sandbox-failed/with-detail", startflow.Usable(acs.Sandbox{Status: acs.SandboxError, Detail: "the agent server exited (status 1)"})},
-		{"sandbox-failed/without-detail", startflow.Usable(acs.Sandbox{Status: acs.SandboxError})},
+		{"sandbox-failed/with-detail", usable(acs.Sandbox{Status: acs.SandboxError, Detail: "the agent server exited (status 1)"})},
+		{"sandbox-failed/without-detail", usable(acs.Sandbox{Status: acs.SandboxError})},
 		// Validation.
 		{"invalid/field", &startflow.FieldError{Field: "parent_conversation_id", Msg: "Parent conversation not found: c0ffee"}},
 		{"invalid/start-request", fmt.Errorf("start request: %v: %w", errors.New("body.title: String should have at most 200 characters"), acs.ErrInvalid)},
@@ -157,3 +157,6 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
+
+// usable is the read-only error of a sandbox (acs.Sandbox.Usable).
+func usable(sb acs.Sandbox) error { return sb.Usable() }

@@ -45,7 +45,7 @@ func (a *API) searchEvents(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	page, err := a.d.Store.SearchEvents(r.Context(), c.ID, query)
+	page, err := a.conv.SearchEvents(r.Context(), c.ID, query)
 	if errors.Is(err, acs.ErrInvalid) {
 		writeBadPageID(w)
 		return
@@ -69,7 +69,7 @@ func (a *API) countEvents(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	n, err := a.d.Store.CountEvents(r.Context(), c.ID, f)
+	n, err := a.conv.CountEvents(r.Context(), c.ID, f)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -94,7 +94,7 @@ func (a *API) getEvents(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	items, err := a.d.Store.GetEvents(r.Context(), c.ID, ids)
+	items, err := a.conv.GetEvents(r.Context(), c.ID, ids)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -84,7 +84,7 @@ func (v *sandboxView) get(ctx context.Context, id string) (acs.Sandbox, string, 
 		return l.sb, l.key, l.ok
 	}
 	l := &liveSB{}
-	if sb, err := v.a.d.Store.GetSandbox(ctx, id); err == nil {
+	if sb, err := v.a.conv.Sandbox(ctx, id); err == nil {
 		l.sb, l.key = v.a.liveSandbox(ctx, sb)
 		l.ok = true
 	}

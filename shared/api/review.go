@@ -122,7 +122,7 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	sb, client, err := a.liveConversation(r.Context(), c)
+	sb, client, err := a.conv.Live(r.Context(), c)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -185,7 +185,7 @@ func (a *API) gitDiff(w http.ResponseWriter, r *http.Request) {
 // proxyReview GETs p from the conversation's agent server and passes its
 // JSON on; a failure is answered by writeReviewErr.
 func (a *API) proxyReview(w http.ResponseWriter, r *http.Request, c acs.Conversation, t reviewPath, p string) {
-	sb, client, err := a.liveConversation(r.Context(), c)
+	sb, client, err := a.conv.Live(r.Context(), c)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -335,7 +335,7 @@ func (a *API) postProject(w http.ResponseWriter, r *http.Request, path string, o
 		writeErr(w, err)
 		return false
 	}
-	_, client, err := a.liveConversation(r.Context(), c)
+	_, client, err := a.conv.Live(r.Context(), c)
 	if err != nil {
 		writeErr(w, err)
 		return false

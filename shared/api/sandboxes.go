@@ -44,7 +44,7 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	page, err := a.d.Store.ListSandboxes(r.Context(), userOf(r).ID, opts)
+	page, err := a.life.List(r.Context(), userOf(r).ID, opts)
 	if errors.Is(err, acs.ErrInvalid) {
 		writeBadPageID(w)
 		return
@@ -75,8 +75,8 @@ func (a *API) getSandboxes(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]*SandboxJSON, len(ids))
 	for i, id := range ids {
-		sb, err := a.d.Store.GetSandbox(r.Context(), id)
-		if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != userOf(r).ID) {
+		sb, err := a.life.Get(r.Context(), userOf(r).ID, id)
+		if errors.Is(err, acs.ErrNotFound) {
 			continue
 		}
 		if err != nil {

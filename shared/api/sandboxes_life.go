@@ -14,11 +14,7 @@ import (
 
 // ownSandbox loads a sandbox of the caller; another user's is ErrNotFound.
 func (a *API) ownSandbox(r *http.Request, id string) (acs.Sandbox, error) {
-	sb, err := a.d.Store.GetSandbox(r.Context(), id)
-	if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != userOf(r).ID) {
-		return acs.Sandbox{}, acs.Errorf(acs.ENOTFOUND, "Sandbox not found: %s", id)
-	}
-	return sb, err
+	return a.life.Get(r.Context(), userOf(r).ID, id)
 }
 
 // pauseSandbox: POST /api/v1/sandboxes/{sandbox_id}/pause — releases the
@@ -81,18 +77,9 @@ func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if sb.Status != acs.SandboxMissing {
-		if sb, err = a.life.Delete(r.Context(), sb, true); err != nil {
-			writeErr(w, err)
-			return
-		}
-	}
-	if sb.ConversationCount() == 0 {
-		// Nothing reads it any more: the record goes too.
-		if err := a.d.Store.DeleteSandbox(r.Context(), sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
-			writeErr(w, err)
-			return
-		}
+	if err := a.life.DeleteByUser(r.Context(), sb); err != nil {
+		writeErr(w, err)
+		return
 	}
 	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -55,17 +56,9 @@ func settingsJSON(s acs.Settings, saved bool) SettingsJSON {
 	return out
 }
 
-func (a *API) loadSettings(r *http.Request) (acs.Settings, bool, error) {
-	s, err := a.d.Store.GetSettings(r.Context(), userOf(r).ID)
-	if errors.Is(err, acs.ErrNotFound) {
-		return acs.DefaultSettings(userOf(r).ID), false, nil
-	}
-	return s, err == nil, err
-}
-
 // getSettings: GET /api/v1/settings.
 func (a *API) getSettings(w http.ResponseWriter, r *http.Request) {
-	s, saved, err := a.loadSettings(r)
+	s, saved, err := a.accounts.Settings(r.Context(), userOf(r).ID)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -112,39 +105,16 @@ func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteValidation(w, errs)
 		return
 	}
-	s, _, err := a.loadSettings(r)
+	s, err := a.accounts.UpdateSettings(r.Context(), userOf(r).ID, accounts.SettingsUpdate{
+		SandboxGroupingStrategy:    req.SandboxGroupingStrategy,
+		LLMModel:                   accounts.Field{Set: modelSet, Value: model},
+		LLMBaseURL:                 accounts.Field{Set: baseSet, Value: base},
+		LLMAPIKey:                  accounts.Field{Set: keySet, Value: key},
+		ConfirmationPolicySet:      policySet,
+		ConfirmationPolicy:         policy,
+		MaxConversationsPerSandbox: req.MaxConversationsPerSandbox,
+	})
 	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	if req.SandboxGroupingStrategy != nil {
-		s.SandboxGroupingStrategy = *req.SandboxGroupingStrategy
-	}
-	if modelSet {
-		s.LLMModel = model
-	}
-	if baseSet {
-		s.LLMBaseURL = base
-	}
-	if keySet {
-		s.LLMAPIKeySealed = ""
-		if key != nil {
-			sealed, err := a.d.Sealer.Seal(*key)
-			if err != nil {
-				writeErr(w, err)
-				return
-			}
-			s.LLMAPIKeySealed = sealed
-		}
-	}
-	if policySet {
-		s.ConfirmationPolicy = policy
-	}
-	if req.MaxConversationsPerSandbox != nil {
-		s.MaxConversationsPerSandbox = *req.MaxConversationsPerSandbox
-	}
-	s.UpdatedAt = a.now()
-	if err := a.d.Store.PutSettings(r.Context(), s); err != nil {
 		writeErr(w, err)
 		return
 	}

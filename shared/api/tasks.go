@@ -22,8 +22,8 @@ func (a *API) getStartTasks(w http.ResponseWriter, r *http.Request) {
 	user := userOf(r)
 	out := make([]*StartTaskJSON, len(ids))
 	for i, id := range ids {
-		t, err := a.d.Store.GetStartTask(r.Context(), id)
-		if errors.Is(err, acs.ErrNotFound) || (err == nil && t.OwnerID != user.ID) {
+		t, err := a.start.OwnTask(r.Context(), user.ID, id)
+		if errors.Is(err, acs.ErrNotFound) {
 			continue
 		}
 		if err != nil {
@@ -58,7 +58,7 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	page, err := a.d.Store.SearchStartTasks(r.Context(), userOf(r).ID, f, order, opts)
+	page, err := a.start.SearchTasks(r.Context(), userOf(r).ID, f, order, opts)
 	if errors.Is(err, acs.ErrInvalid) {
 		writeBadPageID(w)
 		return
@@ -81,7 +81,7 @@ func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	n, err := a.d.Store.CountStartTasks(r.Context(), userOf(r).ID, f)
+	n, err := a.start.CountTasks(r.Context(), userOf(r).ID, f)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -148,7 +148,7 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-time.After(poll):
 		}
-		cur, err := a.d.Store.GetStartTask(r.Context(), t.ID)
+		cur, err := a.start.Task(r.Context(), t.ID)
 		if err != nil {
 			if errors.Is(err, acs.ErrNotFound) {
 				break

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -74,7 +73,7 @@ func (r *UpdateSecretRequest) ValidateStrict() []strictjson.Error { return value
 
 // listSecrets: GET /api/v1/secrets.
 func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
-	list, err := a.d.Store.ListSecrets(r.Context(), userOf(r).ID)
+	list, err := a.accounts.Secrets(r.Context(), userOf(r).ID)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -94,25 +93,8 @@ func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
-	user := userOf(r)
-	if _, err := a.d.Store.GetSecret(r.Context(), user.ID, req.Name); err == nil {
-		httpjson.WriteDetail(w, http.StatusConflict, "A secret named "+req.Name+" exists; update it with PUT /api/v1/secrets/"+req.Name)
-		return
-	} else if !errors.Is(err, acs.ErrNotFound) {
-		writeErr(w, err)
-		return
-	}
-	sealed, err := a.d.Sealer.Seal(req.Value)
+	s, err := a.accounts.CreateSecret(r.Context(), userOf(r).ID, req.Name, req.Value, req.Description)
 	if err != nil {
-		writeErr(w, err)
-		return
-	}
-	now := a.now()
-	s := acs.Secret{OwnerID: user.ID, Name: req.Name, Sealed: sealed, CreatedAt: now, UpdatedAt: now}
-	if req.Description != nil {
-		s.Description = *req.Description
-	}
-	if err := a.d.Store.PutSecret(r.Context(), s); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -120,12 +102,7 @@ func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) ownSecret(r *http.Request) (acs.Secret, error) {
-	name := r.PathValue("name")
-	s, err := a.d.Store.GetSecret(r.Context(), userOf(r).ID, name)
-	if errors.Is(err, acs.ErrNotFound) {
-		return s, acs.Errorf(acs.ENOTFOUND, "Secret not found: %s", name)
-	}
-	return s, err
+	return a.accounts.Secret(r.Context(), userOf(r).ID, r.PathValue("name"))
 }
 
 // getSecret: GET /api/v1/secrets/{name} (never the value).
@@ -149,17 +126,7 @@ func (a *API) updateSecret(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
-	if req.Value != nil {
-		if s.Sealed, err = a.d.Sealer.Seal(*req.Value); err != nil {
-			writeErr(w, err)
-			return
-		}
-	}
-	if req.Description != nil {
-		s.Description = *req.Description
-	}
-	s.UpdatedAt = a.now()
-	if err := a.d.Store.PutSecret(r.Context(), s); err != nil {
+	if s, err = a.accounts.UpdateSecret(r.Context(), s, req.Value, req.Description); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -173,7 +140,7 @@ func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	if err := a.d.Store.DeleteSecret(r.Context(), s.OwnerID, s.Name); err != nil {
+	if err := a.accounts.DeleteSecret(r.Context(), s); err != nil {
 		writeErr(w, err)
 		return
 	}

@@ -36,26 +36,6 @@ func (l *Lifecycle) now() time.Time {
 	return time.Now().UTC()
 }
 
-// ErrArchived refuses a conversation whose sandbox was deleted (MISSING).
-var ErrArchived = acs.Errorf(acs.EGONE, "Conversation is archived. The sandbox no longer exists.")
-
-// Usable returns nil when conversations on sb can be used (perhaps after a
-// resume), else the read-only error: EGONE for MISSING (ErrArchived),
-// ESANDBOXFAILED for ERROR (with the sandbox's detail).
-func Usable(sb acs.Sandbox) error {
-	switch sb.Status {
-	case acs.SandboxMissing:
-		return ErrArchived
-	case acs.SandboxError:
-		detail := "Sandbox is in an error state and cannot accept messages."
-		if sb.Detail != "" {
-			detail += " " + sb.Detail
-		}
-		return &acs.Error{Code: acs.ESANDBOXFAILED, Message: detail}
-	}
-	return nil
-}
-
 // The running cap and its claims.
 //
 // A sandbox counts against its owner's cap while its record reads RUNNING or
@@ -95,11 +75,6 @@ func capacityError(n int) error {
 	return acs.Errorf(acs.ECAPACITY, "You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later", n)
 }
 
-// counts reports whether a sandbox in status st counts against the cap.
-func counts(st acs.SandboxStatus) bool {
-	return st == acs.SandboxRunning || st == acs.SandboxStarting
-}
-
 // usage is a listing of an owner's sandboxes, for the cap.
 type usage struct {
 	// running holds the sandboxes that count (RUNNING or STARTING), except
@@ -117,7 +92,7 @@ func (l *Lifecycle) usage(ctx context.Context, owner, except string) (usage, err
 	u := usage{running: map[string]bool{}, seen: map[string]acs.Sandbox{}, listedAt: l.now()}
 	err := eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
 		u.seen[sb.ID] = sb
-		if sb.ID != except && counts(sb.Status) {
+		if sb.ID != except && sb.Status.CountsAgainstCap() {
 			u.running[sb.ID] = true
 		}
 	})
@@ -133,7 +108,7 @@ func liveClaims(q *acs.Quota, u usage, except string, now time.Time) int {
 		switch {
 		case id == except, now.Sub(at) > claimTTL:
 			delete(q.Claims, id)
-		case listed && counts(sb.Status):
+		case listed && sb.Status.CountsAgainstCap():
 			// The record counts; the claim stays until the sandbox stops.
 		case listed && sb.UpdatedAt.After(at):
 			delete(q.Claims, id) // stopped since the claim
@@ -264,7 +239,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			return acs.Sandbox{}, acs.Errorf(acs.ECONFLICT, "sandbox id %s is already in use", sb.ID)
 		}
 		sb = existing
-		if !counts(sb.Status) {
+		if !sb.Status.CountsAgainstCap() {
 			// A start again after a failed one (which gave its claim back).
 			if err := l.Claim(ctx, sb.OwnerID, sb.ID); err != nil {
 				return acs.Sandbox{}, err
@@ -327,12 +302,12 @@ func (l *Lifecycle) Refresh(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, a
 
 // Pause releases the sandbox's compute and keeps its workspace. Every
 // conversation on it is paused with it. Pausing a paused sandbox is a
-// no-op; a read-only one is refused (Usable).
+// no-op; a read-only one is refused (acs.Sandbox.Usable).
 func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, error) {
 	// The runtime's view first: a sandbox whose compute died is ERROR, not
 	// something to pause.
 	sb, _ = l.Refresh(ctx, sb)
-	if err := Usable(sb); err != nil {
+	if err := sb.Usable(); err != nil {
 		return sb, err
 	}
 	if err := l.Runtime.Pause(ctx, sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
@@ -371,11 +346,11 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			if updated, err := l.record(ctx, sb.ID, cur); err == nil {
 				sb = updated
 			}
-			return sb, Usable(sb)
+			return sb, sb.Usable()
 		}
 	} else {
 		sb, st = l.Refresh(ctx, sb)
-		if err := Usable(sb); err != nil {
+		if err := sb.Usable(); err != nil {
 			return sb, err
 		}
 		if st.Status == acs.SandboxRunning || st.Status == acs.SandboxStarting {
@@ -392,7 +367,7 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	}
 	if errors.Is(err, acs.ErrNotFound) {
 		_, _ = l.record(ctx, sb.ID, acs.RuntimeStatus{Status: acs.SandboxMissing})
-		return sb, ErrArchived
+		return sb, acs.ErrArchived
 	}
 	if err != nil {
 		// A sandbox the runtime cannot start again (its workspace is
@@ -401,7 +376,7 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			if updated, rerr := l.record(ctx, sb.ID, cur); rerr == nil {
 				sb = updated
 			}
-			return sb, Usable(sb)
+			return sb, sb.Usable()
 		}
 		return sb, fmt.Errorf("resume sandbox %s: %w", sb.ID, err)
 	}
@@ -417,10 +392,10 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 // Ready makes sure the sandbox can serve requests: a paused one is resumed,
 // and Ready waits (at most wait) until it is RUNNING and its agent server
 // answers /alive. It returns the sandbox and a client for its agent server.
-// Read-only sandboxes are refused (Usable); a sandbox still not ready after
+// Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still not ready after
 // wait is ErrConflict naming its status.
 func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *agentclient.Client, error) {
-	if err := Usable(sb); err != nil {
+	if err := sb.Usable(); err != nil {
 		return sb, nil, err
 	}
 	deadline := l.now().Add(wait)
@@ -457,7 +432,7 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 				return sb, client, nil
 			}
 		case acs.SandboxError, acs.SandboxMissing:
-			return sb, nil, Usable(sb)
+			return sb, nil, sb.Usable()
 		}
 		if !l.now().Before(deadline) {
 			return sb, nil, acs.Errorf(acs.ECONFLICT, "Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly",
@@ -768,4 +743,40 @@ func agentRunning(ctx context.Context, st acs.RuntimeStatus) (bool, error) {
 		return false, fmt.Errorf("count running conversations: %w", err)
 	}
 	return n > 0, nil
+}
+
+// Get returns the owner's sandbox id; another user's sandbox, like a
+// missing one, is acs.ErrNotFound ("Sandbox not found: <id>").
+func (l *Lifecycle) Get(ctx context.Context, ownerID, id string) (acs.Sandbox, error) {
+	sb, err := l.Store.GetSandbox(ctx, id)
+	if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != ownerID) {
+		return acs.Sandbox{}, acs.Errorf(acs.ENOTFOUND, "Sandbox not found: %s", id)
+	}
+	return sb, err
+}
+
+// List lists the owner's sandboxes, newest first; a page token this store
+// did not issue wraps acs.ErrInvalid.
+func (l *Lifecycle) List(ctx context.Context, ownerID string, opts acs.ListOptions) (acs.Page[acs.Sandbox], error) {
+	return l.Store.ListSandboxes(ctx, ownerID, opts)
+}
+
+// DeleteByUser deletes sandbox sb as its owner asked (DELETE): the
+// workspace is archived and deleted (Delete) unless it is MISSING already,
+// its conversations become read-only, and a sandbox no conversation uses
+// loses its record too.
+func (l *Lifecycle) DeleteByUser(ctx context.Context, sb acs.Sandbox) error {
+	var err error
+	if sb.Status != acs.SandboxMissing {
+		if sb, err = l.Delete(ctx, sb, true); err != nil {
+			return err
+		}
+	}
+	if sb.ConversationCount() == 0 {
+		// Nothing reads it any more: the record goes too.
+		if err := l.Store.DeleteSandbox(ctx, sb.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
 }

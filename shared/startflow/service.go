@@ -223,3 +223,30 @@ func (s *Service) checkCapacity(ctx context.Context, owner string, req StartRequ
 	}
 	return s.Lifecycle.CheckCapacity(ctx, owner, "")
 }
+
+// Task returns start task id (any user's: the caller checks ownership, or
+// uses OwnTask).
+func (s *Service) Task(ctx context.Context, id string) (acs.StartTask, error) {
+	return s.Store.GetStartTask(ctx, id)
+}
+
+// OwnTask returns the owner's start task id; another user's task, like a
+// missing one, is acs.ErrNotFound.
+func (s *Service) OwnTask(ctx context.Context, ownerID, id string) (acs.StartTask, error) {
+	t, err := s.Store.GetStartTask(ctx, id)
+	if errors.Is(err, acs.ErrNotFound) || (err == nil && t.OwnerID != ownerID) {
+		return acs.StartTask{}, fmt.Errorf("Start task not found: %s: %w", id, acs.ErrNotFound)
+	}
+	return t, err
+}
+
+// SearchTasks lists the owner's start tasks matching f in the given order;
+// a foreign page token wraps acs.ErrInvalid.
+func (s *Service) SearchTasks(ctx context.Context, ownerID string, f acs.StartTaskFilter, order acs.StartTaskSort, opts acs.ListOptions) (acs.Page[acs.StartTask], error) {
+	return s.Store.SearchStartTasks(ctx, ownerID, f, order, opts)
+}
+
+// CountTasks counts the owner's start tasks matching f.
+func (s *Service) CountTasks(ctx context.Context, ownerID string, f acs.StartTaskFilter) (int, error) {
+	return s.Store.CountStartTasks(ctx, ownerID, f)
+}

@@ -1,4 +1,4 @@
-package api_test
+package accounts_test
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
 )
 
@@ -29,14 +29,14 @@ func TestEnsureAdminBootstrapKey(t *testing.T) {
 		} else if err != nil {
 			t.Fatal(err)
 		}
-		if k.UserID != api.AdminID {
+		if k.UserID != accounts.AdminID {
 			t.Fatalf("key of %q", k.UserID)
 		}
 		return true
 	}
 	ensure := func(hash string) {
 		t.Helper()
-		if err := api.EnsureAdmin(ctx, store, hash, "prefix"); err != nil {
+		if err := accounts.EnsureAdmin(ctx, store, hash, "prefix"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +46,7 @@ func TestEnsureAdminBootstrapKey(t *testing.T) {
 	errs := make(chan error, 8)
 	for i := 0; i < 8; i++ {
 		wg.Add(1)
-		go func() { defer wg.Done(); errs <- api.EnsureAdmin(ctx, store, a, "prefix") }()
+		go func() { defer wg.Done(); errs <- accounts.EnsureAdmin(ctx, store, a, "prefix") }()
 	}
 	wg.Wait()
 	close(errs)
@@ -55,20 +55,20 @@ func TestEnsureAdminBootstrapKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if u, err := store.GetUser(ctx, api.AdminID); err != nil || !u.Admin {
+	if u, err := store.GetUser(ctx, accounts.AdminID); err != nil || !u.Admin {
 		t.Fatalf("admin user: %+v %v", u, err)
 	}
-	if keys, _ := store.ListAPIKeys(ctx, api.AdminID); len(keys) != 1 || !works(a) {
+	if keys, _ := store.ListAPIKeys(ctx, accounts.AdminID); len(keys) != 1 || !works(a) {
 		t.Fatalf("admin keys after first start: %+v", keys)
 	}
-	issued, err := api.IssueKey(ctx, store, api.AdminID, "issued", "", events.Now())
+	issued, err := accounts.IssueKey(ctx, store, accounts.AdminID, "issued", "", events.Now().Time)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// Revoked, then restarted with the same key: it stays revoked.
 	k, _ := store.GetAPIKeyByHash(ctx, a)
-	if err := store.DeleteAPIKey(ctx, api.AdminID, k.ID); err != nil {
+	if err := store.DeleteAPIKey(ctx, accounts.AdminID, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	ensure(a)
@@ -88,11 +88,11 @@ func TestEnsureAdminBootstrapKey(t *testing.T) {
 	if !works(a) || works(b) || !works(acs.HashKey(issued.Key)) {
 		t.Fatalf("after changing back: a %v, b %v", works(a), works(b))
 	}
-	if keys, _ := store.ListAPIKeys(ctx, api.AdminID); len(keys) != 2 {
+	if keys, _ := store.ListAPIKeys(ctx, accounts.AdminID); len(keys) != 2 {
 		t.Fatalf("admin keys: %+v", keys)
 	}
 	// The marker is no user's secret.
-	if list, _ := store.ListSecrets(ctx, api.AdminID); len(list) != 0 {
+	if list, _ := store.ListSecrets(ctx, accounts.AdminID); len(list) != 0 {
 		t.Fatalf("the admin's secrets: %+v", list)
 	}
 }
