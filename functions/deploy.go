@@ -6,7 +6,6 @@ import (
 
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/config"
-	"github.com/acs-project/acs/shared/startflow"
 )
 
 // Role is what a function does in the deployment.
@@ -71,16 +70,16 @@ const (
 	ProvisionerBatchSize = 10
 	// StartQueueVisibility is the start queue's visibility timeout. Lambda
 	// requires at least the consumer's timeout; the worker's heartbeat keeps
-	// a running delivery invisible meanwhile (startflow.DefaultVisibility
+	// a running delivery invisible meanwhile (config.DefaultVisibility
 	// at a time), so this only decides when a delivery whose provisioner
 	// died is retried.
 	StartQueueVisibility = ProvisionerTimeout
 	// StartQueueMaxReceiveCount is how many receives without progress move
 	// a message to the dead-letter queue: one more than the deliveries a
-	// step may fail (startflow.DefaultMaxAttempts), so a failing step ends
+	// step may fail (config.DefaultMaxAttempts), so a failing step ends
 	// its task with its own detail before the reconciler ends it as dead
 	// lettered.
-	StartQueueMaxReceiveCount = startflow.DefaultMaxAttempts + 1
+	StartQueueMaxReceiveCount = config.DefaultMaxAttempts + 1
 	// ReconcileEvery is the reconciler's schedule (EventBridge's finest
 	// rate is one minute).
 	ReconcileEvery = time.Minute

@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -28,6 +27,7 @@ import (
 	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/telemetry"
+	"github.com/acs-project/acs/shared/config"
 )
 
 func main() {
@@ -78,20 +78,13 @@ Run "acs <command> -h" for a command's flags.
 }
 
 // setupLogging logs text to stderr, or JSON with LOG_JSON=true; LOG_LEVEL sets
-// the level (debug, info, warn, error).
+// the level (debug, info, warn, error). Every command logs this way, so it
+// is read (config.Logging) before the command's own configuration.
 func setupLogging() {
-	level := slog.LevelInfo
-	switch strings.ToLower(os.Getenv("LOG_LEVEL")) {
-	case "debug":
-		level = slog.LevelDebug
-	case "warn", "warning":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	}
-	opts := &slog.HandlerOptions{Level: level}
+	l := config.Logging(os.Getenv)
+	opts := &slog.HandlerOptions{Level: l.Level}
 	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
-	if strings.EqualFold(os.Getenv("LOG_JSON"), "true") {
+	if l.JSON {
 		h = slog.NewJSONHandler(os.Stderr, opts)
 	}
 	slog.SetDefault(slog.New(h))

@@ -2,15 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 
-	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/runtimeapi"
 )
@@ -19,19 +18,18 @@ import (
 // (shared/runtimeapi): the local stand-in for a Kubernetes runtime when the
 // control plane runs as separate processes (the AWS functions in tests).
 func runtimeAPI(ctx context.Context, args []string) error {
+	// The one read of the environment; its error is returned after the
+	// flags are parsed (so that -h works without a key).
+	cfg, cfgErr := config.Load(os.Getenv, config.Target{Program: config.RuntimeAPIServer})
 	fs := flag.NewFlagSet("runtime-api", flag.ExitOnError)
-	addr := fs.String("addr", envOr("ACS_RUNTIME_ADDR", "127.0.0.1:5000"), "listen address (ACS_RUNTIME_ADDR)")
-	root := fs.String("root", envOr("ACS_RUNTIME_ROOT", ".acs-runtime"), "directory of the sandboxes (ACS_RUNTIME_ROOT)")
+	addr := fs.String("addr", cfg.RuntimeServer.Addr, "listen address (ACS_RUNTIME_ADDR)")
+	root := fs.String("root", cfg.RuntimeServer.Root, "directory of the sandboxes (ACS_RUNTIME_ROOT)")
 	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
 	fs.Parse(args)
-	lim, err := httpserve.LimitsFromEnv(os.Getenv)
-	if err != nil {
-		return err
+	if cfgErr != nil {
+		return cfgErr
 	}
-	key := os.Getenv("ACS_RUNTIME_API_KEY")
-	if len(key) < 16 {
-		return errors.New("runtime-api: ACS_RUNTIME_API_KEY must be set (at least 16 characters)")
-	}
+	key := cfg.RuntimeServer.APIKey
 	bin, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("find the acs binary: %w", err)
@@ -52,5 +50,5 @@ func runtimeAPI(ctx context.Context, args []string) error {
 	slog.Info("runtime api listening", "addr", ln.Addr().String(), "root", dir)
 	return serveHTTP(ctx, ln, runtimeapi.Handler(rt, key, func(image string) acs.SandboxSpec {
 		return acs.SandboxSpec{ID: image}
-	}), lim)
+	}), cfg.HTTP)
 }

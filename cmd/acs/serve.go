@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
@@ -29,23 +28,22 @@ func serve(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
 	fs.Parse(args)
-	cfg, err := config.LoadLocal(os.Getenv)
+	// The one read of the environment: everything below takes its
+	// settings from cfg.
+	cfg, err := config.Load(os.Getenv, config.Target{Program: config.Serve})
 	if err != nil {
 		return err
 	}
-	lim, err := httpserve.LimitsFromEnv(os.Getenv)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	local := cfg.Local
+	if err := os.MkdirAll(local.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
-	store, err := boltstore.Open(filepath.Join(cfg.DataDir, "acs.db"))
+	store, err := boltstore.Open(filepath.Join(local.DataDir, "acs.db"))
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	queue, err := localqueue.Open(filepath.Join(cfg.DataDir, "queue.db"))
+	queue, err := localqueue.Open(filepath.Join(local.DataDir, "queue.db"))
 	if err != nil {
 		return err
 	}
@@ -54,26 +52,25 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("find the acs binary: %w", err)
 	}
-	runtime, err := procsandbox.New(procsandbox.Config{Binary: bin, Root: filepath.Join(cfg.DataDir, "sandboxes")})
+	runtime, err := procsandbox.New(procsandbox.Config{Binary: bin, Root: filepath.Join(local.DataDir, "sandboxes")})
 	if err != nil {
 		return err
 	}
 	defer runtime.Close()
 
-	key, generated, err := ensureAdmin(ctx, store, cfg)
+	key, generated, err := ensureAdmin(ctx, store, local)
 	if err != nil {
 		return err
 	}
-	ln, err := listen(cfg.Addr, *addrFile)
+	ln, err := listen(local.Addr, *addrFile)
 	if err != nil {
 		return err
 	}
-	publicURL := cfg.PublicURL
-	if strings.HasSuffix(cfg.Addr, ":0") && cfg.PublicURLFromAddr {
-		publicURL = "http://" + ln.Addr().String()
+	if strings.HasSuffix(local.Addr, ":0") && local.PublicURLFromAddr {
+		cfg.PublicURL = "http://" + ln.Addr().String()
 	}
 
-	specs, err := config.ParseSpecs(cfg.Specs, defaultSpecs(bin, cfg.DataDir))
+	specs, err := config.ParseSpecs(cfg.Specs, defaultSpecs(bin, local.DataDir))
 	if err != nil {
 		return err
 	}
@@ -81,30 +78,27 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	blobs, err := fileblob.New(filepath.Join(cfg.DataDir, "blobs"))
+	blobs, err := fileblob.New(filepath.Join(local.DataDir, "blobs"))
 	if err != nil {
 		return err
 	}
-	common := cfg.Common
-	common.PublicURL = publicURL
-	flow := startflow.ConfigFrom(common, specs)
-	flow.PollInterval = 20 * time.Millisecond
+	flow := startflow.ConfigFrom(cfg.Common, specs)
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
-	go func() { worker.Run(wctx, cfg.Workers); done <- struct{}{} }()
+	go func() { worker.Run(wctx, local.Workers); done <- struct{}{} }()
 	pass := reconciler.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
-	go func() { reconcileLoop(wctx, pass, cfg.ReconcileInterval); done <- struct{}{} }()
+	go func() { reconcileLoop(wctx, pass, local.ReconcileInterval); done <- struct{}{} }()
 	defer func() { stopWorkers(); <-done; <-done }()
 
-	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", cfg.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
+	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", local.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
 	if generated {
-		fmt.Printf("\nACS is running at http://%s\nAPI key (generated; saved in %s): %s\n\n", ln.Addr(), filepath.Join(cfg.DataDir, "api_key"), key)
+		fmt.Printf("\nACS is running at http://%s\nAPI key (generated; saved in %s): %s\n\n", ln.Addr(), filepath.Join(local.DataDir, "api_key"), key)
 	} else {
 		fmt.Printf("\nACS is running at http://%s\n\n", ln.Addr())
 	}
-	return serveHTTP(ctx, ln, v1.Handler(), lim)
+	return serveHTTP(ctx, ln, v1.Handler(), cfg.HTTP)
 }
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)
@@ -126,11 +120,11 @@ func reconcileLoop(ctx context.Context, pass reconciler.Pass, interval time.Dura
 
 // secretBox is the sealer of stored secrets: ACS_SECRET_KEY, else a random
 // key kept in the data dir.
-func secretBox(cfg config.Local) (*sealbox.Box, error) {
+func secretBox(cfg config.Config) (*sealbox.Box, error) {
 	if cfg.SecretKey != "" {
 		return sealbox.FromPassphrase(cfg.SecretKey), nil
 	}
-	return sealbox.LoadOrCreateKeyFile(filepath.Join(cfg.DataDir, "secret.key"))
+	return sealbox.LoadOrCreateKeyFile(filepath.Join(cfg.Local.DataDir, "secret.key"))
 }
 
 // defaultSpecs is the built-in sandbox spec: the acs binary's agent server

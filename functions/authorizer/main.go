@@ -20,7 +20,7 @@ import (
 func main() {
 	env := awsenv.Load(functions.Authorizer.Need)
 	store := env.Store(nil)
-	if h := env.Config.AdminKeySHA256; h != "" {
+	if h := env.Config.AWS.AdminKeySHA256; h != "" {
 		// The installation's first user: idempotent, and retried on the
 		// next cold start when DynamoDB is briefly unavailable.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

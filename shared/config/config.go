@@ -1,5 +1,7 @@
 // Package config reads the control plane's configuration from environment
-// variables, once, reporting every problem in one error.
+// variables, once (Load), into one tree that is passed down to the
+// services and adapters, reporting every problem in one error. Every
+// default is here (defaults.go); nothing after Load reads the environment.
 package config
 
 import (
@@ -9,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/url"
 	"os"
@@ -18,8 +21,130 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/shared/acs"
 )
+
+// Config is the control plane's one configuration tree. Load fills the
+// parts its Target's program uses and leaves the others zero.
+type Config struct {
+	// Common is what both deployments share (acs serve and the
+	// functions).
+	Common
+	// Log is how the process logs (LOG_LEVEL, LOG_JSON); every program.
+	Log Log
+	// HTTP bounds the HTTP server (ACS_MAX_CONNECTIONS,
+	// ACS_HTTP_READ_TIMEOUT); acs serve and acs runtime-api.
+	HTTP httpserve.Limits
+	// Local is acs serve's own part.
+	Local Local
+	// AWS is a Lambda function's own part.
+	AWS AWS
+	// RuntimeServer is acs runtime-api's configuration.
+	RuntimeServer RuntimeServer
+}
+
+// Program is the program a configuration is loaded for: it decides which
+// variables are read and which are required.
+type Program uint8
+
+// The programs of the control plane.
+const (
+	// Serve is `acs serve`: Common, Local, HTTP and Log.
+	Serve Program = iota + 1
+	// Function is an AWS Lambda function: Common, AWS (as Target.Need
+	// says) and Log.
+	Function
+	// RuntimeAPIServer is `acs runtime-api`: RuntimeServer, HTTP and Log.
+	RuntimeAPIServer
+)
+
+// Target is what Load loads for: a program and, for a function, what it
+// uses beyond the table.
+type Target struct {
+	Program Program
+	// Need is a function's needs (Program Function only).
+	Need Need
+}
+
+// Load reads the configuration of target's program through getenv (the
+// one read of the environment) and returns the whole tree. Every missing
+// or invalid variable of the shared and the program's own part is named in
+// one error; the HTTP limits (and acs runtime-api's key) are checked after
+// them. The tree is returned, as far as it could be read, with an error
+// too.
+func Load(getenv func(string) string, target Target) (Config, error) {
+	p := &parser{getenv: getenv}
+	c := Config{Log: Logging(getenv)}
+	switch target.Program {
+	case Serve:
+		c.Common = p.common()
+		p.local(&c)
+	case Function:
+		c.Common = p.common()
+		p.aws(&c, target.Need)
+	case RuntimeAPIServer:
+	default:
+		return c, fmt.Errorf("configuration: unknown program %d", target.Program)
+	}
+	if target.Program == RuntimeAPIServer {
+		c.RuntimeServer = RuntimeServer{Addr: or(getenv("ACS_RUNTIME_ADDR"), DefaultRuntimeAddr),
+			Root: or(getenv("ACS_RUNTIME_ROOT"), DefaultRuntimeRoot), APIKey: getenv(EnvRuntimeAPIKey)}
+	}
+	if err := p.err(); err != nil {
+		return c, err
+	}
+	if target.Program == Serve || target.Program == RuntimeAPIServer {
+		var err error
+		if c.HTTP, err = httpserve.LimitsFromEnv(getenv); err != nil {
+			return c, err
+		}
+	}
+	if target.Program == RuntimeAPIServer {
+		if len(c.RuntimeServer.APIKey) < 16 {
+			return c, errors.New("runtime-api: ACS_RUNTIME_API_KEY must be set (at least 16 characters)")
+		}
+	}
+	return c, nil
+}
+
+// Log is how a process logs.
+type Log struct {
+	// Level is LOG_LEVEL (debug, info, warn or warning, error; anything
+	// else is info).
+	Level slog.Level
+	// JSON is LOG_JSON=true (any case): JSON lines instead of text.
+	JSON bool
+}
+
+// Logging reads LOG_LEVEL and LOG_JSON through getenv. Every program of
+// the binary logs this way, the agent server included, so it is read
+// before a program's own configuration: Load reads it the same way.
+func Logging(getenv func(string) string) Log {
+	l := Log{Level: slog.LevelInfo, JSON: strings.EqualFold(getenv("LOG_JSON"), "true")}
+	switch strings.ToLower(getenv("LOG_LEVEL")) {
+	case "debug":
+		l.Level = slog.LevelDebug
+	case "warn", "warning":
+		l.Level = slog.LevelWarn
+	case "error":
+		l.Level = slog.LevelError
+	}
+	return l
+}
+
+// RuntimeServer is the configuration of `acs runtime-api`.
+type RuntimeServer struct {
+	// Addr is where it listens (ACS_RUNTIME_ADDR, default 127.0.0.1:5000;
+	// the -addr flag overrides it).
+	Addr string
+	// Root holds the sandboxes (ACS_RUNTIME_ROOT, default .acs-runtime;
+	// the -root flag overrides it).
+	Root string
+	// APIKey is the key callers present (ACS_RUNTIME_API_KEY, at least 16
+	// characters, required).
+	APIKey string
+}
 
 // Common is the configuration both deployments share: the agents' LLM, the
 // start flow and the lifecycle rules.
@@ -56,11 +181,21 @@ type Common struct {
 	// the path of a file holding it; empty means the deployment's default
 	// spec. ParseSpecs reads it.
 	Specs string
+	// PollInterval spaces the start flow's status checks while a sandbox
+	// boots or a setup command runs (no variable: DefaultPollInterval,
+	// LocalPollInterval for acs serve).
+	PollInterval time.Duration
+	// Visibility and MaxAttempts are the start queue's visibility timeout
+	// of a delivery and the failed deliveries of a step before its task
+	// ends ERROR (no variables: DefaultVisibility, DefaultMaxAttempts).
+	Visibility  time.Duration
+	MaxAttempts int
+	// Tools are the tools every agent gets (DefaultTools).
+	Tools []string
 }
 
-// Local is the configuration of `acs serve`.
+// Local is acs serve's own configuration.
 type Local struct {
-	Common
 	// Addr is where the V1 API listens (ACS_ADDR, default 127.0.0.1:3000).
 	Addr string
 	// DataDir holds the store, queue and sandboxes (ACS_DATA_DIR, default
@@ -153,19 +288,19 @@ func (p *parser) integer(name string, def, lo, hi int) int {
 
 // common reads the shared part; the public URL is left to the caller.
 func (p *parser) common() Common {
-	var c Common
+	c := Defaults()
 	c.LLMBaseURL = p.httpURL("LLM_BASE_URL", "")
 	c.LLMAPIKey = p.getenv(EnvLLMAPIKey)
-	c.LLMModel = or(p.getenv("LLM_MODEL"), "gpt-4o")
-	c.SandboxStartupTimeout = p.duration("ACS_SANDBOX_STARTUP_TIMEOUT", 120*time.Second, false)
-	c.GitHost = p.httpURL("ACS_GIT_HOST", "https://github.com")
-	c.MaxRunningSandboxes = p.integer("ACS_MAX_RUNNING_SANDBOXES", 10, 0, 1<<20)
-	c.IdlePause = p.duration("ACS_IDLE_PAUSE_AFTER", 30*time.Minute, true)
-	c.IdleCleanup = p.duration("ACS_IDLE_CLEANUP_AFTER", 7*24*time.Hour, true)
-	c.ResumeWait = p.duration("ACS_RESUME_WAIT", 60*time.Second, false)
-	c.CloneTimeout = p.duration("ACS_CLONE_TIMEOUT", 120*time.Second, false)
-	c.SetupTimeout = p.duration("ACS_SETUP_TIMEOUT", 600*time.Second, false)
-	c.StartTaskTTL = p.duration("ACS_START_TASK_TTL", time.Hour, false)
+	c.LLMModel = or(p.getenv("LLM_MODEL"), DefaultLLMModel)
+	c.SandboxStartupTimeout = p.duration("ACS_SANDBOX_STARTUP_TIMEOUT", DefaultSandboxStartupTimeout, false)
+	c.GitHost = p.httpURL("ACS_GIT_HOST", DefaultGitHost)
+	c.MaxRunningSandboxes = p.integer("ACS_MAX_RUNNING_SANDBOXES", DefaultMaxRunningSandboxes, 0, 1<<20)
+	c.IdlePause = p.duration("ACS_IDLE_PAUSE_AFTER", DefaultIdlePause, true)
+	c.IdleCleanup = p.duration("ACS_IDLE_CLEANUP_AFTER", DefaultIdleCleanup, true)
+	c.ResumeWait = p.duration("ACS_RESUME_WAIT", DefaultResumeWait, false)
+	c.CloneTimeout = p.duration("ACS_CLONE_TIMEOUT", DefaultCloneTimeout, false)
+	c.SetupTimeout = p.duration("ACS_SETUP_TIMEOUT", DefaultSetupTimeout, false)
+	c.StartTaskTTL = p.duration("ACS_START_TASK_TTL", DefaultStartTaskTTL, false)
 	c.SecretKey = p.getenv(EnvSecretKey)
 	if c.SecretKey != "" && len(c.SecretKey) < 16 {
 		p.problem("ACS_SECRET_KEY must be at least 16 characters")
@@ -179,16 +314,17 @@ func (p *parser) common() Common {
 	return c
 }
 
-// LoadLocal reads the local configuration through getenv.
-func LoadLocal(getenv func(string) string) (Local, error) {
-	p := &parser{getenv: getenv}
-	c := Local{Common: p.common()}
-	c.Addr = or(getenv("ACS_ADDR"), "127.0.0.1:3000")
+// local reads acs serve's own part into t (with the public URL).
+func (p *parser) local(t *Config) {
+	getenv := p.getenv
+	c := &t.Local
+	t.PollInterval = LocalPollInterval
+	c.Addr = or(getenv("ACS_ADDR"), DefaultAddr)
 	host, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		p.problem("ACS_ADDR %q must be host:port", c.Addr)
 	}
-	dir, derr := filepath.Abs(or(getenv("ACS_DATA_DIR"), ".acs"))
+	dir, derr := filepath.Abs(or(getenv("ACS_DATA_DIR"), DefaultDataDir))
 	if derr != nil {
 		p.problem("ACS_DATA_DIR: %v", derr)
 	}
@@ -198,19 +334,18 @@ func LoadLocal(getenv func(string) string) (Local, error) {
 		p.problem("ACS_API_KEY must be at least 16 characters")
 	}
 	c.PublicURLFromAddr = getenv("ACS_PUBLIC_URL") == ""
-	c.PublicURL = strings.TrimRight(getenv("ACS_PUBLIC_URL"), "/")
-	if c.PublicURL == "" && err == nil {
+	t.PublicURL = strings.TrimRight(getenv("ACS_PUBLIC_URL"), "/")
+	if t.PublicURL == "" && err == nil {
 		if host == "" || host == "0.0.0.0" || host == "::" {
 			host = "127.0.0.1"
 		}
-		c.PublicURL = "http://" + net.JoinHostPort(host, port)
+		t.PublicURL = "http://" + net.JoinHostPort(host, port)
 	}
-	if u, err := url.Parse(c.PublicURL); c.PublicURL != "" && (err != nil || u.Scheme == "" || u.Host == "") {
-		p.problem("ACS_PUBLIC_URL %q must be an absolute URL", c.PublicURL)
+	if u, err := url.Parse(t.PublicURL); t.PublicURL != "" && (err != nil || u.Scheme == "" || u.Host == "") {
+		p.problem("ACS_PUBLIC_URL %q must be an absolute URL", t.PublicURL)
 	}
-	c.Workers = p.integer("ACS_WORKERS", 4, 1, 64)
-	c.ReconcileInterval = p.duration("ACS_RECONCILE_INTERVAL", 30*time.Second, false)
-	return c, p.err()
+	c.Workers = p.integer("ACS_WORKERS", DefaultWorkers, 1, 64)
+	c.ReconcileInterval = p.duration("ACS_RECONCILE_INTERVAL", DefaultReconcileInterval, false)
 }
 
 // Need names what an AWS function uses beyond the table, so that it is
@@ -232,7 +367,7 @@ const (
 )
 
 // The variables of an AWS function's configuration that its infrastructure
-// sets; LoadAWS reads them by these names.
+// sets; Load reads them by these names.
 const (
 	EnvTable          = "ACS_TABLE"
 	EnvSecretKey      = "ACS_SECRET_KEY"
@@ -252,6 +387,9 @@ const (
 	EnvKubeCAData     = "ACS_KUBE_CA_DATA"
 	EnvAdminKeySHA256 = "ACS_ADMIN_KEY_SHA256"
 	EnvLLMAPIKey      = "LLM_API_KEY"
+	// EnvFunctionName is the function's name (set by Lambda), for its
+	// logs.
+	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
 	// EnvSecretsManagerEndpoint overrides the Secrets Manager endpoint
 	// (a local server), as ACS_DYNAMODB_ENDPOINT does DynamoDB's.
 	EnvSecretsManagerEndpoint = "ACS_SECRETSMANAGER_ENDPOINT"
@@ -261,7 +399,7 @@ const (
 // AWS_REGION (which Lambda sets).
 var BaseVariables = []string{EnvTable, EnvSecretKey}
 
-// NeedVariables lists, for each need, the variables LoadAWS reads for it:
+// NeedVariables lists, for each need, the variables Load reads for it:
 // the stacks set these on a function with that need, and no others. With
 // NeedRuntime, the variables of the runtime ACS_RUNTIME names follow
 // (RuntimeVariables).
@@ -273,7 +411,7 @@ var NeedVariables = map[Need][]string{
 }
 
 // RuntimeVariables lists the variables each sandbox runtime requires; for
-// Kubernetes, with the credentials of an EKS cluster. LoadAWS reads further
+// Kubernetes, with the credentials of an EKS cluster. Load reads further
 // optional ACS_KUBE_* settings.
 var RuntimeVariables = map[string][]string{
 	RuntimeAPI:        {EnvRuntimeURL, EnvRuntimeAPIKey},
@@ -291,10 +429,11 @@ var SecretVariables = []string{EnvSecretKey, EnvLLMAPIKey, EnvRuntimeAPIKey}
 // Manager secret (ACS_SECRET_KEY_SECRET_ARN for ACS_SECRET_KEY).
 const SecretARNSuffix = "_SECRET_ARN"
 
-// AWS is the configuration of a Lambda function, set by the
+// AWS is a Lambda function's own configuration, set by the
 // infrastructure.
 type AWS struct {
-	Common
+	// FunctionName is AWS_LAMBDA_FUNCTION_NAME (set by Lambda; for logs).
+	FunctionName string
 	// Region is AWS_REGION (set by Lambda).
 	Region string
 	// Table is the DynamoDB table (ACS_TABLE).
@@ -380,18 +519,19 @@ type Kube struct {
 	CAData     []byte
 }
 
-// LoadAWS reads a function's configuration through getenv. The table, the
-// region and the secret key are always required; need adds what the
-// function uses. Every missing or invalid variable is named in one error.
-func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
-	p := &parser{getenv: getenv}
-	c := AWS{Common: p.common()}
+// aws reads a function's own part into t (with the public URL when it
+// needs the runtime). The table, the region and the secret key are always
+// required; need adds what the function uses.
+func (p *parser) aws(t *Config, need Need) {
+	getenv := p.getenv
+	c := &t.AWS
+	c.FunctionName = getenv(EnvFunctionName)
 	c.Region = or(getenv("AWS_REGION"), getenv("AWS_DEFAULT_REGION"))
 	if c.Region == "" {
 		p.problem("AWS_REGION is required (set by Lambda)")
 	}
 	c.Table = p.required(EnvTable, "the DynamoDB table")
-	if c.SecretKey == "" {
+	if t.SecretKey == "" {
 		p.required(EnvSecretKey, "seals stored secrets")
 	}
 	c.DynamoDBEndpoint = p.httpURL("ACS_DYNAMODB_ENDPOINT", "")
@@ -441,19 +581,18 @@ func LoadAWS(getenv func(string) string, need Need) (AWS, error) {
 			p.problem("ACS_RUNTIME %q must be %s or %s", c.Runtime, RuntimeKubernetes, RuntimeAPI)
 		}
 		if p.required(EnvPublicURL, "the API's public URL, for sandbox webhooks") != "" {
-			c.PublicURL = p.httpURL(EnvPublicURL, "")
+			t.PublicURL = p.httpURL(EnvPublicURL, "")
 		}
 	}
-	return c, p.err()
 }
 
 // kube reads the Kubernetes runtime's variables.
 func (p *parser) kube() Kube {
 	k := Kube{
-		Namespace:    or(p.getenv(EnvKubeNamespace), "acs-sandboxes"),
+		Namespace:    or(p.getenv(EnvKubeNamespace), DefaultKubeNamespace),
 		BaseHost:     strings.TrimPrefix(p.required(EnvKubeBaseHost, "the agent servers' base host name"), "."),
-		Separator:    or(p.getenv("ACS_KUBE_HOST_SEPARATOR"), "."),
-		Scheme:       or(p.getenv("ACS_KUBE_SCHEME"), "https"),
+		Separator:    or(p.getenv("ACS_KUBE_HOST_SEPARATOR"), DefaultKubeSeparator),
+		Scheme:       or(p.getenv("ACS_KUBE_SCHEME"), DefaultKubeScheme),
 		IngressClass: p.getenv("ACS_KUBE_INGRESS_CLASS"),
 		TLSSecret:    p.getenv("ACS_KUBE_TLS_SECRET"),
 		Image:        p.getenv(EnvSandboxImage),
@@ -473,7 +612,7 @@ func (p *parser) kube() Kube {
 	if k.Separator != "." && k.Separator != "-" {
 		p.problem("ACS_KUBE_HOST_SEPARATOR %q must be \".\" or \"-\"", k.Separator)
 	}
-	switch k.Routing = or(p.getenv("ACS_KUBE_ROUTING"), "ingress"); k.Routing {
+	switch k.Routing = or(p.getenv("ACS_KUBE_ROUTING"), DefaultKubeRouting); k.Routing {
 	case "ingress":
 	case "gateway":
 		gw := p.required("ACS_KUBE_GATEWAY", "the Gateway the sandboxes' HTTPRoutes attach to")

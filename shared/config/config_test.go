@@ -14,23 +14,31 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+func serveConfig(getenv func(string) string) (config.Config, error) {
+	return config.Load(getenv, config.Target{Program: config.Serve})
+}
+
+func functionConfig(getenv func(string) string, need config.Need) (config.Config, error) {
+	return config.Load(getenv, config.Target{Program: config.Function, Need: need})
+}
+
 func TestDefaults(t *testing.T) {
-	c, err := config.LoadLocal(env(nil))
+	c, err := serveConfig(env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "127.0.0.1:3000" || !strings.HasSuffix(c.DataDir, ".acs") || c.PublicURL != "http://127.0.0.1:3000" ||
-		c.LLMModel != "gpt-4o" || c.Workers != 4 || c.SandboxStartupTimeout.Seconds() != 120 {
+	if c.Local.Addr != "127.0.0.1:3000" || !strings.HasSuffix(c.Local.DataDir, ".acs") || c.PublicURL != "http://127.0.0.1:3000" ||
+		c.LLMModel != "gpt-4o" || c.Local.Workers != 4 || c.SandboxStartupTimeout.Seconds() != 120 {
 		t.Fatalf("defaults %+v", c)
 	}
-	c, err = config.LoadLocal(env(map[string]string{"ACS_ADDR": "0.0.0.0:8080"}))
+	c, err = serveConfig(env(map[string]string{"ACS_ADDR": "0.0.0.0:8080"}))
 	if err != nil || c.PublicURL != "http://127.0.0.1:8080" {
 		t.Fatalf("0.0.0.0 public URL: %+v %v", c, err)
 	}
 }
 
 func TestOneErrorListsEveryProblem(t *testing.T) {
-	_, err := config.LoadLocal(env(map[string]string{
+	_, err := serveConfig(env(map[string]string{
 		"ACS_ADDR": "nonsense", "ACS_API_KEY": "short", "LLM_BASE_URL": "ftp://x", "ACS_WORKERS": "0",
 		"ACS_SANDBOX_STARTUP_TIMEOUT": "soon",
 	}))
@@ -45,7 +53,7 @@ func TestOneErrorListsEveryProblem(t *testing.T) {
 }
 
 func TestLoadAWSListsEverythingMissing(t *testing.T) {
-	_, err := config.LoadAWS(env(nil), config.NeedQueue|config.NeedDeadLetter|config.NeedBlobs|config.NeedRuntime)
+	_, err := functionConfig(env(nil), config.NeedQueue|config.NeedDeadLetter|config.NeedBlobs|config.NeedRuntime)
 	if err == nil {
 		t.Fatal("empty AWS configuration accepted")
 	}
@@ -55,7 +63,7 @@ func TestLoadAWSListsEverythingMissing(t *testing.T) {
 			t.Errorf("error does not name %s: %v", name, err)
 		}
 	}
-	_, err = config.LoadAWS(env(map[string]string{"ACS_RUNTIME": "runtime-api"}), config.NeedRuntime)
+	_, err = functionConfig(env(map[string]string{"ACS_RUNTIME": "runtime-api"}), config.NeedRuntime)
 	for _, name := range []string{"ACS_RUNTIME_URL", "ACS_RUNTIME_API_KEY", "ACS_PUBLIC_URL"} {
 		if err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("runtime-api: error does not name %s: %v", name, err)
@@ -65,11 +73,11 @@ func TestLoadAWSListsEverythingMissing(t *testing.T) {
 
 // loadAWS loads base overlaid with extra. With wantErr it checks that the
 // error names it and reports false; otherwise it fails on any error.
-func loadAWS(t *testing.T, base, extra map[string]string, need config.Need, wantErr string) (config.AWS, bool) {
+func loadAWS(t *testing.T, base, extra map[string]string, need config.Need, wantErr string) (config.Config, bool) {
 	t.Helper()
 	m := maps.Clone(base)
 	maps.Copy(m, extra)
-	c, err := config.LoadAWS(env(m), need)
+	c, err := functionConfig(env(m), need)
 	if wantErr != "" {
 		if err == nil || !strings.Contains(err.Error(), wantErr) {
 			t.Fatalf("want an error naming %s, got %v", wantErr, err)
@@ -91,29 +99,31 @@ func TestLoadAWSKubernetesRuntime(t *testing.T) {
 		name    string
 		extra   map[string]string
 		wantErr string
-		check   func(c config.AWS) bool
+		check   func(c config.Config) bool
 	}{
-		{"defaults", nil, "", func(c config.AWS) bool {
-			k := c.Kube
-			return c.Runtime == config.RuntimeKubernetes && k.Namespace == "acs-sandboxes" && k.Separator == "." &&
+		{"defaults", nil, "", func(c config.Config) bool {
+			k := c.AWS.Kube
+			return c.AWS.Runtime == config.RuntimeKubernetes && k.Namespace == "acs-sandboxes" && k.Separator == "." &&
 				k.Scheme == "https" && k.BaseHost == "runtime.example.com" && k.Kubeconfig == "/etc/acs/kubeconfig" && k.WarmPool == 0
 		}},
 		{"runtime URL selects the runtime API", map[string]string{"ACS_RUNTIME_URL": "http://rt:5000", "ACS_RUNTIME_API_KEY": "k"}, "",
-			func(c config.AWS) bool { return c.Runtime == config.RuntimeAPI && c.RuntimeURL == "http://rt:5000" }},
+			func(c config.Config) bool {
+				return c.AWS.Runtime == config.RuntimeAPI && c.AWS.RuntimeURL == "http://rt:5000"
+			}},
 		{"explicit kubernetes ignores the runtime URL", map[string]string{"ACS_RUNTIME": "kubernetes", "ACS_RUNTIME_URL": "http://rt"}, "",
-			func(c config.AWS) bool { return c.Runtime == config.RuntimeKubernetes }},
+			func(c config.Config) bool { return c.AWS.Runtime == config.RuntimeKubernetes }},
 		{"everything set", map[string]string{"ACS_KUBE_NAMESPACE": "sb", "ACS_KUBE_HOST_SEPARATOR": "-", "ACS_KUBE_SCHEME": "http",
 			"ACS_KUBE_INGRESS_CLASS": "nginx", "ACS_KUBE_TLS_SECRET": "wild", "ACS_KUBE_WARM_POOL": "3",
 			"ACS_KUBE_NODE_SELECTOR": "pool=sandboxes, zone=a", "ACS_KUBE_ROUTING": "gateway", "ACS_KUBE_GATEWAY": "infra/acs"}, "",
-			func(c config.AWS) bool {
-				k := c.Kube
+			func(c config.Config) bool {
+				k := c.AWS.Kube
 				return k.Namespace == "sb" && k.Separator == "-" && k.Scheme == "http" && k.IngressClass == "nginx" &&
 					k.TLSSecret == "wild" && k.WarmPool == 3 && k.NodeSelector["pool"] == "sandboxes" && k.NodeSelector["zone"] == "a" &&
 					k.Routing == "gateway" && k.GatewayNamespace == "infra" && k.GatewayName == "acs"
 			}},
 		{"EKS", map[string]string{"ACS_KUBECONFIG": "", "ACS_EKS_CLUSTER": "prod", "ACS_KUBE_SERVER": "https://abc.eks.amazonaws.com",
-			"ACS_KUBE_CA_DATA": ca}, "", func(c config.AWS) bool {
-			return c.Kube.EKSCluster == "prod" && strings.HasPrefix(string(c.Kube.CAData), "-----BEGIN CERTIFICATE-----")
+			"ACS_KUBE_CA_DATA": ca}, "", func(c config.Config) bool {
+			return c.AWS.Kube.EKSCluster == "prod" && strings.HasPrefix(string(c.AWS.Kube.CAData), "-----BEGIN CERTIFICATE-----")
 		}},
 		{"unknown runtime", map[string]string{"ACS_RUNTIME": "docker"}, "ACS_RUNTIME", nil},
 		{"two credential sources", map[string]string{"ACS_KUBE_IN_CLUSTER": "true"}, "exactly one of ACS_KUBECONFIG", nil},
@@ -164,7 +174,7 @@ func TestLoadAWSNeeds(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := loadAWS(t, base, tc.extra, tc.need, tc.wantErr)
-			if ok && (c.Table != "acs" || c.Region != "eu-west-1" || c.StartTaskTTL.Hours() != 1 || c.MaxRunningSandboxes != 10) {
+			if ok && (c.AWS.Table != "acs" || c.AWS.Region != "eu-west-1" || c.StartTaskTTL.Hours() != 1 || c.MaxRunningSandboxes != 10) {
 				t.Fatalf("config %+v", c)
 			}
 		})
@@ -173,13 +183,13 @@ func TestLoadAWSNeeds(t *testing.T) {
 
 func TestS3PathStyleDefaultsOnForLocalEndpoints(t *testing.T) {
 	m := map[string]string{"AWS_REGION": "us-east-1", "ACS_TABLE": "t", "ACS_SECRET_KEY": "0123456789abcdef", "ACS_S3_ENDPOINT": "http://127.0.0.1:9000"}
-	c, err := config.LoadAWS(env(m), 0)
-	if err != nil || !c.S3PathStyle {
-		t.Fatalf("path style with a local endpoint: %+v %v", c.S3PathStyle, err)
+	c, err := functionConfig(env(m), 0)
+	if err != nil || !c.AWS.S3PathStyle {
+		t.Fatalf("path style with a local endpoint: %+v %v", c.AWS.S3PathStyle, err)
 	}
 	m["ACS_S3_PATH_STYLE"] = "false"
-	if c, err = config.LoadAWS(env(m), 0); err != nil || c.S3PathStyle {
-		t.Fatalf("ACS_S3_PATH_STYLE=false: %+v %v", c.S3PathStyle, err)
+	if c, err = functionConfig(env(m), 0); err != nil || c.AWS.S3PathStyle {
+		t.Fatalf("ACS_S3_PATH_STYLE=false: %+v %v", c.AWS.S3PathStyle, err)
 	}
 }
 
@@ -234,7 +244,7 @@ func TestNeedVariablesAreWhatLoadAWSRequires(t *testing.T) {
 					m[v] = valid[v]
 				}
 			}
-			if _, err := config.LoadAWS(env(m), need); err != nil {
+			if _, err := functionConfig(env(m), need); err != nil {
 				t.Errorf("need %d, runtime %s: the listed variables do not suffice: %v", need, runtime, err)
 			}
 			for _, v := range vars {
@@ -243,7 +253,7 @@ func TestNeedVariablesAreWhatLoadAWSRequires(t *testing.T) {
 				}
 				without := maps.Clone(m)
 				delete(without, v)
-				if _, err := config.LoadAWS(env(without), need); err == nil || !strings.Contains(err.Error(), v) {
+				if _, err := functionConfig(env(without), need); err == nil || !strings.Contains(err.Error(), v) {
 					t.Errorf("need %d, runtime %s: without %s: %v", need, runtime, v, err)
 				}
 			}

@@ -2,21 +2,8 @@ package startflow
 
 import (
 	"log/slog"
-	"time"
 
 	"github.com/acs-project/acs/shared/acs"
-)
-
-// Defaults the deployment depends on: the AWS stacks (infra/) derive the
-// start queue's settings from them.
-const (
-	// DefaultVisibility is Config.Visibility's default: how long a
-	// delivery is kept invisible at a time while its steps run (the
-	// heartbeat renews it every half of it).
-	DefaultVisibility = 60 * time.Second
-	// DefaultMaxAttempts is Config.MaxAttempts's default: the deliveries
-	// of one step that fail before its task ends ERROR.
-	DefaultMaxAttempts = 5
 )
 
 // ArchivePrefix is the blob key prefix of workspace archives

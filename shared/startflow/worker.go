@@ -16,7 +16,9 @@ import (
 	"github.com/acs-project/acs/shared/config"
 )
 
-// Config configures the start flow and the sandbox lifecycle.
+// Config configures the start flow and the sandbox lifecycle: the part of
+// the configuration tree they use (ConfigFrom). The defaults are config's
+// (shared/config/defaults.go).
 type Config struct {
 	// WebhookBaseURL is where sandboxes push events (…/api/v1/webhooks).
 	WebhookBaseURL string
@@ -29,8 +31,7 @@ type Config struct {
 	Specs []acs.SandboxSpec
 	// Tools are the tools every agent gets.
 	Tools []string
-	// GitHost is where selected_repository is cloned from (default
-	// https://github.com).
+	// GitHost is where selected_repository is cloned from.
 	GitHost string
 	// MaxRunningSandboxes caps each user's running (and starting)
 	// sandboxes; 0 means no cap.
@@ -39,21 +40,20 @@ type Config struct {
 	// IdleCleanup archives and cleans up a sandbox PAUSED for this long.
 	// Zero disables a rule.
 	IdlePause, IdleCleanup time.Duration
-	// StartupTimeout bounds waiting for a sandbox (default 120s).
+	// StartupTimeout bounds waiting for a sandbox.
 	StartupTimeout time.Duration
 	// ResumeWait bounds a transparent resume before a message or a file
-	// read (default 60s).
+	// read.
 	ResumeWait time.Duration
-	// CloneTimeout and SetupTimeout bound cloning the repository (default
-	// 120s) and its .openhands/setup.sh (default 600s).
+	// CloneTimeout and SetupTimeout bound cloning the repository and its
+	// .openhands/setup.sh.
 	CloneTimeout, SetupTimeout time.Duration
 	// PollInterval spaces status checks while a sandbox boots or a setup
-	// command runs (default 2s).
+	// command runs.
 	PollInterval time.Duration
-	// Visibility is the queue visibility timeout of a delivery (default 60s).
+	// Visibility is the queue visibility timeout of a delivery.
 	Visibility time.Duration
-	// MaxAttempts bounds retries of a step after infrastructure errors
-	// (default 5).
+	// MaxAttempts bounds retries of a step after infrastructure errors.
 	MaxAttempts int
 }
 
@@ -79,34 +79,32 @@ func (w *Worker) now() time.Time {
 	return time.Now().UTC()
 }
 
-// Defaults returns c with every zero field set to its default.
+// Defaults returns c with every zero timeout, bound, tool list and git
+// host set to config's default (config.Defaults). A configuration made by
+// ConfigFrom has them all set already; this is for configurations built in
+// code (tests, embedders). The caps and idle rules are left as they are
+// (zero disables them).
 func (c Config) Defaults() Config {
-	if c.StartupTimeout == 0 {
-		c.StartupTimeout = 120 * time.Second
+	d := ConfigFrom(config.Defaults(), nil)
+	set := func(v *time.Duration, def time.Duration) {
+		if *v == 0 {
+			*v = def
+		}
 	}
-	if c.ResumeWait == 0 {
-		c.ResumeWait = 60 * time.Second
-	}
-	if c.CloneTimeout == 0 {
-		c.CloneTimeout = 120 * time.Second
-	}
-	if c.SetupTimeout == 0 {
-		c.SetupTimeout = 600 * time.Second
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = 2 * time.Second
-	}
-	if c.Visibility == 0 {
-		c.Visibility = DefaultVisibility
-	}
+	set(&c.StartupTimeout, d.StartupTimeout)
+	set(&c.ResumeWait, d.ResumeWait)
+	set(&c.CloneTimeout, d.CloneTimeout)
+	set(&c.SetupTimeout, d.SetupTimeout)
+	set(&c.PollInterval, d.PollInterval)
+	set(&c.Visibility, d.Visibility)
 	if c.MaxAttempts == 0 {
-		c.MaxAttempts = DefaultMaxAttempts
+		c.MaxAttempts = d.MaxAttempts
 	}
 	if len(c.Tools) == 0 {
-		c.Tools = []string{"terminal", "file_editor", "task_tracker"}
+		c.Tools = d.Tools
 	}
 	if c.GitHost == "" {
-		c.GitHost = "https://github.com"
+		c.GitHost = d.GitHost
 	}
 	return c
 }
@@ -677,8 +675,9 @@ func mustNorm(id string) string {
 	return h
 }
 
-// ConfigFrom is the start-flow configuration of a deployment's shared
-// configuration, with the given sandbox specs.
+// ConfigFrom is the start-flow configuration of the shared part of a
+// loaded configuration tree (config.Load), with the given sandbox specs:
+// every field comes from c, none is defaulted here.
 func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 	l := llmconfig.Default()
 	l.Model = c.LLMModel
@@ -702,5 +701,9 @@ func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 		ResumeWait:          c.ResumeWait,
 		CloneTimeout:        c.CloneTimeout,
 		SetupTimeout:        c.SetupTimeout,
+		PollInterval:        c.PollInterval,
+		Visibility:          c.Visibility,
+		MaxAttempts:         c.MaxAttempts,
+		Tools:               append([]string(nil), c.Tools...),
 	}
 }

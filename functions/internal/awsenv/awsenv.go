@@ -31,9 +31,9 @@ import (
 	"github.com/acs-project/acs/shared/startflow"
 )
 
-// Env is a function's configuration and AWS client settings.
+// Env is a function's configuration tree and AWS client settings.
 type Env struct {
-	Config config.AWS
+	Config config.Config
 	AWS    aws.Config
 }
 
@@ -44,23 +44,27 @@ type Env struct {
 // configuration error is logged with everything that is missing and the
 // process exits, so the Lambda init fails with that message instead of
 // failing each request obscurely.
+//
+// This is the one place a function reads its environment: the
+// configuration tree (config.Load) and the execution role's credentials.
 func Load(need config.Need) *Env {
 	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	environ := os.Getenv
 	fail := func(err error) {
-		slog.Error("acs function: invalid configuration", "function", os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), "error", err.Error())
+		slog.Error("acs function: invalid configuration", "function", environ(config.EnvFunctionName), "error", err.Error())
 		os.Exit(2)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	getenv, err := ResolveSecrets(ctx, os.Getenv)
+	getenv, err := ResolveSecrets(ctx, environ)
 	cancel()
 	if err != nil {
 		fail(err)
 	}
-	cfg, err := config.LoadAWS(getenv, need)
+	cfg, err := config.Load(getenv, config.Target{Program: config.Function, Need: need})
 	if err != nil {
 		fail(err)
 	}
-	return &Env{Config: cfg, AWS: aws.Config{Region: cfg.Region, Credentials: credentialsFrom(os.Getenv)}}
+	return &Env{Config: cfg, AWS: aws.Config{Region: cfg.AWS.Region, Credentials: credentialsFrom(environ)}}
 }
 
 // credentialsFrom returns the credentials Lambda puts in the environment
@@ -121,11 +125,11 @@ func ResolveSecrets(ctx context.Context, getenv func(string) string) (func(strin
 // (nil when the function never reads or writes event payloads).
 func (e *Env) Store(blobs acs.Blobs) *dynamostore.Store {
 	c := dynamodb.NewFromConfig(e.AWS, func(o *dynamodb.Options) {
-		if e.Config.DynamoDBEndpoint != "" {
-			o.BaseEndpoint = aws.String(e.Config.DynamoDBEndpoint)
+		if e.Config.AWS.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(e.Config.AWS.DynamoDBEndpoint)
 		}
 	})
-	return dynamostore.New(dynamostore.Options{Client: c, Table: e.Config.Table, Blobs: blobs})
+	return dynamostore.New(dynamostore.Options{Client: c, Table: e.Config.AWS.Table, Blobs: blobs})
 }
 
 // Sealer seals and opens stored secrets with ACS_SECRET_KEY.
@@ -140,7 +144,7 @@ func DefaultSpecs() []acs.SandboxSpec {
 
 // Flow is the start-flow and lifecycle configuration.
 func (e *Env) Flow() startflow.Config {
-	// LoadAWS has already validated the specs.
+	// Load has already validated the specs.
 	specs, _ := config.ParseSpecs(e.Config.Specs, DefaultSpecs())
 	return startflow.ConfigFrom(e.Config.Common, specs)
 }

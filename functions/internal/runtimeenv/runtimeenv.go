@@ -26,7 +26,7 @@ import (
 func Runtime(e *awsenv.Env) acs.Runtime {
 	rt, err := New(e)
 	if err != nil {
-		slog.Error("acs function: invalid runtime configuration", "function", os.Getenv("AWS_LAMBDA_FUNCTION_NAME"), "error", err.Error())
+		slog.Error("acs function: invalid runtime configuration", "function", e.Config.AWS.FunctionName, "error", err.Error())
 		os.Exit(2)
 	}
 	return rt
@@ -36,7 +36,7 @@ func Runtime(e *awsenv.Env) acs.Runtime {
 // Errors: unreadable or invalid pod templates, credentials the client
 // cannot use.
 func New(e *awsenv.Env) (acs.Runtime, error) {
-	c := e.Config
+	c := e.Config.AWS
 	if c.Runtime == config.RuntimeAPI {
 		return runtimeapi.NewClient(c.RuntimeURL, c.RuntimeAPIKey), nil
 	}

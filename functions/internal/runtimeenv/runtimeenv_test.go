@@ -29,7 +29,7 @@ func load(t *testing.T, vars map[string]string) *awsenv.Env {
 	for k, v := range vars {
 		m[k] = v
 	}
-	cfg, err := config.LoadAWS(func(k string) string { return m[k] }, config.NeedRuntime)
+	cfg, err := config.Load(func(k string) string { return m[k] }, config.Target{Program: config.Function, Need: config.NeedRuntime})
 	if err != nil {
 		t.Fatal(err)
 	}

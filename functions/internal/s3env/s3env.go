@@ -9,6 +9,6 @@ import (
 
 // Blobs is the archive bucket.
 func Blobs(e *awsenv.Env) *s3blob.Store {
-	c := s3blob.NewClient(e.Config.S3Endpoint, e.Config.Region, e.Config.S3PathStyle, e.AWS.Credentials)
-	return s3blob.New(s3blob.Options{Client: c, Bucket: e.Config.Bucket, Prefix: e.Config.BucketPrefix})
+	c := s3blob.NewClient(e.Config.AWS.S3Endpoint, e.Config.AWS.Region, e.Config.AWS.S3PathStyle, e.AWS.Credentials)
+	return s3blob.New(s3blob.Options{Client: c, Bucket: e.Config.AWS.Bucket, Prefix: e.Config.AWS.BucketPrefix})
 }

@@ -14,9 +14,9 @@ import (
 // configured).
 func Queue(e *awsenv.Env) *sqsqueue.Queue {
 	c := sqs.NewFromConfig(e.AWS, func(o *sqs.Options) {
-		if e.Config.SQSEndpoint != "" {
-			o.BaseEndpoint = aws.String(e.Config.SQSEndpoint)
+		if e.Config.AWS.SQSEndpoint != "" {
+			o.BaseEndpoint = aws.String(e.Config.AWS.SQSEndpoint)
 		}
 	})
-	return sqsqueue.New(sqsqueue.Options{Client: c, QueueURL: e.Config.QueueURL, DeadLetterURL: e.Config.DeadLetterURL})
+	return sqsqueue.New(sqsqueue.Options{Client: c, QueueURL: e.Config.AWS.QueueURL, DeadLetterURL: e.Config.AWS.DeadLetterURL})
 }
