@@ -196,8 +196,8 @@ func (t *transport) bytes(ctx context.Context, r request) ([]byte, error) {
 var optionalType = reflect.TypeFor[strictjson.Optional]()
 
 // encodeBody encodes v as the servers decode it (strictjson), leaving out
-// the strictjson.Optional fields that are not Set: a partial update sends
-// only what it changes.
+// the strictjson.Optional fields that are not Set (a partial update sends
+// only what it changes) and the empty strings that have a default.
 func encodeBody(v any) ([]byte, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		return raw, nil
@@ -213,7 +213,12 @@ func encodeBody(v any) ([]byte, error) {
 	var unset []string
 	for i := 0; i < rv.NumField(); i++ {
 		f := rv.Type().Field(i)
-		if f.Type == optionalType && !rv.Field(i).Interface().(strictjson.Optional).Set {
+		unsetOptional := f.Type == optionalType && !rv.Field(i).Interface().(strictjson.Optional).Set
+		// An empty string with a default: the server applies its
+		// default (an enum's zero value is no valid value; a bool's
+		// false is meant).
+		zeroDefault := f.Type.Kind() == reflect.String && strings.Contains(f.Tag.Get("acs"), "default=") && rv.Field(i).IsZero()
+		if unsetOptional || zeroDefault {
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			unset = append(unset, name)
 		}
