@@ -68,7 +68,7 @@ func TestRetries(t *testing.T) {
 		{name: "503 without Retry-After (a failed sandbox) is not retried", status: 503, n: 1, call: me,
 			wantErr: acs.ErrSandboxFailed, wantSeen: 1},
 		{name: "a POST that is not safe to repeat is not retried", status: 429, retryAfter: "0", n: 1,
-			call: func(ctx context.Context, c *client.Client) error { _, err := c.CreateKey(ctx, "k"); return err },
+			call:    func(ctx context.Context, c *client.Client) error { _, err := c.CreateKey(ctx, "k"); return err },
 			wantErr: acs.ErrCapacity, wantSeen: 1},
 		{name: "the context ends the wait", status: 429, retryAfter: "5", n: 1,
 			call: func(ctx context.Context, c *client.Client) error {
