@@ -164,7 +164,7 @@ func TestPlacement(t *testing.T) {
 		parent := s.mustStart(key, map[string]any{"llm_model": "openai/parent-model"})
 		child := s.mustStart(key, map[string]any{"parent_conversation_id": *parent.AppConversationID})
 		c := s.conv(key, *child.AppConversationID)
-		if *child.SandboxID != *parent.SandboxID || deref(c.ParentID) != *parent.AppConversationID || deref(c.LLMModel) != "openai/parent-model" {
+		if *child.SandboxID != *parent.SandboxID || deref(c.ParentConversationID) != *parent.AppConversationID || deref(c.LLMModel) != "openai/parent-model" {
 			t.Fatalf("child %+v of parent on %s", c, *parent.SandboxID)
 		}
 		var ps []*struct {
