@@ -37,6 +37,7 @@ type acsServe struct {
 	url     string
 	dataDir string
 	log     *bytes.Buffer
+	status  *lastStatus // of the answers the api clients got
 }
 
 func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
@@ -51,7 +52,7 @@ func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &acsServe{t: t, cmd: cmd, dataDir: dataDir, log: log}
+	s := &acsServe{t: t, cmd: cmd, dataDir: dataDir, log: log, status: &lastStatus{}}
 	t.Cleanup(s.stop)
 	if !testwait.Until(30*time.Second, func() bool {
 		b, err := os.ReadFile(addrFile)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,8 +83,41 @@ type (
 	sandboxInfo = v1wire.Sandbox
 )
 
-// api is a client of the server with key.
-func (s *acsServe) api(key string) *client.Client { return client.New(s.url, key) }
+// api is a client of the server with key; the status of its last answer
+// is s.status.
+func (s *acsServe) api(key string) *client.Client {
+	return client.New(s.url, key, client.WithHTTPClient(&http.Client{Transport: s.status}))
+}
+
+// lastStatus records the status of the last answer through it.
+type lastStatus struct {
+	mu   sync.Mutex
+	code int
+}
+
+func (l *lastStatus) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		l.mu.Lock()
+		l.code = res.StatusCode
+		l.mu.Unlock()
+	}
+	return res, err
+}
+
+// ok fails unless err is nil and the last answer's status was code.
+func (s *acsServe) ok(err error, code int, what string) {
+	s.t.Helper()
+	if err != nil {
+		s.t.Fatalf("%s: %v", what, err)
+	}
+	s.status.mu.Lock()
+	got := s.status.code
+	s.status.mu.Unlock()
+	if got != code {
+		s.t.Fatalf("%s: HTTP %d, want %d", what, got, code)
+	}
+}
 
 // startBody is a start request given as a map or JSON text, decoded as the
 // server decodes it.
