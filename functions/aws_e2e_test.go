@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,10 +18,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/acs-project/acs/client"
+	acsevents "github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 var workDirRE = regexp.MustCompile(`Working directory: (\S+)`)
@@ -41,25 +46,6 @@ func script() []llmtest.Reply {
 		}},
 		{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "Ran a command and wrote notes/result.md."}}}},
 	}
-}
-
-type taskJSON struct {
-	ID                string  `json:"id"`
-	Status            string  `json:"status"`
-	Detail            *string `json:"detail"`
-	AppConversationID *string `json:"app_conversation_id"`
-	SandboxID         *string `json:"sandbox_id"`
-	Steps             []struct {
-		Status string `json:"status"`
-	} `json:"steps"`
-}
-
-type conversationJSON struct {
-	ID              string  `json:"id"`
-	SandboxID       string  `json:"sandbox_id"`
-	SandboxStatus   string  `json:"sandbox_status"`
-	ExecutionStatus *string `json:"execution_status"`
-	Title           *string `json:"title"`
 }
 
 var allSteps = "WORKING,WAITING_FOR_SANDBOX,PREPARING_REPOSITORY,RUNNING_SETUP_SCRIPT,SETTING_UP_GIT_HOOKS,SETTING_UP_SKILLS,STARTING_CONVERSATION,READY"
@@ -94,8 +80,8 @@ func stepsOf(tk acs.StartTask) string {
 	return strings.Join(s, ",")
 }
 
-func msg(text string) map[string]any {
-	return map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": text}}, "run": true}
+func msg(text string) *wire.SendMessageRequest {
+	return &wire.SendMessageRequest{Role: "user", Content: []acsevents.Content{&acsevents.TextContent{Text: text}}, Run: true}
 }
 
 // TestAWSEndToEnd drives the AWS deployment through API Gateway: start →
@@ -127,12 +113,10 @@ func TestAWSEndToEnd(t *testing.T) {
 
 	// Start → READY, measuring what DynamoDB serves for it.
 	e.ddb.snapshot()
-	var tk taskJSON
-	if r := e.admin("POST", "/api/v1/app-conversations", map[string]any{"initial_message": msg("Say hi in the shell and write notes/result.md")}); r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	} else {
-		r.into(t, &tk)
-	}
+	ctx := t.Context()
+	admin := e.api(adminKey)
+	tk, err := admin.StartConversation(ctx, &v1wire.StartRequest{InitialMessage: msg("Say hi in the shell and write notes/result.md")})
+	e.ok(err, 200, "start")
 	ready := e.waitReady(tk.ID, 90*time.Second)
 	startOps, startRCU, startWCU := e.ddb.snapshot()
 	if got := stepsOf(ready); got != allSteps {
@@ -144,12 +128,11 @@ func TestAWSEndToEnd(t *testing.T) {
 	convID, sbID := ready.AppConversationID, *ready.SandboxID
 	t.Logf("one start flow (POST to READY): DynamoDB %.1f RCU, %.1f WCU as DynamoDB Local reports; operations %v", startRCU, startWCU, startOps)
 
-	var conv conversationJSON
+	var conv v1wire.Conversation
 	testwait.For(t, 90*time.Second, "the agent to finish", func() bool {
-		var cs []*conversationJSON
-		e.admin("GET", "/api/v1/app-conversations?ids="+*convID, nil).into(t, &cs)
-		if len(cs) != 1 || cs[0] == nil {
-			t.Fatalf("conversation %s not served", *convID)
+		cs, err := admin.GetConversations(ctx, *convID)
+		if err != nil || len(cs) != 1 || cs[0] == nil {
+			t.Fatalf("conversation %s not served: %v", *convID, err)
 		}
 		conv = *cs[0]
 		return conv.ExecutionStatus != nil && *conv.ExecutionStatus == "finished"
@@ -164,15 +147,14 @@ func TestAWSEndToEnd(t *testing.T) {
 	// The transcript, through the event-search function (one page
 	// measured).
 	e.ddb.snapshot()
-	page := e.admin("GET", "/api/v1/conversation/"+*convID+"/events/search?limit=100", nil)
+	page, err := admin.SearchEvents(ctx, *convID, client.Filter{"limit": {"100"}})
+	e.ok(err, 200, "search_events")
 	pageOps, pageRCU, _ := e.ddb.snapshot()
-	var events struct {
-		Items      []map[string]any `json:"items"`
-		NextPageID *string          `json:"next_page_id"`
+	t.Logf("one events page (%d events): DynamoDB %.1f RCU as DynamoDB Local reports; operations %v", len(page.Items), pageRCU, pageOps)
+	var transcript []byte
+	for _, ev := range page.Items {
+		transcript = append(transcript, acsevents.MustEncode(ev)...)
 	}
-	page.into(t, &events)
-	t.Logf("one events page (%d events): DynamoDB %.1f RCU as DynamoDB Local reports; operations %v", len(events.Items), pageRCU, pageOps)
-	transcript, _ := json.Marshal(events.Items)
 	for _, want := range []string{`"kind":"ActionEvent"`, "shell says hi on aws", `"kind":"ObservationEvent"`, "FinishAction", "notes/result.md"} {
 		if !bytes.Contains(transcript, []byte(want)) {
 			t.Errorf("transcript lacks %s:\n%s", want, transcript)
@@ -217,144 +199,167 @@ func TestAWSEndToEnd(t *testing.T) {
 // routesOnce calls every route through its function, checking statuses
 // and the effects a user relies on.
 func routesOnce(t *testing.T, e *awsEnv, convID, sbID, taskID string) {
-	want := func(r resp, code int, what string) resp {
-		t.Helper()
-		if r.status != code {
-			t.Fatalf("%s: %d %s, want %d", what, r.status, r.body, code)
-		}
-		return r
-	}
+	ctx := t.Context()
+	admin := e.api(adminKey)
 	// Users and keys; another user sees none of the admin's work.
-	var me map[string]any
-	want(e.admin("GET", "/api/v1/users/me", nil), 200, "get_me").into(t, &me)
-	if me["id"] != api.AdminID || me["admin"] != true {
-		t.Fatalf("me %v", me)
+	me, err := admin.Me(ctx)
+	e.ok(err, 200, "get_me")
+	if me.ID != api.AdminID || !me.Admin {
+		t.Fatalf("me %+v", me)
 	}
-	var bob struct {
-		Key struct{ Key string } `json:"key"`
-	}
-	want(e.admin("POST", "/api/v1/users", map[string]any{"name": "bob"}), 201, "create_user").into(t, &bob)
-	var seen []*conversationJSON
-	want(e.call("GET", "/api/v1/app-conversations?ids="+convID, nil, bob.Key.Key), 200, "bob's get").into(t, &seen)
+	bob, err := admin.CreateUser(ctx, "bob")
+	e.ok(err, 201, "create_user")
+	asBob := e.api(bob.Key.Key)
+	seen, err := asBob.GetConversations(ctx, convID)
+	e.ok(err, 200, "bob's get")
 	if len(seen) != 1 || seen[0] != nil {
 		t.Fatalf("bob sees the admin's conversation: %s", mustJSON(seen))
 	}
-	want(e.call("GET", "/api/v1/conversation/"+convID+"/events/search", nil, bob.Key.Key), 404, "bob's events")
-	var key struct{ ID, Key string }
-	want(e.admin("POST", "/api/v1/keys", map[string]any{"name": "ci"}), 201, "create_key").into(t, &key)
-	want(e.call("GET", "/api/v1/keys", nil, key.Key), 200, "list_keys with the new key")
-	want(e.admin("DELETE", "/api/v1/keys/"+key.ID, nil), 200, "delete_key")
-	want(e.call("GET", "/api/v1/users/me", nil, key.Key), 401, "a deleted key")
+	_, err = asBob.SearchEvents(ctx, convID, nil)
+	e.fails(err, 404, "bob's events")
+	key, err := admin.CreateKey(ctx, "ci")
+	e.ok(err, 201, "create_key")
+	_, err = e.api(key.Key).ListKeys(ctx)
+	e.ok(err, 200, "list_keys with the new key")
+	e.ok(admin.DeleteKey(ctx, key.ID), 200, "delete_key")
+	_, err = e.api(key.Key).Me(ctx)
+	e.fails(err, 401, "a deleted key")
 
 	// Settings and secrets.
-	want(e.admin("GET", "/api/v1/settings", nil), 200, "get_settings")
-	want(e.admin("POST", "/api/v1/settings", map[string]any{"llm_model": "openai/e2e-model"}), 200, "update_settings")
-	want(e.admin("POST", "/api/v1/secrets", map[string]any{"name": "NPM_TOKEN", "value": "npm-secret-987"}), 201, "create_secret")
-	list := want(e.admin("GET", "/api/v1/secrets", nil), 200, "list_secrets")
-	want(e.admin("PUT", "/api/v1/secrets/NPM_TOKEN", map[string]any{"value": "npm-secret-654"}), 200, "update_secret")
-	got := want(e.admin("GET", "/api/v1/secrets/NPM_TOKEN", nil), 200, "get_secret")
-	if bytes.Contains(list.body, []byte("npm-secret")) || bytes.Contains(got.body, []byte("npm-secret")) {
-		t.Fatalf("a secret value was served: %s %s", list.body, got.body)
+	_, err = admin.GetSettings(ctx)
+	e.ok(err, 200, "get_settings")
+	_, err = admin.UpdateSettings(ctx, &v1wire.SettingsRequest{LLMModel: client.Set("openai/e2e-model")})
+	e.ok(err, 200, "update_settings")
+	_, err = admin.CreateSecret(ctx, &v1wire.CreateSecretRequest{Name: "NPM_TOKEN", Value: "npm-secret-987"})
+	e.ok(err, 201, "create_secret")
+	list, err := admin.ListSecrets(ctx)
+	e.ok(err, 200, "list_secrets")
+	v := "npm-secret-654"
+	_, err = admin.UpdateSecret(ctx, "NPM_TOKEN", &v1wire.UpdateSecretRequest{Value: &v})
+	e.ok(err, 200, "update_secret")
+	got, err := admin.GetSecret(ctx, "NPM_TOKEN")
+	e.ok(err, 200, "get_secret")
+	if strings.Contains(mustJSON(list), "npm-secret") || strings.Contains(mustJSON(got), "npm-secret") {
+		t.Fatalf("a secret value was served: %s %s", mustJSON(list), mustJSON(got))
 	}
-	want(e.admin("DELETE", "/api/v1/secrets/NPM_TOKEN", nil), 200, "delete_secret")
-	want(e.admin("GET", "/api/v1/secrets/NPM_TOKEN", nil), 404, "deleted secret")
+	e.ok(admin.DeleteSecret(ctx, "NPM_TOKEN"), 200, "delete_secret")
+	_, err = admin.GetSecret(ctx, "NPM_TOKEN")
+	e.fails(err, 404, "deleted secret")
 
 	// Start tasks and conversations.
-	want(e.admin("GET", "/api/v1/app-conversations/start-tasks?ids="+taskID, nil), 200, "get_start_tasks")
-	want(e.admin("GET", "/api/v1/app-conversations/start-tasks/search", nil), 200, "search_start_tasks")
-	want(e.admin("GET", "/api/v1/app-conversations/start-tasks/count", nil), 200, "count_start_tasks")
-	want(e.admin("GET", "/api/v1/app-conversations/search", nil), 200, "search_conversations")
-	var n int
-	want(e.admin("GET", "/api/v1/app-conversations/count", nil), 200, "count_conversations").into(t, &n)
+	_, err = admin.GetStartTasks(ctx, taskID)
+	e.ok(err, 200, "get_start_tasks")
+	_, err = admin.SearchStartTasks(ctx, nil)
+	e.ok(err, 200, "search_start_tasks")
+	_, err = admin.CountStartTasks(ctx, nil)
+	e.ok(err, 200, "count_start_tasks")
+	_, err = admin.SearchConversations(ctx, nil)
+	e.ok(err, 200, "search_conversations")
+	n, err := admin.CountConversations(ctx, nil)
+	e.ok(err, 200, "count_conversations")
 	if n != 1 {
 		t.Fatalf("count_conversations %d, want 1", n)
 	}
-	var patched conversationJSON
-	want(e.admin("PATCH", "/api/v1/app-conversations/"+convID, map[string]any{"title": "Renamed on AWS"}), 200, "update_conversation").into(t, &patched)
+	patched, err := admin.UpdateConversation(ctx, convID, &v1wire.UpdateRequest{Title: client.Set("Renamed on AWS")})
+	e.ok(err, 200, "update_conversation")
 	if patched.Title == nil || *patched.Title != "Renamed on AWS" {
 		t.Fatalf("patched %+v", patched)
 	}
 
 	// Review endpoints, through the sandbox's agent server.
-	var file string
-	want(e.admin("GET", "/api/v1/app-conversations/"+convID+"/file?file_path=notes/result.md", nil), 200, "read_file").into(t, &file)
+	file, err := admin.ReadFile(ctx, convID, "notes/result.md")
+	e.ok(err, 200, "read_file")
 	if !strings.Contains(file, "on AWS") {
 		t.Fatalf("read_file %v", file)
 	}
-	for _, p := range []string{"/git/changes", "/git/diff?path=notes/result.md", "/skills", "/hooks"} {
-		if r := e.admin("GET", "/api/v1/app-conversations/"+convID+p, nil); r.status >= 500 {
-			t.Fatalf("%s: %d %s", p, r.status, r.body)
+	for _, r := range []struct {
+		name string
+		call func() error
+	}{
+		{"git/changes", func() error { _, err := admin.GitChanges(ctx, convID, ""); return err }},
+		{"git/diff", func() error { _, err := admin.GitDiff(ctx, convID, "notes/result.md"); return err }},
+		{"skills", func() error { _, err := admin.Skills(ctx, convID); return err }},
+		{"hooks", func() error { _, err := admin.Hooks(ctx, convID); return err }},
+	} {
+		if err := r.call(); client.StatusOf(err) >= 500 || (err != nil && client.StatusOf(err) == 0) {
+			t.Fatalf("%s: %v", r.name, err)
 		}
 	}
 
 	// Events by count and id, and the download.
-	var count int
-	want(e.admin("GET", "/api/v1/conversation/"+convID+"/events/count", nil), 200, "count_events").into(t, &count)
-	var p struct {
-		Items []struct{ ID string } `json:"items"`
-	}
-	want(e.admin("GET", "/api/v1/conversation/"+convID+"/events/search?limit=1", nil), 200, "search_events").into(t, &p)
-	var byID []*map[string]any
-	want(e.admin("GET", "/api/v1/conversation/"+convID+"/events?id="+p.Items[0].ID, nil), 200, "get_events").into(t, &byID)
+	count, err := admin.CountEvents(ctx, convID, nil)
+	e.ok(err, 200, "count_events")
+	p, err := admin.SearchEvents(ctx, convID, client.Filter{"limit": {"1"}})
+	e.ok(err, 200, "search_events")
+	byID, err := admin.GetEvents(ctx, convID, p.Items[0].EventBase().ID)
+	e.ok(err, 200, "get_events")
 	if len(byID) != 1 || byID[0] == nil {
-		t.Fatalf("get_events %s", mustJSON(byID))
+		t.Fatalf("get_events %v", byID)
 	}
-	dl := want(e.admin("GET", "/api/v1/app-conversations/"+convID+"/download", nil), 200, "download_conversation")
-	zr, err := zip.NewReader(bytes.NewReader(dl.body), int64(len(dl.body)))
+	dl, err := admin.DownloadConversation(ctx, convID)
+	e.ok(err, 200, "download_conversation")
+	zr, err := zip.NewReader(bytes.NewReader(dl), int64(len(dl)))
 	if err != nil {
-		t.Fatalf("download is not a zip (%d bytes, %s): %v", len(dl.body), dl.header.Get("Content-Type"), err)
+		t.Fatalf("download is not a zip (%d bytes): %v", len(dl), err)
 	}
 	if len(zr.File) != count+1 {
 		t.Fatalf("download holds %d files, want %d events + meta.json", len(zr.File), count)
 	}
 
 	// Messages.
-	want(e.admin("POST", "/api/v1/app-conversations/"+convID+"/send-message",
-		map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": "noted"}}, "run": false}), 200, "send_message")
-	want(e.admin("POST", "/api/v1/conversations/"+convID+"/pending-messages",
-		map[string]any{"content": []map[string]any{{"type": "text", "text": "and one more"}}}), 201, "add_pending_message")
+	_, err = admin.SendMessage(ctx, convID, &v1wire.SendMessageRequest{Role: "user", Content: msg("noted").Content, Run: false})
+	e.ok(err, 200, "send_message")
+	_, err = admin.AddPendingMessage(ctx, convID, &v1wire.PendingMessageRequest{Content: msg("and one more").Content})
+	e.ok(err, 201, "add_pending_message")
 
 	// Specs and sandboxes.
-	want(e.admin("GET", "/api/v1/sandbox-specs/search", nil), 200, "search_sandbox_specs")
-	want(e.admin("GET", "/api/v1/sandbox-specs?id=acs-default", nil), 200, "get_sandbox_specs")
-	want(e.admin("GET", "/api/v1/sandboxes/search", nil), 200, "search_sandboxes")
-	want(e.admin("GET", "/api/v1/sandboxes?id="+sbID, nil), 200, "get_sandboxes")
+	_, err = admin.SearchSandboxSpecs(ctx, nil)
+	e.ok(err, 200, "search_sandbox_specs")
+	_, err = admin.GetSandboxSpecs(ctx, "acs-default")
+	e.ok(err, 200, "get_sandbox_specs")
+	_, err = admin.SearchSandboxes(ctx, nil)
+	e.ok(err, 200, "search_sandboxes")
+	_, err = admin.GetSandboxes(ctx, sbID)
+	e.ok(err, 200, "get_sandboxes")
 	newSandbox := func() string {
-		var sb struct {
-			ID     string `json:"id"`
-			Status string `json:"status"`
-		}
-		want(e.admin("POST", "/api/v1/sandboxes", map[string]any{}), 200, "create_sandbox").into(t, &sb)
+		sb, err := admin.CreateSandbox(ctx, "")
+		e.ok(err, 200, "create_sandbox")
 		testwait.For(t, 60*time.Second, "sandbox "+sb.ID+" to run", func() bool {
-			var got []*struct {
-				Status string `json:"status"`
+			got, err := admin.GetSandboxes(ctx, sb.ID)
+			if err != nil {
+				t.Fatal(err)
 			}
-			e.admin("GET", "/api/v1/sandboxes?id="+sb.ID, nil).into(t, &got)
 			return got[0] != nil && got[0].Status == "RUNNING"
 		})
 		return sb.ID
 	}
 	sb2 := newSandbox()
-	want(e.admin("POST", "/api/v1/sandboxes/"+sb2+"/pause", nil), 200, "pause_sandbox")
-	want(e.admin("POST", "/api/v1/sandboxes/"+sb2+"/resume", nil), 200, "resume_sandbox")
-	want(e.admin("DELETE", "/api/v1/sandboxes/"+sb2, nil), 200, "delete_sandbox")
+	e.ok(admin.PauseSandbox(ctx, sb2), 200, "pause_sandbox")
+	e.ok(admin.ResumeSandbox(ctx, sb2), 200, "resume_sandbox")
+	e.ok(admin.DeleteSandbox(ctx, sb2), 200, "delete_sandbox")
 	arch, err := e.s3.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(e.bucket), Prefix: aws.String("archives/" + sb2 + "/")})
 	if err != nil || len(arch.Contents) != 1 {
 		t.Fatalf("workspace archive of a deleted sandbox in S3: %v %v", arch, err)
 	}
 	sb3 := newSandbox()
-	want(e.admin("DELETE", "/api/v1/sandboxes?sandbox_id="+sb3, nil), 200, "delete_sandbox_by_query")
+	want(t, e.admin("DELETE", "/api/v1/sandboxes?sandbox_id="+sb3, nil), 200, "delete_sandbox_by_query")
 
 	// Stream-start ends with a well-formed array through the gateway, then
 	// that conversation is deleted with its sandbox.
-	var states []taskJSON
-	want(e.admin("POST", "/api/v1/app-conversations/stream-start", map[string]any{}), 200, "stream_start_conversation").into(t, &states)
-	if len(states) == 0 || states[0].Status != "WORKING" {
-		t.Fatalf("stream-start states %s", mustJSON(states))
+	var states []v1wire.StartTask
+	for st, err := range admin.StreamStart(ctx, &v1wire.StartRequest{}) {
+		if err != nil {
+			t.Fatalf("stream_start_conversation: %v", err)
+		}
+		states = append(states, st)
+	}
+	if e.status.get() != 200 || len(states) == 0 || states[0].Status != "WORKING" {
+		t.Fatalf("stream-start: HTTP %d, states %s", e.status.get(), mustJSON(states))
 	}
 	done := e.waitReady(states[0].ID, 90*time.Second)
-	want(e.admin("DELETE", "/api/v1/app-conversations/"+*done.AppConversationID, nil), 200, "delete_conversation")
-	want(e.admin("GET", "/api/v1/conversation/"+*done.AppConversationID+"/events/search", nil), 404, "a deleted conversation's events")
+	e.ok(admin.DeleteConversation(ctx, *done.AppConversationID), 200, "delete_conversation")
+	_, err = admin.SearchEvents(ctx, *done.AppConversationID, nil)
+	e.fails(err, 404, "a deleted conversation's events")
 }
 
 func mustJSON(v any) string {
@@ -375,12 +380,10 @@ func TestAWSProvisionerCrashes(t *testing.T) {
 	marks := t.TempDir()
 	e := newAWSEnv(t, envOptions{provisionerEnv: []string{"ACS_FAILPOINTS=" + strings.Join(points, ","), "ACS_FAILPOINT_DIR=" + marks}})
 
-	var tk taskJSON
-	r := e.admin("POST", "/api/v1/app-conversations", map[string]any{})
-	if r.status != 200 {
-		t.Fatalf("start: %d %s", r.status, r.body)
-	}
-	r.into(t, &tk)
+	ctx := t.Context()
+	admin := e.api(adminKey)
+	tk, err := admin.StartConversation(ctx, &v1wire.StartRequest{})
+	e.ok(err, 200, "start")
 	ready := e.waitReady(tk.ID, 180*time.Second)
 	// The last point fires after READY is stored: READY can be seen first.
 	var fired []os.DirEntry
@@ -394,12 +397,10 @@ func TestAWSProvisionerCrashes(t *testing.T) {
 	if got := stepsOf(ready); got != allSteps {
 		t.Fatalf("steps after redeliveries %s, want each once: %s", got, allSteps)
 	}
-	var n int
-	e.admin("GET", "/api/v1/app-conversations/count", nil).into(t, &n)
-	var sbs struct {
-		Items []struct{ ID string } `json:"items"`
-	}
-	e.admin("GET", "/api/v1/sandboxes/search", nil).into(t, &sbs)
+	n, err := admin.CountConversations(ctx, nil)
+	e.ok(err, 200, "count_conversations")
+	sbs, err := admin.SearchSandboxes(ctx, nil)
+	e.ok(err, 200, "search_sandboxes")
 	convs, err := e.store.ListConversationsBySandbox(context.Background(), *ready.SandboxID)
 	if err != nil {
 		t.Fatal(err)
@@ -417,25 +418,29 @@ func TestAWSDynamoDBFailuresAre503(t *testing.T) {
 	t.Parallel()
 	e := newAWSEnv(t, envOptions{})
 	writes := []string{"PutItem", "TransactWriteItems", "UpdateItem", "DeleteItem", "BatchWriteItem"}
-	check503 := func(r resp, what string) {
+	ctx := t.Context()
+	admin := e.api(adminKey)
+	check503 := func(err error, what string) {
 		t.Helper()
-		var body struct {
-			Detail string `json:"detail"`
-		}
-		r.into(t, &body)
-		if r.status != 503 || r.header.Get("Retry-After") == "" || body.Detail == "" {
-			t.Fatalf("%s while DynamoDB throttles: %d Retry-After=%q %s", what, r.status, r.header.Get("Retry-After"), r.body)
+		var ae *acs.Error
+		if client.StatusOf(err) != 503 || !errors.As(err, &ae) || ae.Code != acs.EUNAVAILABLE || ae.Message == "" { // EUNAVAILABLE: with Retry-After
+			t.Fatalf("%s while DynamoDB throttles: %v (HTTP %d), want 503 with Retry-After and a detail", what, err, client.StatusOf(err))
 		}
 	}
-	want(t, e.admin("GET", "/api/v1/users/me", nil), 200, "warm-up")
+	_, err := admin.Me(ctx)
+	e.ok(err, 200, "warm-up")
 
 	e.ddb.setThrottle(writes...)
-	check503(e.admin("POST", "/api/v1/secrets", map[string]any{"name": "TOKEN", "value": "s3cr3t-value"}), "create_secret")
-	check503(e.admin("POST", "/api/v1/app-conversations", map[string]any{"initial_message": msg("hello")}), "start")
-	check503(e.admin("POST", "/api/v1/settings", map[string]any{"llm_model": "openai/other"}), "update_settings")
+	_, err = admin.CreateSecret(ctx, &v1wire.CreateSecretRequest{Name: "TOKEN", Value: "s3cr3t-value"})
+	check503(err, "create_secret")
+	_, err = admin.StartConversation(ctx, &v1wire.StartRequest{InitialMessage: msg("hello")})
+	check503(err, "start")
+	_, err = admin.UpdateSettings(ctx, &v1wire.SettingsRequest{LLMModel: client.Set("openai/other")})
+	check503(err, "update_settings")
 	// The authorizer's reads fail too: the gateway answers 503, never 401.
 	e.ddb.setThrottle("GetItem")
-	check503(e.admin("GET", "/api/v1/users/me", nil), "authorizer")
+	_, err = admin.Me(ctx)
+	check503(err, "authorizer")
 	e.ddb.setThrottle()
 	e.ddb.mu.Lock()
 	refused := e.ddb.refused
@@ -446,20 +451,22 @@ func TestAWSDynamoDBFailuresAre503(t *testing.T) {
 
 	// Nothing half-written: the refused writes are absent and retrying them
 	// works.
-	want(t, e.admin("GET", "/api/v1/secrets/TOKEN", nil), 404, "refused secret")
-	want(t, e.admin("POST", "/api/v1/secrets", map[string]any{"name": "TOKEN", "value": "s3cr3t-value"}), 201, "retried secret")
-	var n int
-	want(t, e.admin("GET", "/api/v1/app-conversations/start-tasks/count", nil), 200, "count").into(t, &n)
+	_, err = admin.GetSecret(ctx, "TOKEN")
+	e.fails(err, 404, "refused secret")
+	_, err = admin.CreateSecret(ctx, &v1wire.CreateSecretRequest{Name: "TOKEN", Value: "s3cr3t-value"})
+	e.ok(err, 201, "retried secret")
+	n, err := admin.CountStartTasks(ctx, nil)
+	e.ok(err, 200, "count")
 	if n != 0 {
 		t.Fatalf("a refused start left %d start tasks", n)
 	}
-	var settings map[string]any
-	want(t, e.admin("GET", "/api/v1/settings", nil), 200, "settings").into(t, &settings)
-	if fmt.Sprint(settings["llm_model"]) == "openai/other" {
-		t.Fatalf("a refused settings update was stored: %v", settings)
+	settings, err := admin.GetSettings(ctx)
+	e.ok(err, 200, "settings")
+	if settings.LLMModel != nil && *settings.LLMModel == "openai/other" {
+		t.Fatalf("a refused settings update was stored: %+v", settings)
 	}
-	var tk taskJSON
-	want(t, e.admin("POST", "/api/v1/app-conversations", map[string]any{}), 200, "retried start").into(t, &tk)
+	tk, err := admin.StartConversation(ctx, &v1wire.StartRequest{})
+	e.ok(err, 200, "retried start")
 	e.waitReady(tk.ID, 90*time.Second)
 }
 
@@ -477,8 +484,10 @@ func want(t *testing.T, r resp, code int, what string) resp {
 func TestAWSDeadLetteredStartEndsInError(t *testing.T) {
 	t.Parallel()
 	e := newAWSEnv(t, envOptions{provisionerEnv: []string{"ACS_FAILPOINTS=provisioner.receive"}})
-	var tk taskJSON
-	want(t, e.admin("POST", "/api/v1/app-conversations", map[string]any{}), 200, "start").into(t, &tk)
+	ctx := t.Context()
+	admin := e.api(adminKey)
+	tk, err := admin.StartConversation(ctx, &v1wire.StartRequest{})
+	e.ok(err, 200, "start")
 	var report map[string][]string
 	testwait.For(t, 90*time.Second, "the start to be dead-lettered and ended", func() bool {
 		if err := e.fns["reconciler"].InvokeJSON(context.Background(), map[string]any{}, &report); err != nil {
@@ -489,8 +498,8 @@ func TestAWSDeadLetteredStartEndsInError(t *testing.T) {
 	if fmt.Sprint(report["dead_lettered_tasks"]) != "["+tk.ID+"]" {
 		t.Fatalf("dead-lettered %v, want [%s]", report["dead_lettered_tasks"], tk.ID)
 	}
-	var tasks []taskJSON
-	want(t, e.admin("GET", "/api/v1/app-conversations/start-tasks?ids="+tk.ID, nil), 200, "get_start_tasks").into(t, &tasks)
+	tasks, err := admin.GetStartTasks(ctx, tk.ID)
+	e.ok(err, 200, "get_start_tasks")
 	if tasks[0].Status != "ERROR" || tasks[0].Detail == nil || !strings.Contains(*tasks[0].Detail, "failed repeatedly at WORKING") {
 		t.Fatalf("dead-lettered task %+v", tasks[0])
 	}

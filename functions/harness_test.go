@@ -32,6 +32,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/lambdatest"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
@@ -86,6 +87,7 @@ type awsEnv struct {
 	rtRoot   string
 	llm      *llmtest.Server
 	source   *lambdatest.SQSSource
+	status   statuses // of the answers the env's clients got
 }
 
 type envOptions struct {
@@ -458,5 +460,53 @@ func (p *ddbProxy) setThrottle(ops ...string) {
 	p.throttle = map[string]bool{}
 	for _, op := range ops {
 		p.throttle[op] = true
+	}
+}
+
+// statuses records the status of the last answer the environment's
+// clients got, so a test asserts 201 against 200 as it did on raw calls.
+type statuses struct {
+	mu   sync.Mutex
+	last int
+}
+
+func (s *statuses) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		s.mu.Lock()
+		s.last = res.StatusCode
+		s.mu.Unlock()
+	}
+	return res, err
+}
+
+func (s *statuses) get() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// api is a client of the gateway that presents key. It never retries:
+// the tests assert every answer (a 503 included).
+func (e *awsEnv) api(key string) *client.Client {
+	return client.New(e.url, key, client.WithHTTPClient(&http.Client{Transport: &e.status}), client.WithRetry(client.Retry{Attempts: 1}))
+}
+
+// ok fails unless err is nil and the answer's status was code.
+func (e *awsEnv) ok(err error, code int, what string) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatalf("%s: %v", what, err)
+	}
+	if got := e.status.get(); got != code {
+		e.t.Fatalf("%s: HTTP %d, want %d", what, got, code)
+	}
+}
+
+// fails fails unless err is an error answer of status code.
+func (e *awsEnv) fails(err error, code int, what string) {
+	e.t.Helper()
+	if got := client.StatusOf(err); got != code {
+		e.t.Fatalf("%s: %v (HTTP %d), want HTTP %d", what, err, got, code)
 	}
 }

@@ -1,10 +1,14 @@
 package main_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // The local user's API key (ACS_API_KEY, or one generated on first start and
@@ -23,19 +27,16 @@ func startServeNoKey(t *testing.T, dataDir string) *acsServe {
 // wantMe checks what GET /api/v1/users/me answers for key.
 func wantMe(t *testing.T, s *acsServe, key string, code int) {
 	t.Helper()
-	r := s.do("GET", "/api/v1/users/me", nil, key)
-	if r.status != code {
-		t.Fatalf("GET /api/v1/users/me with key %.12s...: HTTP %d, want %d: %s", key, r.status, code, r.body)
+	me, err := s.api(key).Me(t.Context())
+	if code != 200 {
+		if client.StatusOf(err) != code {
+			t.Fatalf("GET /api/v1/users/me with key %.12s...: %v, want HTTP %d", key, err, code)
+		}
+		return
 	}
-	if code == 200 {
-		var me struct {
-			ID    string `json:"id"`
-			Admin bool   `json:"admin"`
-		}
-		r.into(&me)
-		if me.ID != "admin" || !me.Admin {
-			t.Fatalf("the key is not the admin's: %s", r.body)
-		}
+	s.ok(err, 200, fmt.Sprintf("GET /api/v1/users/me with key %.12s...", key))
+	if me.ID != "admin" || !me.Admin {
+		t.Fatalf("the key is not the admin's: %+v", me)
 	}
 }
 
@@ -43,14 +44,28 @@ func wantMe(t *testing.T, s *acsServe, key string, code int) {
 // listed prefix), or "".
 func bootstrapKeyID(t *testing.T, s *acsServe, as, key string) string {
 	t.Helper()
-	var keys []struct{ ID, Prefix string }
-	s.do("GET", "/api/v1/keys", nil, as).want(200).into(&keys)
+	keys, err := s.api(as).ListKeys(t.Context())
+	s.ok(err, 200, "list keys")
 	for _, k := range keys {
 		if k.Prefix == key[:8] {
 			return k.ID
 		}
 	}
 	return ""
+}
+
+// makeKey makes a key of the user of as.
+func makeKey(t *testing.T, s *acsServe, as, name string) v1wire.NewKey {
+	t.Helper()
+	k, err := s.api(as).CreateKey(t.Context(), name)
+	s.ok(err, 201, "create key "+name)
+	return k
+}
+
+// deleteKey revokes the key id with the key as.
+func deleteKey(t *testing.T, s *acsServe, as, id string) {
+	t.Helper()
+	s.ok(s.api(as).DeleteKey(t.Context(), id), 200, "delete key "+id)
 }
 
 func TestGeneratedAPIKey(t *testing.T) {
@@ -103,13 +118,12 @@ func TestGeneratedAPIKey(t *testing.T) {
 func TestRevokedBootstrapKeyStaysRevoked(t *testing.T) {
 	dataDir := t.TempDir()
 	s := startServe(t, dataDir, noLLM)
-	var other struct{ ID, Key string }
-	s.admin("POST", "/api/v1/keys", map[string]any{"name": "second"}).want(201).into(&other)
+	other := makeKey(t, s, apiKey, "second")
 	id := bootstrapKeyID(t, s, apiKey, apiKey)
 	if id == "" || id == other.ID {
 		t.Fatalf("the bootstrap key is not listed (id %q)", id)
 	}
-	s.do("DELETE", "/api/v1/keys/"+id, nil, other.Key).want(200)
+	deleteKey(t, s, other.Key, id)
 	wantMe(t, s, apiKey, 401)
 	s.stop()
 
@@ -131,8 +145,8 @@ func TestRevokedBootstrapKeyStaysRevoked(t *testing.T) {
 	s = startServeNoKey(t, dataDir)
 	raw, _ := os.ReadFile(filepath.Join(dataDir, "api_key"))
 	key := strings.TrimSpace(string(raw))
-	s.do("POST", "/api/v1/keys", map[string]any{"name": "second"}, key).want(201).into(&other)
-	s.do("DELETE", "/api/v1/keys/"+bootstrapKeyID(t, s, key, key), nil, other.Key).want(200)
+	other = makeKey(t, s, key, "second")
+	deleteKey(t, s, other.Key, bootstrapKeyID(t, s, key, key))
 	s.stop()
 	s = startServeNoKey(t, dataDir)
 	wantMe(t, s, key, 401)
@@ -144,8 +158,7 @@ func TestChangedAPIKey(t *testing.T) {
 	dataDir := t.TempDir()
 	s := startServe(t, dataDir, noLLM)
 	wantMe(t, s, apiKey, 200)
-	var other struct{ ID, Key string }
-	s.admin("POST", "/api/v1/keys", map[string]any{"name": "kept"}).want(201).into(&other)
+	other := makeKey(t, s, apiKey, "kept")
 	s.stop()
 
 	s = startServe(t, dataDir, noLLM, "ACS_API_KEY="+newKey)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // BenchmarkStartToReady measures POST /api/v1/app-conversations until the
@@ -28,18 +29,21 @@ func BenchmarkStartToReady(b *testing.B) {
 			n := 0
 			for b.Loop() {
 				start := time.Now()
-				var tk task
-				if code := s.call("POST", "/api/v1/app-conversations", "{}", apiKey, &tk); code != 200 {
-					b.Fatalf("start: %d", code)
+				c := s.api(apiKey)
+				tk, err := c.StartConversation(b.Context(), &v1wire.StartRequest{})
+				if err != nil {
+					b.Fatalf("start: %v", err)
 				}
 				// A fine poll: the wait is what the benchmark times.
 				if !testwait.UntilEvery(90*time.Second, 2*time.Millisecond, func() bool {
 					if tk.Status == "READY" || tk.Status == "ERROR" {
 						return true
 					}
-					var tasks []task
-					s.call("GET", "/api/v1/app-conversations/start-tasks?ids="+tk.ID, "", apiKey, &tasks)
-					tk = tasks[0]
+					tasks, err := c.GetStartTasks(b.Context(), tk.ID)
+					if err != nil {
+						b.Fatal(err)
+					}
+					tk = *tasks[0]
 					return false
 				}) || tk.Status != "READY" {
 					b.Fatalf("start did not finish: %s %v", tk.Status, deref(tk.Detail))

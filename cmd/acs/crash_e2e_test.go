@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
@@ -131,16 +133,22 @@ func (s *crashAgentServer) getJSON(path string, out any) {
 	}
 }
 
-// events pages through the conversation's event search.
+// events pages through the conversation's event search (with the client:
+// every event decodes), each as its JSON object.
 func (s *crashAgentServer) events(id string) []map[string]any {
 	s.t.Helper()
-	return pageAll(s.t, func(path string) []byte {
-		code, b := s.do("GET", path, nil)
-		if code != 200 {
-			s.t.Fatalf("GET %s: %d %s", path, code, b)
+	var out []map[string]any
+	for ev, err := range client.NewAgent(s.url, crashKey).Events(s.t.Context(), id, client.Filter{"limit": {"5"}}) {
+		if err != nil {
+			s.t.Fatalf("events of %s: %v", id, err)
 		}
-		return b
-	}, "/api/conversations/"+id+"/events/search")
+		var m map[string]any
+		if err := json.Unmarshal(events.MustEncode(ev), &m); err != nil {
+			s.t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 func (s *crashAgentServer) status(id string) string {

@@ -2,10 +2,9 @@ package main_test
 
 import (
 	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"net/http"
+	"iter"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 func TestMain(m *testing.M) {
@@ -34,6 +37,7 @@ type acsServe struct {
 	url     string
 	dataDir string
 	log     *bytes.Buffer
+	status  *lastStatus // of the answers the api clients got
 }
 
 func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
@@ -48,7 +52,7 @@ func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &acsServe{t: t, cmd: cmd, dataDir: dataDir, log: log}
+	s := &acsServe{t: t, cmd: cmd, dataDir: dataDir, log: log, status: &lastStatus{}}
 	t.Cleanup(s.stop)
 	if !testwait.Until(30*time.Second, func() bool {
 		b, err := os.ReadFile(addrFile)
@@ -85,27 +89,6 @@ func (s *acsServe) stop() {
 	}
 }
 
-func (s *acsServe) call(method, path, body, key string, out any) int {
-	s.t.Helper()
-	req, _ := http.NewRequest(method, s.url+path, strings.NewReader(body))
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if out != nil && res.StatusCode == 200 {
-		if err := json.Unmarshal(b, out); err != nil {
-			s.t.Fatalf("%s %s: %v\n%s", method, path, err, b)
-		}
-	}
-	return res.StatusCode
-}
-
 var workDirRE = regexp.MustCompile(`Working directory: (\S+)`)
 
 // script is the scripted agent: run a shell command, create a file, finish.
@@ -126,72 +109,43 @@ func script() []llmtest.Reply {
 	}
 }
 
-type task struct {
-	ID                string  `json:"id"`
-	Status            string  `json:"status"`
-	Detail            *string `json:"detail"`
-	AppConversationID *string `json:"app_conversation_id"`
-	SandboxID         *string `json:"sandbox_id"`
-	Steps             []struct {
-		Status string `json:"status"`
-	} `json:"steps"`
-}
-
-type conversation struct {
-	ID              string          `json:"id"`
-	SandboxID       string          `json:"sandbox_id"`
-	SandboxStatus   string          `json:"sandbox_status"`
-	ExecutionStatus *string         `json:"execution_status"`
-	ConversationURL *string         `json:"conversation_url"`
-	SessionAPIKey   *string         `json:"session_api_key"`
-	Metrics         json.RawMessage `json:"metrics"`
-}
-
-// pageAll pages an event search at base (V1 or agent server).
-func pageAll(t *testing.T, get func(path string) []byte, base string) []map[string]any {
+// eventsOf collects every event of a search, page after page (five a
+// page, so the transcripts span pages).
+func eventsOf(t *testing.T, seq iter.Seq2[events.Event, error]) []events.Event {
 	t.Helper()
-	var out []map[string]any
-	page := ""
-	for {
-		path := base + "?limit=5"
-		if page != "" {
-			path += "&page_id=" + page
-		}
-		var p struct {
-			Items      []map[string]any `json:"items"`
-			NextPageID *string          `json:"next_page_id"`
-		}
-		if err := json.Unmarshal(get(path), &p); err != nil {
+	var out []events.Event
+	for ev, err := range seq {
+		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, p.Items...)
-		if p.NextPageID == nil {
-			return out
-		}
-		page = *p.NextPageID
+		out = append(out, ev)
 	}
+	return out
 }
+
+var pageOfFive = client.Filter{"limit": {"5"}}
 
 func TestEndToEnd(t *testing.T) {
 	llm := llmtest.New(script()...)
 	defer llm.Close()
 	dataDir := t.TempDir()
 	s := startServe(t, dataDir, llm.URL)
+	ctx := t.Context()
+	c := s.api(apiKey)
 
-	if code := s.call("GET", "/api/v1/sandboxes/search", "", "", nil); code != 401 {
-		t.Fatalf("no key: %d", code)
+	if _, err := s.api("").SearchSandboxes(ctx, nil); client.StatusOf(err) != 401 || !errors.Is(err, acs.ErrUnauthorized) {
+		t.Fatalf("no key: %v", err)
 	}
-	var tk task
-	body := `{"initial_message":{"role":"user","content":[{"type":"text","text":"Say hi in the shell and write notes/result.md"}],"run":true}}`
-	if code := s.call("POST", "/api/v1/app-conversations", body, apiKey, &tk); code != 200 || tk.Status != "WORKING" {
-		t.Fatalf("start: %d %+v", code, tk)
+	tk, err := c.StartConversation(ctx, startBody(t, `{"initial_message":{"role":"user","content":[{"type":"text","text":"Say hi in the shell and write notes/result.md"}],"run":true}}`))
+	if err != nil || tk.Status != "WORKING" {
+		t.Fatalf("start: %v %+v", err, tk)
 	}
-	seen := map[string]bool{}
 	testwait.For(t, 60*time.Second, "the start task to be READY", func() bool {
-		var tasks []task
-		s.call("GET", "/api/v1/app-conversations/start-tasks?ids="+tk.ID, "", apiKey, &tasks)
-		tk = tasks[0]
-		seen[tk.Status] = true
+		tasks, err := c.GetStartTasks(ctx, tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tk = *tasks[0]
 		if tk.Status == "ERROR" {
 			t.Fatalf("start failed: %s\n%s", *tk.Detail, s.log)
 		}
@@ -209,11 +163,12 @@ func TestEndToEnd(t *testing.T) {
 	}
 	convID := *tk.AppConversationID
 
-	var conv conversation
+	var conv v1wire.Conversation
 	testwait.For(t, 60*time.Second, "the conversation to finish", func() bool {
-		var cs []conversation
-		s.call("GET", "/api/v1/app-conversations?ids="+convID, "", apiKey, &cs)
-		conv = cs[0]
+		conv, err = c.GetConversation(ctx, convID)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return conv.ExecutionStatus != nil && *conv.ExecutionStatus == "finished"
 	})
 	if conv.SandboxStatus != "RUNNING" || conv.SandboxID != *tk.SandboxID || conv.ConversationURL == nil || conv.SessionAPIKey == nil {
@@ -248,32 +203,14 @@ func TestEndToEnd(t *testing.T) {
 	}
 
 	// The transcript from the control plane's store and from the agent server.
-	v1Get := func(path string) []byte {
-		var raw json.RawMessage
-		if code := s.call("GET", path, "", apiKey, &raw); code != 200 {
-			t.Fatalf("%s: %d", path, code)
-		}
-		return raw
+	agent, err := client.AgentOf(conv)
+	if err != nil {
+		t.Fatal(err)
 	}
-	agentBase := strings.TrimSuffix(*conv.ConversationURL, "/api/conversations/"+convID)
-	agentGet := func(path string) []byte {
-		req, _ := http.NewRequest("GET", agentBase+path, nil)
-		req.Header.Set("X-Session-API-Key", *conv.SessionAPIKey)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		if res.StatusCode != 200 {
-			t.Fatalf("agent server %s: %d %s", path, res.StatusCode, b)
-		}
-		return b
-	}
-	var v1Events, agentEvents []map[string]any
+	var v1Events, agentEvents []events.Event
 	testwait.For(t, 10*time.Second, "the webhook to deliver every event", func() bool {
-		agentEvents = pageAll(t, agentGet, "/api/conversations/"+convID+"/events/search")
-		v1Events = pageAll(t, v1Get, "/api/v1/conversation/"+convID+"/events/search")
+		agentEvents = eventsOf(t, agent.Events(ctx, convID, pageOfFive))
+		v1Events = eventsOf(t, c.Events(ctx, convID, pageOfFive))
 		return len(v1Events) == len(agentEvents)
 	})
 	want := []string{"SystemPromptEvent", "MessageEvent", "ConversationStateUpdateEvent", "ConversationStateUpdateEvent",
@@ -281,20 +218,20 @@ func TestEndToEnd(t *testing.T) {
 		"ObservationEvent", "ConversationStateUpdateEvent", "ActionEvent", "ObservationEvent", "ConversationStateUpdateEvent"}
 	var kinds []string
 	for i := range v1Events {
-		kinds = append(kinds, v1Events[i]["kind"].(string))
-		if v1Events[i]["id"] != agentEvents[i]["id"] {
-			t.Fatalf("event %d differs between V1 (%v) and the agent server (%v)", i, v1Events[i]["id"], agentEvents[i]["id"])
+		kinds = append(kinds, v1Events[i].Kind())
+		if v1Events[i].EventBase().ID != agentEvents[i].EventBase().ID {
+			t.Fatalf("event %d differs between V1 (%v) and the agent server (%v)", i, v1Events[i].EventBase().ID, agentEvents[i].EventBase().ID)
 		}
 	}
 	if fmt.Sprint(kinds) != fmt.Sprint(want) {
 		t.Fatalf("transcript kinds\n got %v\nwant %v", kinds, want)
 	}
-	obs := v1Events[6]["observation"].(map[string]any)
-	text := obs["content"].([]any)[0].(map[string]any)["text"].(string)
+	obs := v1Events[6].(*events.ObservationEvent)
+	text := obs.Observation.Common().Content[0].(*events.TextContent).Text
 	if !strings.Contains(text, "shell says hi") || !strings.Contains(text, filepath.Join(conv.SandboxID, "workspace")) {
 		t.Fatalf("terminal observation %q", text)
 	}
-	if v1Events[6]["action_id"] != v1Events[5]["id"] {
+	if obs.ActionID != v1Events[5].EventBase().ID {
 		t.Fatal("observation does not link to its action")
 	}
 
@@ -302,18 +239,13 @@ func TestEndToEnd(t *testing.T) {
 	// transcript still reads from the control plane.
 	s.stop()
 	s2 := startServe(t, dataDir, llm.URL)
-	var cs []conversation
-	s2.call("GET", "/api/v1/app-conversations?ids="+convID, "", apiKey, &cs)
-	if cs[0].SandboxStatus != "PAUSED" || cs[0].ConversationURL != nil {
-		t.Fatalf("after restart: %+v", cs[0])
+	c2 := s2.api(apiKey)
+	after, err := c2.GetConversation(ctx, convID)
+	if err != nil || after.SandboxStatus != "PAUSED" || after.ConversationURL != nil {
+		t.Fatalf("after restart: %+v %v", after, err)
 	}
-	after := pageAll(t, func(p string) []byte {
-		var raw json.RawMessage
-		s2.call("GET", p, "", apiKey, &raw)
-		return raw
-	}, "/api/v1/conversation/"+convID+"/events/search")
-	if len(after) != len(v1Events) {
-		t.Fatalf("%d events after restart, %d before", len(after), len(v1Events))
+	if n := len(eventsOf(t, c2.Events(ctx, convID, pageOfFive))); n != len(v1Events) {
+		t.Fatalf("%d events after restart, %d before", n, len(v1Events))
 	}
 }
 
@@ -322,41 +254,25 @@ func TestSandboxesThroughTheAPI(t *testing.T) {
 	llm := llmtest.New()
 	defer llm.Close()
 	s := startServe(t, t.TempDir(), llm.URL)
-	var sb struct {
-		ID     string `json:"id"`
-		Status string `json:"status"`
-	}
-	if code := s.call("POST", "/api/v1/sandboxes", "", apiKey, &sb); code != 200 {
-		t.Fatalf("create: %d", code)
+	ctx := t.Context()
+	c := s.api(apiKey)
+	sb, err := c.CreateSandbox(ctx, "")
+	if err != nil {
+		t.Fatalf("create: %v", err)
 	}
 	testwait.For(t, 30*time.Second, "the sandbox to run", func() bool {
-		var got []*struct {
-			Status        string  `json:"status"`
-			SessionAPIKey *string `json:"session_api_key"`
-			ExposedURLs   []struct {
-				Name string `json:"name"`
-				URL  string `json:"url"`
-			} `json:"exposed_urls"`
+		got, err := c.GetSandbox(ctx, sb.ID)
+		if err != nil {
+			t.Fatal(err)
 		}
-		s.call("GET", "/api/v1/sandboxes?id="+sb.ID, "", apiKey, &got)
-		return got[0].Status == "RUNNING" && got[0].SessionAPIKey != nil && len(got[0].ExposedURLs) == 1 && got[0].ExposedURLs[0].Name == "AGENT_SERVER"
+		return got.Status == "RUNNING" && got.SessionAPIKey != nil && len(got.ExposedURLs) == 1 && got.ExposedURLs[0].Name == "AGENT_SERVER"
 	})
-	var page struct {
-		Items []struct {
-			ID string `json:"id"`
-		} `json:"items"`
+	page, err := c.SearchSandboxes(ctx, nil)
+	if err != nil || len(page.Items) != 1 || page.Items[0].ID != sb.ID {
+		t.Fatalf("search: %+v %v", page, err)
 	}
-	s.call("GET", "/api/v1/sandboxes/search", "", apiKey, &page)
-	if len(page.Items) != 1 || page.Items[0].ID != sb.ID {
-		t.Fatalf("search: %+v", page)
-	}
-	var specs struct {
-		Items []struct {
-			ID string `json:"id"`
-		} `json:"items"`
-	}
-	s.call("GET", "/api/v1/sandbox-specs/search", "", apiKey, &specs)
-	if len(specs.Items) == 0 {
-		t.Fatal("no sandbox spec")
+	specs, err := c.SearchSandboxSpecs(ctx, nil)
+	if err != nil || len(specs.Items) == 0 {
+		t.Fatalf("no sandbox spec: %v", err)
 	}
 }

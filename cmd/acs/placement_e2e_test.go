@@ -1,6 +1,8 @@
 package main_test
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,27 +11,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // newUser makes a user through the API (as the admin) and returns its key.
 func (s *acsServe) newUser(name string) string {
 	s.t.Helper()
-	var out struct {
-		Key struct {
-			Key string `json:"key"`
-		} `json:"key"`
-	}
-	s.admin("POST", "/api/v1/users", map[string]any{"name": name}).want(201).into(&out)
+	out, err := s.api(apiKey).CreateUser(s.t.Context(), name)
+	s.ok(err, 201, "create user "+name)
 	return out.Key.Key
+}
+
+// settings sets the user's grouping strategy and per-sandbox cap.
+func (s *acsServe) settings(key, strategy string, max int) {
+	s.t.Helper()
+	gs := acs.GroupingStrategy(strategy)
+	_, err := s.api(key).UpdateSettings(s.t.Context(), &v1wire.SettingsRequest{SandboxGroupingStrategy: &gs, MaxConversationsPerSandbox: &max})
+	s.ok(err, 200, "update settings")
 }
 
 // newSandbox creates a sandbox and waits until it runs.
 func (s *acsServe) newSandbox(key string) string {
 	s.t.Helper()
-	var sb sandboxInfo
-	s.do("POST", "/api/v1/sandboxes", nil, key).into(&sb)
+	sb, err := s.api(key).CreateSandbox(s.t.Context(), "")
+	if err != nil {
+		s.t.Fatalf("create sandbox: %v", err)
+	}
 	if !testwait.Until(30*time.Second, func() bool {
 		got := s.sandbox(key, sb.ID)
 		return got != nil && got.Status == "RUNNING"
@@ -57,7 +69,7 @@ func TestPlacement(t *testing.T) {
 	dataDir := t.TempDir()
 	s := startServe(t, dataDir, llm.URL)
 	settings := func(key, strategy string, max int) {
-		s.do("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": strategy, "max_conversations_per_sandbox": max}, key).want(200)
+		s.settings(key, strategy, max)
 	}
 	workDirOf := func(tk taskInfo) string {
 		return filepath.Join(dataDir, "sandboxes", *tk.SandboxID, "workspace", *tk.AppConversationID)
@@ -97,7 +109,8 @@ func TestPlacement(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		// Use A after B was created: B is now the least recently used,
 		// although A is the oldest.
-		s.do("POST", "/api/v1/app-conversations/"+*older.AppConversationID+"/send-message", msg("still here"), key).want(200)
+		_, err := s.api(key).SendMessage(t.Context(), *older.AppConversationID, &v1wire.SendMessageRequest{Role: "user", Content: []events.Content{&events.TextContent{Text: "still here"}}, Run: true})
+		s.ok(err, 200, "send message")
 		tk := s.mustStart(key, map[string]any{})
 		if *tk.SandboxID != b {
 			t.Fatalf("placed on %s, want the least recently used %s (%s)", *tk.SandboxID, b, deref(tk.Placement))
@@ -143,14 +156,14 @@ func TestPlacement(t *testing.T) {
 				t.Fatalf("placed on %s (%s)", *tk.SandboxID, deref(tk.Placement))
 			}
 		}
-		s.do("POST", "/api/v1/sandboxes/"+id+"/pause", nil, key).want(200)
+		s.ok(s.api(key).PauseSandbox(t.Context(), id), 200, "pause")
 		if tk := s.mustStart(key, map[string]any{"sandbox_id": id}); *tk.SandboxID != id {
 			t.Fatal("a paused sandbox is resumed for the new conversation")
 		}
 		if got := s.sandbox(key, id); got.Status != "RUNNING" {
 			t.Fatalf("sandbox %s after the start", got.Status)
 		}
-		s.do("DELETE", "/api/v1/sandboxes/"+id, nil, key).want(200)
+		s.ok(s.api(key).DeleteSandbox(t.Context(), id), 200, "delete")
 		if tk := s.start(key, map[string]any{"sandbox_id": id}); tk.Status != "ERROR" || !strings.Contains(deref(tk.Detail), "MISSING") {
 			t.Fatalf("a deleted sandbox: %s %s", tk.Status, deref(tk.Detail))
 		}
@@ -164,30 +177,27 @@ func TestPlacement(t *testing.T) {
 		parent := s.mustStart(key, map[string]any{"llm_model": "openai/parent-model"})
 		child := s.mustStart(key, map[string]any{"parent_conversation_id": *parent.AppConversationID})
 		c := s.conv(key, *child.AppConversationID)
-		if *child.SandboxID != *parent.SandboxID || deref(c.ParentID) != *parent.AppConversationID || deref(c.LLMModel) != "openai/parent-model" {
+		if *child.SandboxID != *parent.SandboxID || deref(c.ParentConversationID) != *parent.AppConversationID || deref(c.LLMModel) != "openai/parent-model" {
 			t.Fatalf("child %+v of parent on %s", c, *parent.SandboxID)
 		}
-		var ps []*struct {
-			SubConversationIDs []string `json:"sub_conversation_ids"`
+		api := s.api(key)
+		p := s.conv(key, *parent.AppConversationID)
+		if len(p.SubConversationIDs) != 1 || p.SubConversationIDs[0] != *child.AppConversationID {
+			t.Fatalf("the parent's sub_conversation_ids %v", p.SubConversationIDs)
 		}
-		s.do("GET", "/api/v1/app-conversations?ids="+*parent.AppConversationID, nil, key).into(&ps)
-		if len(ps[0].SubConversationIDs) != 1 || ps[0].SubConversationIDs[0] != *child.AppConversationID {
-			t.Fatalf("the parent's sub_conversation_ids %v", ps[0].SubConversationIDs)
+		page, err := api.SearchConversations(t.Context(), nil)
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("search lists %d conversations (sub-conversations are excluded by default): %v", len(page.Items), err)
 		}
-		var page struct {
-			Items []convInfo `json:"items"`
+		page, err = api.SearchConversations(t.Context(), client.Filter{"include_sub_conversations": {"true"}})
+		if err != nil || len(page.Items) != 2 {
+			t.Fatalf("with sub-conversations: %d %v", len(page.Items), err)
 		}
-		s.do("GET", "/api/v1/app-conversations/search", nil, key).into(&page)
-		if len(page.Items) != 1 {
-			t.Fatalf("search lists %d conversations (sub-conversations are excluded by default)", len(page.Items))
-		}
-		s.do("GET", "/api/v1/app-conversations/search?include_sub_conversations=true", nil, key).into(&page)
-		if len(page.Items) != 2 {
-			t.Fatalf("with sub-conversations: %d", len(page.Items))
-		}
-		r := s.do("POST", "/api/v1/app-conversations", map[string]any{"parent_conversation_id": strings.Repeat("0", 32)}, key)
-		if r.status != 422 || !strings.Contains(string(r.body), "parent_conversation_id") {
-			t.Fatalf("unknown parent: %d %s", r.status, r.body)
+		orphan := strings.Repeat("0", 32)
+		_, err = api.StartConversation(t.Context(), &v1wire.StartRequest{ParentConversationID: &orphan})
+		var ae *acs.Error
+		if client.StatusOf(err) != 422 || !errors.As(err, &ae) || !strings.Contains(fmt.Sprint(ae.Field)+ae.Message, "parent_conversation_id") {
+			t.Fatalf("unknown parent: %v", err)
 		}
 	})
 }
@@ -199,20 +209,26 @@ func TestConcurrentStarts(t *testing.T) {
 	defer llm.Close()
 	s := startServe(t, t.TempDir(), llm.URL, "ACS_WORKERS=8")
 	key := s.newUser("crowd")
-	s.do("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": "ADD_TO_ANY", "max_conversations_per_sandbox": 20}, key).want(200)
+	s.settings(key, "ADD_TO_ANY", 20)
 	const n = 50
 	ids := make([]string, n)
+	errs := make([]error, n)
+	api := s.api(key)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var tk taskInfo
-			s.do("POST", "/api/v1/app-conversations", map[string]any{}, key).into(&tk)
-			ids[i] = tk.ID
+			tk, err := api.StartConversation(t.Context(), &v1wire.StartRequest{})
+			ids[i], errs[i] = tk.ID, err
 		}()
 	}
 	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("start %d: %v", i, err)
+		}
+	}
 	perSandbox := map[string]int{}
 	convs := map[string]bool{}
 	for _, id := range ids {
@@ -232,9 +248,8 @@ func TestConcurrentStarts(t *testing.T) {
 			t.Fatalf("sandbox %s: %d placed, record says %d (cap 20)", sb, count, got.Conversations)
 		}
 	}
-	var total int
-	s.do("GET", "/api/v1/app-conversations/count", nil, key).into(&total)
-	if total != n {
+	total, err := api.CountConversations(t.Context(), nil)
+	if err != nil || total != n {
 		t.Fatalf("%d conversations recorded, want %d", total, n)
 	}
 	t.Logf("%d conversations on %d sandboxes: %v", n, len(perSandbox), perSandbox)
@@ -251,11 +266,10 @@ func TestConcurrentStarts(t *testing.T) {
 		t.Fatalf("%d conversations at 20 per sandbox placed %v (%v), want 20, 20 and 10 on 3 sandboxes", n, counts, perSandbox)
 	}
 	// No orphans: the user owns exactly the sandboxes used.
-	var page struct {
-		Items      []sandboxInfo `json:"items"`
-		NextPageID *string       `json:"next_page_id"`
+	page, err := api.SearchSandboxes(t.Context(), client.Filter{"limit": {"100"}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s.do("GET", "/api/v1/sandboxes/search?limit=100", nil, key).into(&page)
 	listed := map[string]bool{}
 	for _, sb := range page.Items {
 		listed[sb.ID] = true

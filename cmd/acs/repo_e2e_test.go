@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -117,7 +118,13 @@ func TestStartFlowRepositories(t *testing.T) {
 		if tk.Status != "READY" {
 			t.Fatalf("start: %s %s", tk.Status, deref(tk.Detail))
 		}
-		if got := tk.Request["secrets"].(map[string]any)["GITHUB_TOKEN"]; got != "**********" {
+		var stored struct {
+			Secrets map[string]any `json:"secrets"`
+		}
+		if err := json.Unmarshal(tk.Request, &stored); err != nil {
+			t.Fatal(err)
+		}
+		if got := stored.Secrets["GITHUB_TOKEN"]; got != "**********" {
 			t.Fatalf("the task shows the secret: %v", got)
 		}
 		project := filepath.Join(workspace(tk), "secret-sauce")

@@ -17,8 +17,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // rsPid reads a local sandbox's agent-server pid; 0 while the file is
@@ -47,21 +49,13 @@ func rsKill(t *testing.T, dataDir, sandboxID string) int {
 	return pid
 }
 
-// rsSandbox is a sandbox with its detail.
-type rsSandbox struct {
-	Status        string  `json:"status"`
-	Detail        *string `json:"detail"`
-	SessionAPIKey *string `json:"session_api_key"`
-}
-
-func rsGetSandbox(s *acsServe, id string) rsSandbox {
+func rsGetSandbox(s *acsServe, id string) v1wire.Sandbox {
 	s.t.Helper()
-	var sbs []*rsSandbox
-	s.admin("GET", "/api/v1/sandboxes?id="+id, nil).into(&sbs)
-	if sbs[0] == nil {
-		s.t.Fatalf("sandbox %s not found", id)
+	sb, err := s.api(apiKey).GetSandbox(s.t.Context(), id)
+	if err != nil {
+		s.t.Fatalf("sandbox %s: %v", id, err)
 	}
-	return *sbs[0]
+	return sb
 }
 
 // rsCrashLoop kills a sandbox's agent server three times, each time after
@@ -106,9 +100,15 @@ func rsProcs(cmdline string) []int {
 	return out
 }
 
-func rsSend(s *acsServe, convID, text string) resp {
+// rsSend sends a message and reports success.
+func rsSend(s *acsServe, convID, text string) bool {
 	s.t.Helper()
-	return s.admin("POST", "/api/v1/app-conversations/"+convID+"/send-message", msg(text))
+	out, err := s.api(apiKey).SendMessage(s.t.Context(), convID, &v1wire.SendMessageRequest{Role: "user",
+		Content: []events.Content{&events.TextContent{Text: text}}, Run: true})
+	if err != nil {
+		s.t.Fatalf("send-message to %s: %v", convID, err)
+	}
+	return out.Success
 }
 
 func TestAgentServerCrashIsRestarted(t *testing.T) {
@@ -188,11 +188,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 			return orphans == 1
 		})
 
-		var out struct {
-			Success bool `json:"success"`
-		}
-		rsSend(s, conv, "tag-restart-wrap-up: the agent server restarted; please wrap up").into(&out)
-		if !out.Success {
+		if !rsSend(s, conv, "tag-restart-wrap-up: the agent server restarted; please wrap up") {
 			t.Fatal("send-message after the restart failed")
 		}
 		// The run the message starts reaches the LLM; only then is
@@ -213,7 +209,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		lcWaitFinished(s, apiKey, conv)
 		oldKey := deref(rsGetSandbox(s, sbID).SessionAPIKey)
 		pid := rsCrashLoop(s, t, dataDir, sbID)
-		var sb rsSandbox
+		var sb v1wire.Sandbox
 		testwait.For(t, 30*time.Second, "the crash-looping sandbox to read ERROR", func() bool {
 			sb = rsGetSandbox(s, sbID)
 			return sb.Status == "ERROR"
@@ -224,7 +220,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		if c := s.conv(apiKey, conv); c.SandboxStatus != "ERROR" {
 			t.Fatalf("the conversation reads %s", c.SandboxStatus)
 		}
-		lcDetail(s, rsSend(s, conv, "tag-restart-loop refused"), 503, "send-message to an ERROR sandbox")
+		lcDetail(s, s.admin("POST", "/api/v1/app-conversations/"+conv+"/send-message", msg("tag-restart-loop refused")), 503, "send-message to an ERROR sandbox")
 		if p := rsPid(dataDir, sbID); p != pid || lcAlive(p) {
 			t.Fatalf("an agent server (pid %d) runs for the ERROR sandbox", p)
 		}
@@ -235,11 +231,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 		if k := deref(resumed.SessionAPIKey); k == oldKey || k == "<nil>" || resumed.Detail != nil {
 			t.Fatalf("after the resume: new key %v, detail %q", k != oldKey, deref(resumed.Detail))
 		}
-		var out struct {
-			Success bool `json:"success"`
-		}
-		rsSend(s, conv, "tag-restart-loop two").into(&out)
-		if !out.Success {
+		if !rsSend(s, conv, "tag-restart-loop two") {
 			t.Fatal("send-message to the resumed sandbox failed")
 		}
 		testwait.For(t, 60*time.Second, "the resumed sandbox to run the new message", func() bool {
@@ -259,7 +251,7 @@ func TestAgentServerCrashIsRestarted(t *testing.T) {
 			t.Fatal(err)
 		}
 		rsKill(t, dataDir, sbID)
-		var sb rsSandbox
+		var sb v1wire.Sandbox
 		testwait.For(t, 30*time.Second, "the sandbox without a workspace to read ERROR", func() bool {
 			sb = rsGetSandbox(s, sbID)
 			return sb.Status == "ERROR"

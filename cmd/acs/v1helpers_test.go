@@ -2,14 +2,20 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // resp is an HTTP answer.
@@ -70,86 +76,106 @@ func (s *acsServe) do(method, path string, body any, key string) resp {
 // admin sends a request as the admin.
 func (s *acsServe) admin(method, path string, body any) resp { return s.do(method, path, body, apiKey) }
 
-// taskInfo is a start task as the tests read it.
-type taskInfo struct {
-	ID                string  `json:"id"`
-	Status            string  `json:"status"`
-	Detail            *string `json:"detail"`
-	AppConversationID *string `json:"app_conversation_id"`
-	SandboxID         *string `json:"sandbox_id"`
-	Placement         *string `json:"placement"`
-	Request           map[string]any
-	Steps             []struct {
-		Status string  `json:"status"`
-		Detail *string `json:"detail"`
-	} `json:"steps"`
+// The V1 bodies as the tests read them: the client's (v1wire) types.
+type (
+	taskInfo    = v1wire.StartTask
+	convInfo    = v1wire.Conversation
+	sandboxInfo = v1wire.Sandbox
+)
+
+// api is a client of the server with key; the status of its last answer
+// is s.status.
+func (s *acsServe) api(key string) *client.Client {
+	return client.New(s.url, key, client.WithHTTPClient(&http.Client{Transport: s.status}))
+}
+
+// lastStatus records the status of the last answer through it.
+type lastStatus struct {
+	mu   sync.Mutex
+	code int
+}
+
+func (l *lastStatus) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil {
+		l.mu.Lock()
+		l.code = res.StatusCode
+		l.mu.Unlock()
+	}
+	return res, err
+}
+
+// ok fails unless err is nil and the last answer's status was code.
+func (s *acsServe) ok(err error, code int, what string) {
+	s.t.Helper()
+	if err != nil {
+		s.t.Fatalf("%s: %v", what, err)
+	}
+	s.status.mu.Lock()
+	got := s.status.code
+	s.status.mu.Unlock()
+	if got != code {
+		s.t.Fatalf("%s: HTTP %d, want %d", what, got, code)
+	}
+}
+
+// startBody is a start request given as a map or JSON text, decoded as the
+// server decodes it.
+func startBody(t testing.TB, body any) *v1wire.StartRequest {
+	t.Helper()
+	raw, ok := body.(string)
+	if !ok {
+		b, err := json.Marshal(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw = string(b)
+	}
+	var req v1wire.StartRequest
+	if err := strictjson.Unmarshal([]byte(raw), &req); err != nil {
+		t.Fatalf("start request %s: %v", raw, err)
+	}
+	return &req
 }
 
 // start submits a start request and waits for READY or ERROR.
 func (s *acsServe) start(key string, body any) taskInfo {
 	s.t.Helper()
-	var tk taskInfo
-	s.do("POST", "/api/v1/app-conversations", body, key).into(&tk)
+	tk, err := s.api(key).StartConversation(s.t.Context(), startBody(s.t, body))
+	if err != nil {
+		s.t.Fatalf("start: %v", err)
+	}
 	return s.waitTask(key, tk.ID)
 }
 
 // waitTask polls a start task until READY or ERROR.
 func (s *acsServe) waitTask(key, id string) taskInfo {
 	s.t.Helper()
-	var tk taskInfo
-	if !testwait.Until(90*time.Second, func() bool {
-		var ts []*taskInfo
-		s.do("GET", "/api/v1/app-conversations/start-tasks?ids="+id, nil, key).into(&ts)
-		if ts[0] != nil {
-			tk = *ts[0]
-		}
-		return ts[0] != nil && (ts[0].Status == "READY" || ts[0].Status == "ERROR")
-	}) {
-		s.t.Fatalf("start task %s did not finish:\n%s", id, s.log)
+	ctx, cancel := context.WithTimeout(s.t.Context(), 90*time.Second)
+	defer cancel()
+	tk, err := s.api(key).WaitStartTask(ctx, id, 100*time.Millisecond)
+	if err != nil && !errors.Is(err, client.ErrStartFailed) {
+		s.t.Fatalf("start task %s did not finish: %v\n%s", id, err, s.log)
 	}
 	return tk
-}
-
-// convInfo is an app conversation as the tests read it.
-type convInfo struct {
-	ID                 string  `json:"id"`
-	SandboxID          string  `json:"sandbox_id"`
-	SandboxStatus      string  `json:"sandbox_status"`
-	ExecutionStatus    *string `json:"execution_status"`
-	ConversationURL    *string `json:"conversation_url"`
-	SessionAPIKey      *string `json:"session_api_key"`
-	Title              *string `json:"title"`
-	SelectedRepository *string `json:"selected_repository"`
-	SelectedBranch     *string `json:"selected_branch"`
-	Public             *bool   `json:"public"`
-	ParentID           *string `json:"parent_conversation_id"`
-	LLMModel           *string `json:"llm_model"`
 }
 
 // conv fetches one conversation (nil when missing).
 func (s *acsServe) conv(key, id string) *convInfo {
 	s.t.Helper()
-	var cs []*convInfo
-	s.do("GET", "/api/v1/app-conversations?ids="+id, nil, key).into(&cs)
+	cs, err := s.api(key).GetConversations(s.t.Context(), id)
+	if err != nil || len(cs) != 1 {
+		s.t.Fatalf("get conversation %s: %v %v", id, cs, err)
+	}
 	return cs[0]
-}
-
-// sandboxInfo is a sandbox as the tests read it.
-type sandboxInfo struct {
-	ID            string  `json:"id"`
-	Status        string  `json:"status"`
-	SessionAPIKey *string `json:"session_api_key"`
-	Conversations int     `json:"conversation_count"`
-	ExposedURLs   []struct {
-		Name string `json:"name"`
-		URL  string `json:"url"`
-	} `json:"exposed_urls"`
 }
 
 func (s *acsServe) sandbox(key, id string) *sandboxInfo {
 	s.t.Helper()
-	var sbs []*sandboxInfo
-	s.do("GET", "/api/v1/sandboxes?id="+id, nil, key).into(&sbs)
+	sbs, err := s.api(key).GetSandboxes(s.t.Context(), id)
+	if err != nil || len(sbs) != 1 {
+		s.t.Fatalf("get sandbox %s: %v %v", id, sbs, err)
+	}
 	return sbs[0]
 }
 

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -18,6 +17,7 @@ import (
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/conversations"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // maxBatch bounds ids per batch get.
@@ -188,16 +188,8 @@ func listOptions(q *httpjson.Query) acs.ListOptions {
 	return opts
 }
 
-// UpdateRequest is the body of PATCH /api/v1/app-conversations/{id}: only
-// fields present are applied; an explicit null clears a field. title is
-// accepted (the reference ignores it although its frontend sends it).
-type UpdateRequest struct {
-	Title              strictjson.Optional `json:"title"`
-	Public             strictjson.Optional `json:"public"`
-	SelectedRepository strictjson.Optional `json:"selected_repository"`
-	SelectedBranch     strictjson.Optional `json:"selected_branch"`
-	GitProvider        strictjson.Optional `json:"git_provider"`
-}
+// UpdateRequest is the body of PATCH /api/v1/app-conversations/{id} (v1wire's).
+type UpdateRequest = v1wire.UpdateRequest
 
 // optString decodes a present field: set reports presence, v is nil for an
 // explicit null.
@@ -322,25 +314,11 @@ func (a *API) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
-// SendMessageRequest is the body of send-message (run defaults to true).
-type SendMessageRequest struct {
-	Role    events.Role      `json:"role" acs:"default=user"`
-	Content []events.Content `json:"content"`
-	Run     bool             `json:"run" acs:"default=true"`
-}
-
-// ValidateStrict requires a user message with content.
-func (m *SendMessageRequest) ValidateStrict() []strictjson.Error {
-	w := wire.SendMessageRequest{Role: m.Role, Content: m.Content}
-	return w.ValidateStrict()
-}
-
-// SendMessageResponse is send-message's answer.
-type SendMessageResponse struct {
-	Success       bool    `json:"success"`
-	SandboxStatus string  `json:"sandbox_status"`
-	Message       *string `json:"message" acs:"emitnull"`
-}
+// The send-message bodies (v1wire's).
+type (
+	SendMessageRequest  = v1wire.SendMessageRequest
+	SendMessageResponse = v1wire.SendMessageResponse
+)
 
 // sendMessage: POST /api/v1/app-conversations/{id}/send-message. A paused
 // sandbox is resumed first; the message goes to the agent server.

@@ -3,30 +3,15 @@ package api
 import (
 	"net/http"
 
-	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
-// PendingMessageRequest is the body of POST .../pending-messages.
-type PendingMessageRequest struct {
-	Role    events.Role      `json:"role" acs:"default=user"`
-	Content []events.Content `json:"content"`
-}
-
-// ValidateStrict requires a user message with content.
-func (m *PendingMessageRequest) ValidateStrict() []strictjson.Error {
-	w := wire.SendMessageRequest{Role: m.Role, Content: m.Content}
-	return w.ValidateStrict()
-}
-
-// PendingMessageResponse says whether the message was queued, and where.
-type PendingMessageResponse struct {
-	ID       string `json:"id"`
-	Queued   bool   `json:"queued"`
-	Position int    `json:"position"`
-}
+// The pending-message bodies (v1wire's).
+type (
+	PendingMessageRequest  = v1wire.PendingMessageRequest
+	PendingMessageResponse = v1wire.PendingMessageResponse
+)
 
 // addPendingMessage: POST /api/v1/conversations/{conversation_id}/pending-messages.
 // The id is a conversation id or "task-<start task id>" while the

@@ -16,6 +16,7 @@ import (
 	"github.com/acs-project/acs/internal/pathguard"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // The review endpoints read a conversation's workspace through its agent
@@ -272,20 +273,13 @@ func scrubPaths(msg string, dirs ...string) string {
 	return msg
 }
 
-// SkillJSON is one skill of GET .../skills.
-type SkillJSON struct {
-	Name     string   `json:"name"`
-	Type     string   `json:"type"`
-	Content  string   `json:"content"`
-	Triggers []string `json:"triggers"`
-}
+// SkillJSON is one skill of GET .../skills (v1wire's).
+type SkillJSON = v1wire.Skill
 
 // listSkills: GET /api/v1/app-conversations/{id}/skills — the skills the
 // agent server loads for the project directory.
 func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
-	var resp struct {
-		Skills []SkillJSON `json:"skills"`
-	}
+	var resp v1wire.SkillList
 	if !a.postProject(w, r, "/api/skills", &resp) {
 		return
 	}
@@ -300,11 +294,8 @@ func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, resp)
 }
 
-// HookEventJSON is one event type of GET .../hooks.
-type HookEventJSON struct {
-	EventType string          `json:"event_type"`
-	Matchers  json.RawMessage `json:"matchers"`
-}
+// HookEventJSON is one event type of GET .../hooks (v1wire's).
+type HookEventJSON = v1wire.HookEvent
 
 // listHooks: GET /api/v1/app-conversations/{id}/hooks — the project's
 // .openhands/hooks.json, by event type in the reference's order.
@@ -315,9 +306,7 @@ func (a *API) listHooks(w http.ResponseWriter, r *http.Request) {
 	if !a.postProject(w, r, "/api/hooks", &resp) {
 		return
 	}
-	out := struct {
-		Hooks []HookEventJSON `json:"hooks"`
-	}{Hooks: []HookEventJSON{}}
+	out := v1wire.HookList{Hooks: []HookEventJSON{}}
 	for _, ev := range []string{"pre_tool_use", "post_tool_use", "user_prompt_submit", "session_start", "session_end", "stop"} {
 		if m, ok := resp.HookConfig[ev]; ok && len(m) > 0 && string(m) != "null" && string(m) != "[]" {
 			out.Hooks = append(out.Hooks, HookEventJSON{EventType: ev, Matchers: m})

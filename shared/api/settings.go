@@ -13,31 +13,14 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
-// SettingsJSON is what GET /api/v1/settings answers. The LLM key is never
-// returned; llm_api_key_set says whether one is saved.
-type SettingsJSON struct {
-	SandboxGroupingStrategy    string          `json:"sandbox_grouping_strategy"`
-	LLMModel                   *string         `json:"llm_model" acs:"emitnull"`
-	LLMBaseURL                 *string         `json:"llm_base_url" acs:"emitnull"`
-	LLMAPIKeySet               bool            `json:"llm_api_key_set"`
-	ConfirmationPolicy         json.RawMessage `json:"confirmation_policy" acs:"nullable,emitnull"`
-	MaxConversationsPerSandbox int             `json:"max_conversations_per_sandbox"`
-	UpdatedAt                  *events.Time    `json:"updated_at" acs:"emitnull"`
-}
-
-// SettingsRequest is the body of POST /api/v1/settings: a partial update.
-// Fields absent are kept; null clears llm_model, llm_base_url, llm_api_key
-// and confirmation_policy.
-type SettingsRequest struct {
-	SandboxGroupingStrategy    *acs.GroupingStrategy `json:"sandbox_grouping_strategy"`
-	LLMModel                   strictjson.Optional   `json:"llm_model"`
-	LLMBaseURL                 strictjson.Optional   `json:"llm_base_url"`
-	LLMAPIKey                  strictjson.Optional   `json:"llm_api_key"`
-	ConfirmationPolicy         strictjson.Optional   `json:"confirmation_policy"`
-	MaxConversationsPerSandbox *int                  `json:"max_conversations_per_sandbox" acs:"ge=1,le=1000"`
-}
+// The settings bodies (v1wire's).
+type (
+	SettingsJSON    = v1wire.Settings
+	SettingsRequest = v1wire.SettingsRequest
+)
 
 func settingsJSON(s acs.Settings, saved bool) SettingsJSON {
 	out := SettingsJSON{SandboxGroupingStrategy: string(s.SandboxGroupingStrategy), LLMModel: s.LLMModel,

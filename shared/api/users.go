@@ -2,54 +2,24 @@ package api
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/accounts"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // Users and API keys. Keys are stored only as SHA-256 hashes; a key's value
 // is shown once, when it is made. A revoked key stops working at once.
 
-// UserJSON is a user.
-type UserJSON struct {
-	ID        string      `json:"id"`
-	Name      string      `json:"name"`
-	Admin     bool        `json:"admin"`
-	CreatedAt events.Time `json:"created_at"`
-}
-
-// NewKeyJSON is a key as made: its value is shown this once.
-type NewKeyJSON struct {
-	ID        string      `json:"id"`
-	Name      string      `json:"name"`
-	Key       string      `json:"key"`
-	CreatedAt events.Time `json:"created_at"`
-}
-
-// KeyJSON is a listed key (never its value).
-type KeyJSON struct {
-	ID        string      `json:"id"`
-	Name      string      `json:"name"`
-	Prefix    string      `json:"prefix"`
-	CreatedAt events.Time `json:"created_at"`
-}
-
-// NameRequest is a body with just a name.
-type NameRequest struct {
-	Name string `json:"name" acs:"required,minlen=1,maxlen=100"`
-}
-
-// ValidateStrict refuses blank names.
-func (r *NameRequest) ValidateStrict() []strictjson.Error {
-	if strings.TrimSpace(r.Name) == "" {
-		return []strictjson.Error{{Loc: []any{"name"}, Msg: "name must not be blank", Type: "value_error"}}
-	}
-	return nil
-}
+// The users and keys bodies (v1wire's).
+type (
+	UserJSON    = v1wire.User
+	NewKeyJSON  = v1wire.NewKey
+	KeyJSON     = v1wire.Key
+	NameRequest = v1wire.NameRequest
+)
 
 // KeyPrefixLen is how much of a key is kept to recognise it.
 const KeyPrefixLen = accounts.KeyPrefixLen
@@ -77,10 +47,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusCreated, struct {
-		User UserJSON   `json:"user"`
-		Key  NewKeyJSON `json:"key"`
-	}{UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)}, newKeyJSON(key)})
+	httpjson.WriteJSON(w, http.StatusCreated, v1wire.NewUser{User: UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)}, Key: newKeyJSON(key)})
 }
 
 // getMe: GET /api/v1/users/me.

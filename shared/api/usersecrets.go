@@ -1,28 +1,21 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // A user's stored secrets reach every conversation they start (a start
 // request's own secrets win on a name clash). Values are sealed at rest and
 // never returned.
 
-// SecretJSON describes a stored secret (never its value).
-type SecretJSON struct {
-	Name        string      `json:"name"`
-	Description *string     `json:"description" acs:"emitnull"`
-	CreatedAt   events.Time `json:"created_at"`
-	UpdatedAt   events.Time `json:"updated_at"`
-}
+// SecretJSON describes a stored secret (v1wire's).
+type SecretJSON = v1wire.Secret
 
 func secretJSON(s acs.Secret) SecretJSON {
 	out := SecretJSON{Name: s.Name, CreatedAt: events.At(s.CreatedAt), UpdatedAt: events.At(s.UpdatedAt)}
@@ -33,43 +26,11 @@ func secretJSON(s acs.Secret) SecretJSON {
 	return out
 }
 
-// CreateSecretRequest is the body of POST /api/v1/secrets.
-type CreateSecretRequest struct {
-	Name        string  `json:"name" acs:"required"`
-	Value       string  `json:"value" acs:"required"`
-	Description *string `json:"description" acs:"maxlen=1000"`
-}
-
-// ValidateStrict checks the name and the value's size.
-func (r *CreateSecretRequest) ValidateStrict() []strictjson.Error {
-	var errs []strictjson.Error
-	if msg := startflow.SecretNameProblem(r.Name); msg != "" {
-		errs = append(errs, strictjson.Error{Loc: []any{"name"}, Msg: msg, Type: "value_error"})
-	}
-	errs = append(errs, valueProblems(&r.Value)...)
-	return errs
-}
-
-func valueProblems(v *string) []strictjson.Error {
-	switch {
-	case v == nil:
-		return nil
-	case *v == "":
-		return []strictjson.Error{{Loc: []any{"value"}, Msg: "String should have at least 1 character", Type: "string_too_short"}}
-	case len(*v) > startflow.MaxSecretValueSize:
-		return []strictjson.Error{{Loc: []any{"value"}, Msg: fmt.Sprintf("secret values are at most %d bytes", startflow.MaxSecretValueSize), Type: "string_too_long"}}
-	}
-	return nil
-}
-
-// UpdateSecretRequest is the body of PUT /api/v1/secrets/{name}.
-type UpdateSecretRequest struct {
-	Value       *string `json:"value"`
-	Description *string `json:"description" acs:"maxlen=1000"`
-}
-
-// ValidateStrict checks the value's size.
-func (r *UpdateSecretRequest) ValidateStrict() []strictjson.Error { return valueProblems(r.Value) }
+// The secrets bodies (v1wire's).
+type (
+	CreateSecretRequest = v1wire.CreateSecretRequest
+	UpdateSecretRequest = v1wire.UpdateSecretRequest
+)
 
 // listSecrets: GET /api/v1/secrets.
 func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
@@ -78,9 +39,7 @@ func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := struct {
-		Secrets []SecretJSON `json:"secrets"`
-	}{Secrets: []SecretJSON{}}
+	out := v1wire.SecretList{Secrets: []SecretJSON{}}
 	for _, s := range list {
 		out.Secrets = append(out.Secrets, secretJSON(s))
 	}
