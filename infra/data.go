@@ -14,8 +14,8 @@ import (
 
 	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/shared/dynamostore"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sqsqueue"
-	"github.com/acs-project/acs/shared/startflow"
 )
 
 // secretRef is a Secrets Manager secret as a function names it (ref, its
@@ -89,7 +89,7 @@ func NewData(scope constructs.Construct, id string, p Props, sp *awscdk.StackPro
 		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			// Archives are for support and audit: kept ArchiveExpiryDays.
-			{Id: jsii.String("archives"), Prefix: jsii.String(blobPrefix + "/" + startflow.ArchivePrefix),
+			{Id: jsii.String("archives"), Prefix: jsii.String(blobPrefix + "/" + sandboxes.ArchivePrefix),
 				Expiration: awscdk.Duration_Days(jsii.Number(float64(p.ArchiveExpiryDays)))},
 			// Large events live as long as their conversation; rarely read
 			// after a month, they move to Intelligent-Tiering.

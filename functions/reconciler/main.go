@@ -17,6 +17,7 @@ import (
 	"github.com/acs-project/acs/functions/internal/s3env"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
 	"github.com/acs-project/acs/shared/reconciler"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -28,7 +29,7 @@ func main() {
 	queue := sqsenv.Queue(env)
 	flow := env.Flow()
 	pass := reconciler.Pass{
-		Lifecycle: &startflow.Lifecycle{Store: store, Runtime: rt, Blobs: blobs, Config: flow},
+		Lifecycle: &sandboxes.Lifecycle{Store: store, Runtime: rt, Blobs: blobs, Config: flow.Sandboxes},
 		Worker:    &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: env.Sealer(), Config: flow},
 		Dead:      queue,
 		TaskTTL:   env.Config.StartTaskTTL,

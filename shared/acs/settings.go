@@ -155,7 +155,7 @@ func SortSandboxes(s []Sandbox) {
 
 // Quota holds a user's claims on running sandboxes: sandboxes being
 // started or resumed, counted against the per-user running cap until their
-// records show them (see startflow.Lifecycle). Claims are made in one atomic
+// records show them (see sandboxes.Lifecycle). Claims are made in one atomic
 // update, so concurrent starts cannot all pass the cap.
 //
 // Placement is the user's placement lock: with a grouping strategy, only

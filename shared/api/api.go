@@ -18,6 +18,7 @@ import (
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/conversations"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -51,7 +52,7 @@ type Deps struct {
 type API struct {
 	d        Deps
 	start    *startflow.Service
-	life     *startflow.Lifecycle
+	life     *sandboxes.Lifecycle
 	accounts *accounts.Service
 	conv     *conversations.Service
 }
@@ -62,15 +63,15 @@ func New(d Deps) *API {
 		d.Now = time.Now
 	}
 	d.Flow = d.Flow.Defaults()
-	life := &startflow.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow, Now: d.Now}
+	life := &sandboxes.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow.Sandboxes, Now: d.Now}
 	return &API{d: d, life: life, accounts: accounts.New(d.Store, d.Sealer, d.Now),
-		conv:  &conversations.Service{Store: d.Store, Sealer: d.Sealer, Life: life, ResumeWait: d.Flow.ResumeWait, Now: d.Now},
+		conv:  &conversations.Service{Store: d.Store, Sealer: d.Sealer, Life: life, ResumeWait: d.Flow.Sandboxes.ResumeWait, Now: d.Now},
 		start: &startflow.Service{Store: d.Store, Queue: d.Queue, Sealer: d.Sealer, Lifecycle: life, Now: d.Now}}
 }
 
 // Lifecycle returns the sandbox lifecycle manager the API uses (the
 // reconciler runs it too).
-func (a *API) Lifecycle() *startflow.Lifecycle { return a.life }
+func (a *API) Lifecycle() *sandboxes.Lifecycle { return a.life }
 
 func (a *API) now() time.Time { return a.d.Now().UTC() }
 

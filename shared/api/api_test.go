@@ -18,6 +18,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -61,12 +62,12 @@ func newEnv(t *testing.T, withWorker bool) *env {
 	t.Cleanup(e.llm.Close)
 	cfg := llm.DefaultConfig()
 	cfg.Model, cfg.BaseURL, cfg.NumRetries = "test", &e.llm.URL, 0
-	flow := startflow.Config{LLM: cfg, PollInterval: 50 * time.Millisecond, StartupTimeout: 30 * time.Second,
-		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}
+	flow := startflow.Config{LLM: cfg, StartupTimeout: 30 * time.Second, Sandboxes: sandboxes.Config{PollInterval: 50 * time.Millisecond,
+		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}}
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
 	e.srv = httptest.NewServer(v1.Handler())
 	t.Cleanup(e.srv.Close)
-	flow.WebhookBaseURL = e.srv.URL + "/api/v1/webhooks"
+	flow.Sandboxes.WebhookBaseURL = e.srv.URL + "/api/v1/webhooks"
 	if withWorker {
 		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
 		e.srv.Config.Handler = v1.Handler()
@@ -498,7 +499,7 @@ func TestStreamStartLimit(t *testing.T) {
 	store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"})
 	store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "alice", Hash: acs.HashKey(aliceKey)})
 	h := api.New(api.Deps{Store: store, Queue: queue, Sealer: sealbox.FromPassphrase("stream limit passphrase"),
-		Flow: startflow.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}, StreamLimit: 200 * time.Millisecond}).Handler()
+		Flow: startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}}, StreamLimit: 200 * time.Millisecond}).Handler()
 	req := httptest.NewRequest("POST", "/api/v1/app-conversations/stream-start", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer "+aliceKey)
 	rec := httptest.NewRecorder()

@@ -20,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -90,7 +91,7 @@ func TestWritesOnAFullDiskAre507(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: startflow.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}},
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}},
 		Sealer: sealbox.FromPassphrase("api test passphrase")})
 	srv := httptest.NewServer(v1.Handler())
 	t.Cleanup(srv.Close)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -77,7 +78,7 @@ func agentFaultEnv(t *testing.T, ws string, answer *atomic.Pointer[func(w http.R
 		}
 	}
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runningAt{agent.URL, "session-key"},
-		Flow:   startflow.Config{PollInterval: 10 * time.Millisecond, ResumeWait: time.Second, Specs: []acs.SandboxSpec{{ID: "acs-local"}}},
+		Flow:   startflow.Config{Sandboxes: sandboxes.Config{PollInterval: 10 * time.Millisecond, ResumeWait: time.Second, Specs: []acs.SandboxSpec{{ID: "acs-local"}}}},
 		Sealer: sealbox.FromPassphrase("review test passphrase")})
 	srv := httptest.NewServer(v1.Handler())
 	t.Cleanup(srv.Close)

@@ -15,6 +15,7 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -60,8 +61,8 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	cfg.Model, cfg.BaseURL, cfg.NumRetries = "test", &model.URL, 0
 
 	srv := httptest.NewUnstartedServer(nil)
-	flow := startflow.Config{LLM: cfg, PollInterval: 50 * time.Millisecond, StartupTimeout: 60 * time.Second,
-		Specs: []acs.SandboxSpec{{ID: "acs-local"}}, WebhookBaseURL: "http://" + srv.Listener.Addr().String() + "/api/v1/webhooks"}
+	flow := startflow.Config{LLM: cfg, StartupTimeout: 60 * time.Second, Sandboxes: sandboxes.Config{PollInterval: 50 * time.Millisecond,
+		Specs: []acs.SandboxSpec{{ID: "acs-local"}}, WebhookBaseURL: "http://" + srv.Listener.Addr().String() + "/api/v1/webhooks"}}
 	sealer := sealbox.FromPassphrase("stream start passphrase")
 	gate := make(chan struct{})
 	h := api.New(api.Deps{Store: gatedStore{Store: store, poll: gate}, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer}).Handler()

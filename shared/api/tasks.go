@@ -124,7 +124,7 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	// status of every step recorded since (the worker may run several
 	// steps between polls), so each status appears once, in order.
 	last, sent := t.Status, len(t.Steps)
-	poll := a.d.Flow.PollInterval / 4
+	poll := a.d.Flow.Sandboxes.PollInterval / 4
 	if poll < 20*time.Millisecond {
 		poll = 20 * time.Millisecond
 	}

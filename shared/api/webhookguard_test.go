@@ -14,7 +14,7 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // hookSandbox seeds a sandbox of alice with session key key and one
@@ -254,7 +254,7 @@ func TestWebhookUserMessageMustMatchADelivery(t *testing.T) {
 			conv := fmt.Sprintf("%032x", 0x5e00+i)
 			hdr := hookSandbox(t, e, fmt.Sprintf("sb-user-%d", i), fmt.Sprintf("user-msg-key-%d-0123456789", i), conv, acs.SandboxRunning)
 			for _, text := range tc.delivered {
-				startflow.RecordDelivery(context.Background(), e.store, conv, []events.Content{events.TextItem(text)})
+				sandboxes.RecordDelivery(context.Background(), e.store, conv, []events.Content{events.TextItem(text)})
 			}
 			for _, b := range tc.batches {
 				if r := e.do("POST", "/api/v1/webhooks/events/"+conv, b, hdr); r.status != 200 {

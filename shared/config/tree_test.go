@@ -48,9 +48,9 @@ func TestLoadedTreeHoldsEveryDefault(t *testing.T) {
 	if defaulted := flow.Defaults(); !reflect.DeepEqual(flow, defaulted) {
 		t.Fatalf("the start flow re-defaults a loaded configuration:\n got %+v\nthen %+v", flow, defaulted)
 	}
-	if flow.StartupTimeout != 120*time.Second || flow.ResumeWait != 60*time.Second || flow.CloneTimeout != 120*time.Second ||
+	if flow.StartupTimeout != 120*time.Second || flow.Sandboxes.ResumeWait != 60*time.Second || flow.CloneTimeout != 120*time.Second ||
 		flow.SetupTimeout != 600*time.Second || flow.GitHost != "https://github.com" || flow.MaxAttempts != 5 ||
-		flow.Visibility != 60*time.Second || flow.PollInterval != 2*time.Second || len(flow.Tools) != 3 {
+		flow.Visibility != 60*time.Second || flow.Sandboxes.PollInterval != 2*time.Second || len(flow.Tools) != 3 {
 		t.Fatalf("start flow from the defaults %+v", flow)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -25,7 +26,7 @@ type Service struct {
 	// titles).
 	Sealer acs.Sealer
 	// Life makes sandboxes ready, refreshes, touches and removes them.
-	Life *startflow.Lifecycle
+	Life *sandboxes.Lifecycle
 	// ResumeWait bounds how long a message waits for a paused sandbox to be
 	// ready.
 	ResumeWait time.Duration

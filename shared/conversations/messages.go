@@ -12,7 +12,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // AgentError is a failed call to a conversation's agent server (its answer,
@@ -91,7 +91,7 @@ func (s *Service) SendMessage(ctx context.Context, c acs.Conversation, content [
 	if err != nil {
 		return err
 	}
-	if err := startflow.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: run}); err != nil {
+	if err := sandboxes.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: run}); err != nil {
 		return &AgentError{err}
 	}
 	s.Life.Touch(ctx, sb, true)
@@ -158,7 +158,7 @@ func (s *Service) AddPending(ctx context.Context, user acs.User, rawID string, c
 		}
 		sb, client, err := s.Live(ctx, c)
 		if err == nil {
-			if err := startflow.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
+			if err := sandboxes.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
 				return Pending{}, &AgentError{err}
 			}
 			s.Life.Touch(ctx, sb, true)

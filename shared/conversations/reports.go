@@ -13,7 +13,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // What sandboxes report (the agent server's webhooks): events, and
@@ -92,7 +92,7 @@ func (s *Service) ReportEvents(ctx context.Context, sb acs.Sandbox, rawID string
 		// LEAST_RECENTLY_USED), like send-message.
 		if m, ok := ev.(*events.MessageEvent); ok && b.Source == events.SourceUser {
 			used = true
-			claims = append(claims, userMessage{index: len(stored) - 1, event: m, digest: startflow.MessageDigest(m.LLMMessage.Content)})
+			claims = append(claims, userMessage{index: len(stored) - 1, event: m, digest: sandboxes.MessageDigest(m.LLMMessage.Content)})
 		}
 	}
 	c, err := s.SandboxConversation(ctx, sb, rawID)

@@ -12,8 +12,8 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/conversations"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
-	"github.com/acs-project/acs/shared/startflow"
 )
 
 // newService returns the service over a bbolt store and a process runtime
@@ -30,7 +30,7 @@ func newService(t *testing.T) (*conversations.Service, *boltstore.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	life := &startflow.Lifecycle{Store: store, Runtime: rt, Config: startflow.Config{}.Defaults()}
+	life := &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: sandboxes.Config{}.Defaults()}
 	return &conversations.Service{Store: store, Sealer: sealbox.FromPassphrase("conversations test"), Life: life}, store
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -18,7 +19,7 @@ import (
 // (Lifecycle.Reconcile), stale start tasks (Worker.ExpireStale) and, when
 // Dead is set, the dead-letter queue (Worker.DrainDeadLetters).
 type Pass struct {
-	Lifecycle *startflow.Lifecycle
+	Lifecycle *sandboxes.Lifecycle
 	Worker    *startflow.Worker
 	Dead      startflow.DeadLetters
 	// TaskTTL bounds how long a start task may go without advancing.
@@ -30,7 +31,7 @@ type Pass struct {
 
 // PassReport says what a pass did.
 type PassReport struct {
-	startflow.ReconcileReport
+	sandboxes.ReconcileReport
 	ExpiredTasks      []string        `json:"expired_tasks"`
 	DeadLetteredTasks []string        `json:"dead_lettered_tasks"`
 	WarmPool          *acs.PoolReport `json:"warm_pool,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/reconciler"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -40,7 +41,7 @@ func TestPassRunsEveryPart(t *testing.T) {
 		t.Fatal(err)
 	}
 	pass := reconciler.Pass{
-		Lifecycle: &startflow.Lifecycle{Store: store, Config: startflow.Config{}.Defaults()},
+		Lifecycle: &sandboxes.Lifecycle{Store: store, Config: sandboxes.Config{}.Defaults()},
 		Worker:    &startflow.Worker{Store: store},
 		TaskTTL:   time.Minute,
 	}

@@ -31,6 +31,7 @@ import (
 	"github.com/acs-project/acs/shared/dynamostore"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -88,7 +89,7 @@ type capEnv struct {
 	store  acs.Store
 	reopen func() acs.Store
 	rt     *procsandbox.Runtime
-	life   *startflow.Lifecycle
+	life   *sandboxes.Lifecycle
 	svc    *startflow.Service
 	w      *startflow.Worker
 }
@@ -114,10 +115,10 @@ func newCapEnv(t *testing.T, cs capStore, binary string) *capEnv {
 	if err := store.CreateUser(ctx, acs.User{ID: "alice"}); err != nil {
 		t.Fatal(err)
 	}
-	flow := startflow.Config{LLM: cfg, Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond,
-		StartupTimeout: 30 * time.Second, MaxRunningSandboxes: 1, MaxAttempts: 2}
+	flow := startflow.Config{LLM: cfg, Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond,
+		MaxRunningSandboxes: 1}, StartupTimeout: 30 * time.Second, MaxAttempts: 2}
 	box := sealbox.FromPassphrase("capacity test passphrase")
-	life := &startflow.Lifecycle{Store: store, Runtime: rt, Config: flow.Defaults()}
+	life := &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: flow.Defaults().Sandboxes}
 	return &capEnv{store: store, reopen: reopen, rt: rt, life: life,
 		svc: &startflow.Service{Store: store, Queue: queue, Sealer: box, Lifecycle: life},
 		w:   &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}
@@ -206,7 +207,7 @@ func (e *capEnv) removeConversation(t *testing.T, convID, sandboxID string) {
 }
 
 // atCap fails unless alice is at her cap.
-func atCap(t *testing.T, life *startflow.Lifecycle) {
+func atCap(t *testing.T, life *sandboxes.Lifecycle) {
 	t.Helper()
 	if err := life.CheckCapacity(ctx, "alice", ""); !errors.Is(err, acs.ErrCapacity) {
 		t.Fatalf("setup: alice should be at her cap of 1, got %v", err)
@@ -216,7 +217,7 @@ func atCap(t *testing.T, life *startflow.Lifecycle) {
 // hasRoom fails unless alice may start a sandbox at once: the check of a
 // start (POST /api/v1/app-conversations) and the claim of a new sandbox
 // (POST /api/v1/sandboxes) both pass.
-func hasRoom(t *testing.T, life *startflow.Lifecycle, what string) {
+func hasRoom(t *testing.T, life *sandboxes.Lifecycle, what string) {
 	t.Helper()
 	if err := life.CheckCapacity(ctx, "alice", ""); err != nil {
 		t.Fatalf("after %s, a start is refused: %v", what, err)
@@ -359,7 +360,7 @@ func TestRunningCapClaimWithoutRecordAfterRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 			later := time.Now().Add(time.Minute)
-			life := &startflow.Lifecycle{Store: e.reopen(), Runtime: e.rt, Config: e.life.Config,
+			life := &sandboxes.Lifecycle{Store: e.reopen(), Runtime: e.rt, Config: e.life.Config,
 				Now: func() time.Time { return later }}
 			hasRoom(t, life, "a restart after a crash mid-removal")
 		})

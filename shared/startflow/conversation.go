@@ -14,6 +14,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // conversationSecrets are the secrets a conversation gets: the owner's
@@ -174,7 +175,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	}
 	if msg := InitialMessage(req); msg != nil && msg.Run {
 		// Delivered with the conversation's creation below.
-		conv.RecordDelivery(MessageDigest(msg.Content))
+		conv.RecordDelivery(sandboxes.MessageDigest(msg.Content))
 	}
 	if err := w.Store.CreateConversation(ctx, conv); errors.Is(err, acs.ErrConflict) {
 		// A redelivered step finds its own record; any other record with
@@ -214,7 +215,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		}
 	}
 	w.lifecycle().Touch(ctx, sb, true)
-	FlushPending(ctx, w.Store, client, t.ConversationID, "task-"+t.ID, t.ConversationID)
+	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, "task-"+t.ID, t.ConversationID)
 	id := t.ConversationID
 	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
 }
@@ -231,29 +232,5 @@ func sendOnce(ctx context.Context, store acs.Store, client *agentclient.Client, 
 		return nil
 	}
 	m := *msg
-	return DeliverMessage(ctx, store, client, convID, &m)
-}
-
-// FlushPending delivers the messages queued under keys to the conversation,
-// in order, with run=true, and removes them (delivered or not, as the
-// reference does; a failure is logged).
-func FlushPending(ctx context.Context, st acs.Store, client *agentclient.Client, convID string, keys ...string) {
-	for _, key := range keys {
-		msgs, err := st.ListPendingMessages(ctx, key)
-		if err != nil {
-			slog.Warn("startflow: list pending messages", "key", key, "error", err)
-			continue
-		}
-		for _, m := range msgs {
-			var content []events.Content
-			if err := strictjson.Unmarshal(m.Content, &content); err != nil {
-				slog.Warn("startflow: unreadable pending message dropped", "id", m.ID, "error", err)
-			} else if err := DeliverMessage(ctx, st, client, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
-				slog.Warn("startflow: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
-			}
-			if err := st.DeletePendingMessage(ctx, key, m.ID); err != nil {
-				slog.Warn("startflow: remove pending message", "id", m.ID, "error", err)
-			}
-		}
-	}
+	return sandboxes.DeliverMessage(ctx, store, client, convID, &m)
 }

@@ -6,10 +6,6 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 )
 
-// ArchivePrefix is the blob key prefix of workspace archives
-// (archives/<sandbox>/<time>.tar.gz).
-const ArchivePrefix = "archives/"
-
 // TaskFailedLog is the message of the log line written (at level WARN,
 // with the task's id and the status it failed at) whenever a start task
 // ends ERROR: the AWS stacks count these lines into a metric and alarm on

@@ -14,6 +14,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -28,7 +29,7 @@ type idleEnv struct {
 	llm  *llmtest.Server
 	gate chan struct{}
 	open func()
-	life *startflow.Lifecycle
+	life *sandboxes.Lifecycle
 }
 
 func newIdleEnv(t *testing.T) *idleEnv {
@@ -43,9 +44,9 @@ func newIdleEnv(t *testing.T) *idleEnv {
 	t.Cleanup(e.llm.Close)
 	t.Cleanup(e.open) // before the LLM closes (cleanups run last first)
 	e.w.Config.LLM.BaseURL = &e.llm.URL
-	cfg := e.w.Config
+	cfg := e.w.Config.Sandboxes
 	cfg.IdlePause = time.Minute
-	e.life = &startflow.Lifecycle{Store: e.store, Runtime: e.rt, Config: cfg,
+	e.life = &sandboxes.Lifecycle{Store: e.store, Runtime: e.rt, Config: cfg,
 		Now: func() time.Time { return time.Now().Add(time.Hour) }}
 	return e
 }
@@ -148,7 +149,7 @@ func TestReconcileSparesARunNotReportedYet(t *testing.T) {
 			c := e.agent(t, *tk.SandboxID)
 			agentStatus(t, c, tk.ConversationID, wire.StatusIdle)
 			// What send-message does once the sandbox is ready.
-			if err := startflow.DeliverMessage(ctx, e.store, c, acs.Dashed(tk.ConversationID), &wire.SendMessageRequest{
+			if err := sandboxes.DeliverMessage(ctx, e.store, c, acs.Dashed(tk.ConversationID), &wire.SendMessageRequest{
 				Role: events.RoleUser, Content: []events.Content{events.TextItem("go")}, Run: true}); err != nil {
 				t.Fatal(err)
 			}

@@ -18,26 +18,6 @@ import (
 // (clone, setup script) are started once and polled by later deliveries,
 // so no delivery outlives a Lambda or a visibility timeout.
 
-// ApplyRuntimeStatus updates a sandbox record from its runtime's report.
-func ApplyRuntimeStatus(s *acs.Sandbox, st acs.RuntimeStatus, now time.Time) {
-	if st.SessionKey != "" {
-		s.SessionKeyHash = acs.HashKey(st.SessionKey)
-	}
-	if s.Status != st.Status || s.AgentURL != st.AgentURL || s.Detail != st.Detail {
-		if st.Status == acs.SandboxPaused && s.Status != acs.SandboxPaused {
-			s.PausedAt = &now
-		}
-		s.Status, s.AgentURL, s.Detail = st.Status, st.AgentURL, st.Detail
-		s.UpdatedAt = now
-	}
-	if st.WorkingDir != "" {
-		s.WorkingDir = st.WorkingDir
-	}
-	if st.WarmPool != "" {
-		s.WarmPool = st.WarmPool
-	}
-}
-
 // shellQuote quotes s for a POSIX shell.
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -199,7 +179,7 @@ fi
 		return 0, false, err
 	}
 	if !done {
-		return cfg.PollInterval / 4, false, nil
+		return cfg.Sandboxes.PollInterval / 4, false, nil
 	}
 	if code != 0 {
 		msg := tail(errOut+"\n"+out, 600)
@@ -240,7 +220,7 @@ func (w *Worker) runSetupScript(ctx context.Context, t acs.StartTask) (time.Dura
 		return 0, false, err
 	}
 	if !done {
-		return cfg.PollInterval / 2, false, nil
+		return cfg.Sandboxes.PollInterval / 2, false, nil
 	}
 	if code != 0 {
 		if code == -1 {

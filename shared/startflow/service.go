@@ -11,6 +11,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // Service accepts start requests.
@@ -19,7 +20,7 @@ type Service struct {
 	Queue  acs.Queue
 	Sealer acs.Sealer
 	// Lifecycle checks the per-user cap on running sandboxes.
-	Lifecycle *Lifecycle
+	Lifecycle *sandboxes.Lifecycle
 	Now       func() time.Time
 }
 
@@ -205,7 +206,7 @@ func (s *Service) checkCapacity(ctx context.Context, owner string, req StartRequ
 	}
 	if settings.SandboxGroupingStrategy != acs.NoGrouping && settings.SandboxGroupingStrategy != "" {
 		var cands []acs.Sandbox
-		if err := eachSandbox(ctx, s.Store, owner, func(sb acs.Sandbox) {
+		if err := sandboxes.EachSandbox(ctx, s.Store, owner, func(sb acs.Sandbox) {
 			if sb.Status == acs.SandboxStarting {
 				sb.Status = acs.SandboxRunning
 			}

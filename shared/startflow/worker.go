@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,43 +13,28 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
-// Config configures the start flow and the sandbox lifecycle: the part of
-// the configuration tree they use (ConfigFrom). The defaults are config's
-// (shared/config/defaults.go).
+// Config configures the start flow: the part of the configuration tree it
+// uses (ConfigFrom). The defaults are config's (shared/config/defaults.go).
 type Config struct {
-	// WebhookBaseURL is where sandboxes push events (…/api/v1/webhooks).
-	WebhookBaseURL string
-	// CORSOrigin may call agent servers from a browser ("" for none).
-	CORSOrigin string
+	// Sandboxes configures the sandbox lifecycle the flow creates, waits
+	// for and resumes sandboxes with (specs, cap, poll interval, resume
+	// wait).
+	Sandboxes sandboxes.Config
 	// LLM is the installation's LLM configuration (model, base URL, key);
 	// a user's settings override the model, base URL and key.
 	LLM llmconfig.Config
-	// Specs are the sandbox specs; the first is the default.
-	Specs []acs.SandboxSpec
 	// Tools are the tools every agent gets.
 	Tools []string
 	// GitHost is where selected_repository is cloned from.
 	GitHost string
-	// MaxRunningSandboxes caps each user's running (and starting)
-	// sandboxes; 0 means no cap.
-	MaxRunningSandboxes int
-	// IdlePause pauses a RUNNING sandbox without activity for this long;
-	// IdleCleanup archives and cleans up a sandbox PAUSED for this long.
-	// Zero disables a rule.
-	IdlePause, IdleCleanup time.Duration
 	// StartupTimeout bounds waiting for a sandbox.
 	StartupTimeout time.Duration
-	// ResumeWait bounds a transparent resume before a message or a file
-	// read.
-	ResumeWait time.Duration
 	// CloneTimeout and SetupTimeout bound cloning the repository and its
 	// .openhands/setup.sh.
 	CloneTimeout, SetupTimeout time.Duration
-	// PollInterval spaces status checks while a sandbox boots or a setup
-	// command runs.
-	PollInterval time.Duration
 	// Visibility is the queue visibility timeout of a delivery.
 	Visibility time.Duration
 	// MaxAttempts bounds retries of a step after infrastructure errors.
@@ -91,11 +75,10 @@ func (c Config) Defaults() Config {
 			*v = def
 		}
 	}
+	c.Sandboxes = c.Sandboxes.Defaults()
 	set(&c.StartupTimeout, d.StartupTimeout)
-	set(&c.ResumeWait, d.ResumeWait)
 	set(&c.CloneTimeout, d.CloneTimeout)
 	set(&c.SetupTimeout, d.SetupTimeout)
-	set(&c.PollInterval, d.PollInterval)
 	set(&c.Visibility, d.Visibility)
 	if c.MaxAttempts == 0 {
 		c.MaxAttempts = d.MaxAttempts
@@ -111,36 +94,8 @@ func (c Config) Defaults() Config {
 
 func (w *Worker) cfg() Config { return w.Config.Defaults() }
 
-func (w *Worker) lifecycle() *Lifecycle {
-	return &Lifecycle{Store: w.Store, Runtime: w.Runtime, Config: w.cfg(), Now: w.Now}
-}
-
-// Spec returns the sandbox spec with the given id ("" for the default).
-func (c Config) Spec(id string) (acs.SandboxSpec, bool) {
-	if len(c.Specs) == 0 {
-		return acs.SandboxSpec{}, false
-	}
-	if id == "" {
-		return c.Specs[0], true
-	}
-	for _, s := range c.Specs {
-		if s.ID == id {
-			return s, true
-		}
-	}
-	return acs.SandboxSpec{}, false
-}
-
-// SandboxEnv is the environment every sandbox gets.
-func (c Config) SandboxEnv() map[string]string {
-	env := map[string]string{}
-	if c.WebhookBaseURL != "" {
-		env["OH_WEBHOOKS_0_BASE_URL"] = c.WebhookBaseURL
-	}
-	if c.CORSOrigin != "" {
-		env["OH_ALLOW_CORS_ORIGINS_0"] = c.CORSOrigin
-	}
-	return env
+func (w *Worker) lifecycle() *sandboxes.Lifecycle {
+	return &sandboxes.Lifecycle{Store: w.Store, Runtime: w.Runtime, Config: w.cfg().Sandboxes, Now: w.Now}
 }
 
 // userError is a failure the user can act on: it ends the task at once.
@@ -423,7 +378,7 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	}
 	lock, err := w.lockPlacement(ctx, t)
 	if errors.Is(err, errPlacementBusy) {
-		return w.cfg().PollInterval / 4, nil
+		return w.cfg().Sandboxes.PollInterval / 4, nil
 	}
 	if err != nil {
 		return 0, err
@@ -516,7 +471,7 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 	}
 	var mine []acs.Sandbox
 	listed := false
-	if err := eachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) {
+	if err := sandboxes.EachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) {
 		mine = append(mine, sb)
 		listed = listed || sb.ID == lastCreated
 	}); err != nil {
@@ -628,14 +583,14 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	if waited := w.now().Sub(t.Steps[len(t.Steps)-1].StartedAt); waited > cfg.StartupTimeout {
 		return 0, false, failf("Sandbox %s did not become ready within %s (status %s)", sb.ID, cfg.StartupTimeout, sb.Status)
 	}
-	return cfg.PollInterval, false, nil
+	return cfg.Sandboxes.PollInterval, false, nil
 }
 
 // deletedWhileStarting ends a start whose sandbox was removed under it,
 // giving back the sandbox's place under the running cap should the removal
 // have left its claim behind.
 func (w *Worker) deletedWhileStarting(ctx context.Context, t acs.StartTask) error {
-	w.lifecycle().release(ctx, t.OwnerID, *t.SandboxID)
+	w.lifecycle().Release(ctx, t.OwnerID, *t.SandboxID)
 	return failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
 }
 
@@ -649,22 +604,11 @@ func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *age
 	if err != nil {
 		return sb, nil, err
 	}
-	sb, c, err := w.lifecycle().Ready(ctx, sb, w.cfg().ResumeWait)
+	sb, c, err := w.lifecycle().Ready(ctx, sb, w.cfg().Sandboxes.ResumeWait)
 	if errors.Is(err, acs.ErrGone) || errors.Is(err, acs.ErrSandboxFailed) {
 		return sb, nil, failf("%s", err.Error())
 	}
 	return sb, c, err
-}
-
-func mergeEnv(a, b map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range a {
-		out[k] = v
-	}
-	for k, v := range b {
-		out[k] = v
-	}
-	return out
 }
 
 func mustNorm(id string) string {
@@ -690,20 +634,14 @@ func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 		l.APIKey = &key
 	}
 	return Config{
-		WebhookBaseURL:      strings.TrimRight(c.PublicURL, "/") + "/api/v1/webhooks",
-		LLM:                 l,
-		Specs:               specs,
-		GitHost:             c.GitHost,
-		MaxRunningSandboxes: c.MaxRunningSandboxes,
-		IdlePause:           c.IdlePause,
-		IdleCleanup:         c.IdleCleanup,
-		StartupTimeout:      c.SandboxStartupTimeout,
-		ResumeWait:          c.ResumeWait,
-		CloneTimeout:        c.CloneTimeout,
-		SetupTimeout:        c.SetupTimeout,
-		PollInterval:        c.PollInterval,
-		Visibility:          c.Visibility,
-		MaxAttempts:         c.MaxAttempts,
-		Tools:               append([]string(nil), c.Tools...),
+		Sandboxes:      sandboxes.ConfigFrom(c, specs),
+		LLM:            l,
+		GitHost:        c.GitHost,
+		StartupTimeout: c.SandboxStartupTimeout,
+		CloneTimeout:   c.CloneTimeout,
+		SetupTimeout:   c.SetupTimeout,
+		Visibility:     c.Visibility,
+		MaxAttempts:    c.MaxAttempts,
+		Tools:          append([]string(nil), c.Tools...),
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
@@ -66,7 +67,7 @@ func newEnv(t *testing.T, binary string, timeout time.Duration) *env {
 	for _, u := range []string{"alice", "bob"} {
 		store.CreateUser(ctx, acs.User{ID: u})
 	}
-	flow := startflow.Config{LLM: cfg, Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond, StartupTimeout: timeout}
+	flow := startflow.Config{LLM: cfg, Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond}, StartupTimeout: timeout}
 	box := sealbox.FromPassphrase("worker test passphrase")
 	return &env{store: store, queue: queue, rt: rt, svc: &startflow.Service{Store: store, Queue: queue, Sealer: box},
 		w: &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}

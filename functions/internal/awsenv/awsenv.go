@@ -142,7 +142,8 @@ func DefaultSpecs() []acs.SandboxSpec {
 		CreatedAt: time.Unix(0, 0).UTC(), InitialEnv: map[string]string{}, WorkingDir: "/workspace"}}
 }
 
-// Flow is the start-flow and lifecycle configuration.
+// Flow is the start-flow configuration (with the sandbox lifecycle's in
+// its Sandboxes).
 func (e *Env) Flow() startflow.Config {
 	// Load has already validated the specs.
 	specs, _ := config.ParseSpecs(e.Config.Specs, DefaultSpecs())

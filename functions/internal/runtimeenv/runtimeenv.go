@@ -55,7 +55,7 @@ func New(e *awsenv.Env) (acs.Runtime, error) {
 		NodeSelector: k.NodeSelector, Tolerations: tolerations,
 		// Warm pods are started before any request: they get what every
 		// sandbox gets (the webhook URL, the CORS origin).
-		Env: e.Flow().SandboxEnv()}
+		Env: e.Flow().Sandboxes.SandboxEnv()}
 	if k.Routing == "gateway" {
 		cfg.Gateway = &kubesandbox.GatewayRef{Namespace: k.GatewayNamespace, Name: k.GatewayName}
 	}

@@ -1,4 +1,8 @@
-package startflow
+// Package sandboxes is the sandbox lifecycle service: creation under the
+// running cap (claims), pause, resume, readiness, deletion and removal,
+// activity, refresh from the runtime, and the idle rules of a reconciler
+// pass.
+package sandboxes
 
 import (
 	"context"
@@ -90,7 +94,7 @@ type usage struct {
 // counting except) and every sandbox's status and last update.
 func (l *Lifecycle) usage(ctx context.Context, owner, except string) (usage, error) {
 	u := usage{running: map[string]bool{}, seen: map[string]acs.Sandbox{}, listedAt: l.now()}
-	err := eachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
+	err := EachSandbox(ctx, l.Store, owner, func(sb acs.Sandbox) {
 		u.seen[sb.ID] = sb
 		if sb.ID != except && sb.Status.CountsAgainstCap() {
 			u.running[sb.ID] = true
@@ -153,7 +157,7 @@ func (l *Lifecycle) CheckCapacity(ctx context.Context, owner, except string) err
 // Claim reserves room for sandbox id (being created or resumed) under the
 // owner's cap, atomically: concurrent claims never exceed it. ErrCapacity
 // when full. The claim is given back when the sandbox stops counting
-// (Pause, Delete, Remove, a failed Create or Resume); one left behind is
+// (Pause, Delete, Remove, a failed Create or Resume, Release); one left behind is
 // pruned as liveClaims says.
 func (l *Lifecycle) Claim(ctx context.Context, owner, id string) error {
 	limit := l.Config.MaxRunningSandboxes
@@ -178,10 +182,10 @@ func (l *Lifecycle) Claim(ctx context.Context, owner, id string) error {
 // errNoClaim aborts a release that has nothing to give back (no write).
 var errNoClaim = errors.New("no claim to release")
 
-// release gives back owner's claim on sandbox id, which no longer counts
+// Release gives back owner's claim on sandbox id, which no longer counts
 // against the cap. A failure is logged: the claim is then pruned at a later
 // check (liveClaims).
-func (l *Lifecycle) release(ctx context.Context, owner, id string) {
+func (l *Lifecycle) Release(ctx context.Context, owner, id string) {
 	if owner == "" || l.Config.MaxRunningSandboxes <= 0 {
 		return
 	}
@@ -197,8 +201,8 @@ func (l *Lifecycle) release(ctx context.Context, owner, id string) {
 	}
 }
 
-// eachSandbox visits every sandbox of owner (all pages).
-func eachSandbox(ctx context.Context, st acs.Store, owner string, fn func(acs.Sandbox)) error {
+// EachSandbox visits every sandbox of owner (all pages).
+func EachSandbox(ctx context.Context, st acs.Store, owner string, fn func(acs.Sandbox)) error {
 	opts := acs.ListOptions{Limit: 100}
 	for {
 		page, err := st.ListSandboxes(ctx, owner, opts)
@@ -251,7 +255,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 		}
 		if err := l.Store.CreateSandbox(ctx, sb); err != nil {
 			if !errors.Is(err, acs.ErrConflict) { // a conflict: the claim is the other creator's too
-				l.release(ctx, sb.OwnerID, sb.ID)
+				l.Release(ctx, sb.OwnerID, sb.ID)
 			}
 			return acs.Sandbox{}, err
 		}
@@ -266,7 +270,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 			s.UpdatedAt = l.now()
 			return nil
 		})
-		l.release(ctx, sb.OwnerID, sb.ID)
+		l.Release(ctx, sb.OwnerID, sb.ID)
 		return acs.Sandbox{}, fmt.Errorf("start sandbox %s: %w", sb.ID, err)
 	}
 	return l.record(ctx, sb.ID, st)
@@ -323,7 +327,7 @@ func (l *Lifecycle) Pause(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, err
 		return nil
 	})
 	if err == nil {
-		l.release(ctx, owner, id)
+		l.Release(ctx, owner, id)
 	}
 	return sb, err
 }
@@ -363,7 +367,7 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	spec, _ := l.Config.Spec(sb.SpecID)
 	st, err := l.Runtime.Resume(ctx, sb.ID, acs.NewSecret(40), mergeEnv(spec.InitialEnv, l.Config.SandboxEnv()))
 	if err != nil {
-		l.release(ctx, sb.OwnerID, sb.ID) // it did not come back
+		l.Release(ctx, sb.OwnerID, sb.ID) // it did not come back
 	}
 	if errors.Is(err, acs.ErrNotFound) {
 		_, _ = l.record(ctx, sb.ID, acs.RuntimeStatus{Status: acs.SandboxMissing})
@@ -477,7 +481,7 @@ func (l *Lifecycle) Delete(ctx context.Context, sb acs.Sandbox, archive bool) (a
 		return nil
 	})
 	if err == nil || errors.Is(err, acs.ErrNotFound) {
-		l.release(ctx, owner, id)
+		l.Release(ctx, owner, id)
 	}
 	return sb, err
 }
@@ -498,7 +502,7 @@ func (l *Lifecycle) Remove(ctx context.Context, id string) error {
 	}
 	// A record already gone leaves no owner to release for; its claim, if
 	// any, is pruned at the next check (liveClaims).
-	l.release(ctx, sb.OwnerID, id)
+	l.Release(ctx, sb.OwnerID, id)
 	return nil
 }
 
@@ -779,4 +783,28 @@ func (l *Lifecycle) DeleteByUser(ctx context.Context, sb acs.Sandbox) error {
 		}
 	}
 	return nil
+}
+
+// ArchivePrefix is the blob key prefix of workspace archives
+// (archives/<sandbox>/<time>.tar.gz).
+const ArchivePrefix = "archives/"
+
+// ApplyRuntimeStatus updates a sandbox record from its runtime's report.
+func ApplyRuntimeStatus(s *acs.Sandbox, st acs.RuntimeStatus, now time.Time) {
+	if st.SessionKey != "" {
+		s.SessionKeyHash = acs.HashKey(st.SessionKey)
+	}
+	if s.Status != st.Status || s.AgentURL != st.AgentURL || s.Detail != st.Detail {
+		if st.Status == acs.SandboxPaused && s.Status != acs.SandboxPaused {
+			s.PausedAt = &now
+		}
+		s.Status, s.AgentURL, s.Detail = st.Status, st.AgentURL, st.Detail
+		s.UpdatedAt = now
+	}
+	if st.WorkingDir != "" {
+		s.WorkingDir = st.WorkingDir
+	}
+	if st.WarmPool != "" {
+		s.WarmPool = st.WarmPool
+	}
 }

@@ -1,4 +1,4 @@
-package startflow_test
+package sandboxes_test
 
 import (
 	"errors"
@@ -13,8 +13,8 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sandboxtest"
-	"github.com/acs-project/acs/shared/startflow"
 )
 
 // restartEnv is a lifecycle over a real store and process sandboxes whose
@@ -24,7 +24,7 @@ type restartEnv struct {
 	store *boltstore.Store
 	root  string
 	rt    *procsandbox.Runtime
-	life  *startflow.Lifecycle
+	life  *sandboxes.Lifecycle
 }
 
 func newRestartEnv(t *testing.T, crashLoop int) *restartEnv {
@@ -43,9 +43,9 @@ func newRestartEnv(t *testing.T, crashLoop int) *restartEnv {
 	}
 	t.Cleanup(rt.Close)
 	store.CreateUser(ctx, acs.User{ID: "alice"})
-	cfg := startflow.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond,
+	cfg := sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond,
 		MaxRunningSandboxes: 2}.Defaults()
-	return &restartEnv{store: store, root: root, rt: rt, life: &startflow.Lifecycle{Store: store, Runtime: rt, Config: cfg}}
+	return &restartEnv{store: store, root: root, rt: rt, life: &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: cfg}}
 }
 
 // ready creates a sandbox and waits until its agent server answers.

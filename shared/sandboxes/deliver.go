@@ -1,4 +1,4 @@
-package startflow
+package sandboxes
 
 import (
 	"context"
@@ -48,5 +48,29 @@ func RecordDelivery(ctx context.Context, st acs.Store, convID string, content []
 		return nil
 	}); err != nil && !errors.Is(err, acs.ErrNotFound) {
 		slog.Warn("startflow: record delivery", "conversation", id, "error", err)
+	}
+}
+
+// FlushPending delivers the messages queued under keys to the conversation,
+// in order, with run=true, and removes them (delivered or not, as the
+// reference does; a failure is logged).
+func FlushPending(ctx context.Context, st acs.Store, client *agentclient.Client, convID string, keys ...string) {
+	for _, key := range keys {
+		msgs, err := st.ListPendingMessages(ctx, key)
+		if err != nil {
+			slog.Warn("startflow: list pending messages", "key", key, "error", err)
+			continue
+		}
+		for _, m := range msgs {
+			var content []events.Content
+			if err := strictjson.Unmarshal(m.Content, &content); err != nil {
+				slog.Warn("startflow: unreadable pending message dropped", "id", m.ID, "error", err)
+			} else if err := DeliverMessage(ctx, st, client, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
+				slog.Warn("startflow: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
+			}
+			if err := st.DeletePendingMessage(ctx, key, m.ID); err != nil {
+				slog.Warn("startflow: remove pending message", "id", m.ID, "error", err)
+			}
+		}
 	}
 }
