@@ -18,6 +18,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -73,12 +74,12 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(e.llm.Close)
 	cfg := llm.DefaultConfig()
 	cfg.Model, cfg.BaseURL, cfg.NumRetries = "test", &e.llm.URL, 0
-	flow := startflow.Config{LLM: cfg, PollInterval: 50 * time.Millisecond, StartupTimeout: 30 * time.Second,
-		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}
+	flow := startflow.Config{LLM: cfg, StartupTimeout: 30 * time.Second, Sandboxes: sandboxes.Config{
+		PollInterval: 50 * time.Millisecond, Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}}
 	sealer := sealbox.FromPassphrase("client test passphrase")
 	srv := httptest.NewServer(nil)
 	t.Cleanup(srv.Close)
-	flow.WebhookBaseURL = srv.URL + "/api/v1/webhooks"
+	flow.Sandboxes.WebhookBaseURL = srv.URL + "/api/v1/webhooks"
 	srv.Config.Handler = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer}).Handler()
 	w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealer}
 	wctx, cancel := context.WithCancel(ctx)

@@ -2,7 +2,6 @@ package agentserver
 
 import (
 	"context"
-	"github.com/acs-project/acs/sandbox/wsauth"
 	"net/http"
 	"sync"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/wsauth"
 )
 
 // Close codes of the events socket.

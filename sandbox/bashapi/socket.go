@@ -3,7 +3,6 @@ package bashapi
 import (
 	"context"
 	"errors"
-	"github.com/acs-project/acs/sandbox/wsauth"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/sandbox/wsauth"
 )
 
 // Close codes of the bash events socket.

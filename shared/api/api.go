@@ -7,7 +7,6 @@ package api
 
 import (
 	"context"
-	"github.com/acs-project/acs/internal/httpjson"
 	"io"
 	"log/slog"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/conversations"

@@ -39,7 +39,7 @@ func DeliverMessage(ctx context.Context, st acs.Store, client *agentclient.Clien
 func RecordDelivery(ctx context.Context, st acs.Store, convID string, content []events.Content) {
 	id, err := acs.NormalizeID(convID)
 	if err != nil {
-		slog.Warn("startflow: record delivery: bad conversation id", "conversation", convID)
+		slog.Warn("sandboxes: record delivery: bad conversation id", "conversation", convID)
 		return
 	}
 	digest := MessageDigest(content)
@@ -47,7 +47,7 @@ func RecordDelivery(ctx context.Context, st acs.Store, convID string, content []
 		c.RecordDelivery(digest)
 		return nil
 	}); err != nil && !errors.Is(err, acs.ErrNotFound) {
-		slog.Warn("startflow: record delivery", "conversation", id, "error", err)
+		slog.Warn("sandboxes: record delivery", "conversation", id, "error", err)
 	}
 }
 
@@ -58,18 +58,18 @@ func FlushPending(ctx context.Context, st acs.Store, client *agentclient.Client,
 	for _, key := range keys {
 		msgs, err := st.ListPendingMessages(ctx, key)
 		if err != nil {
-			slog.Warn("startflow: list pending messages", "key", key, "error", err)
+			slog.Warn("sandboxes: list pending messages", "key", key, "error", err)
 			continue
 		}
 		for _, m := range msgs {
 			var content []events.Content
 			if err := strictjson.Unmarshal(m.Content, &content); err != nil {
-				slog.Warn("startflow: unreadable pending message dropped", "id", m.ID, "error", err)
+				slog.Warn("sandboxes: unreadable pending message dropped", "id", m.ID, "error", err)
 			} else if err := DeliverMessage(ctx, st, client, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
-				slog.Warn("startflow: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
+				slog.Warn("sandboxes: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
 			}
 			if err := st.DeletePendingMessage(ctx, key, m.ID); err != nil {
-				slog.Warn("startflow: remove pending message", "id", m.ID, "error", err)
+				slog.Warn("sandboxes: remove pending message", "id", m.ID, "error", err)
 			}
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/acs-project/acs/internal/pathguard"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 const (

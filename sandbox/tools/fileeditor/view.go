@@ -2,10 +2,11 @@ package fileeditor
 
 import (
 	"fmt"
-	"github.com/acs-project/acs/internal/pathguard"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 const (

@@ -1,11 +1,12 @@
 package fstools
 
 import (
-	"github.com/acs-project/acs/internal/pathguard"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 // maxIgnoreFileSize bounds how much of a .gitignore file is read.

@@ -15,12 +15,13 @@ package fstools
 import (
 	"errors"
 	"fmt"
-	"github.com/acs-project/acs/internal/pathguard"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/acs-project/acs/internal/pathguard"
 )
 
 // Root confines paths. Relative paths resolve against WorkDir (Root when
