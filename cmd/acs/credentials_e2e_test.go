@@ -79,14 +79,14 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 		call("tag-planted", "finish", map[string]any{"message": "printed-the-planted-file"}),
 	}, "ACS_GIT_HOST="+git.URL)
 
-	var tk taskInfo
-	s.do("POST", "/api/v1/app-conversations", map[string]any{
+	tk, err := s.api(apiKey).StartConversation(t.Context(), startBody(t, map[string]any{
 		"selected_repository": "acme/keyprobe",
 		"initial_message":     msg("tag-keyprobe: look for the key"),
 		"plugins": []any{map[string]any{"source": "inline", "mcp_servers": map[string]any{"probe": map[string]any{
 			"command": self, "args": []string{"-test.run=^$"},
 			"env": map[string]string{credMCPServer: "1", "API_TOKEN": mcpToken}}}}},
-	}, apiKey).into(&tk)
+	}))
+	s.ok(err, 200, "start")
 	convID, sbID := lcReady(s, apiKey, tk.ID)
 	lcWaitFinished(s, apiKey, convID)
 	lcSettled(s, apiKey, convID)
@@ -126,7 +126,7 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	}
 
 	// 2. The agent's terminal and the MCP server, as the events show them.
-	evs := lcEvents(s, apiKey, convID)
+	evs := credRawEvents(s, apiKey, convID)
 	var terminalOut, mcpOut []string
 	for _, ev := range evs {
 		if ev["kind"] != "ObservationEvent" {
@@ -194,15 +194,14 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(project, "planted.txt"), []byte("planted: "+key+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var sent map[string]any
-	s.admin("POST", "/api/v1/app-conversations/"+convID+"/send-message", msg("tag-planted: print planted.txt")).into(&sent)
+	lcSend(s, apiKey, convID, "tag-planted: print planted.txt", true)
 	var all string
 	testwait.For(t, 60*time.Second, "the second run to finish", func() bool {
-		all = string(mustCredJSONBytes(lcEvents(s, apiKey, convID)))
+		all = string(mustCredJSONBytes(credRawEvents(s, apiKey, convID)))
 		return strings.Contains(all, "printed-the-planted-file") && lcExec(s.conv(apiKey, convID)) == "finished"
 	})
 	lcSettled(s, apiKey, convID)
-	evs = lcEvents(s, apiKey, convID)
+	evs = credRawEvents(s, apiKey, convID)
 	all = string(mustCredJSONBytes(evs))
 	if !strings.Contains(all, "planted: <secret-hidden>") {
 		t.Errorf("the printed key is not masked in the events")
@@ -223,8 +222,9 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	for i, r := range llm.Requests() {
 		places[fmt.Sprintf("LLM request %d", i)] = r.Body
 	}
-	dl := s.admin("GET", "/api/v1/app-conversations/"+convID+"/download", nil).want(200)
-	zr, err := zip.NewReader(bytes.NewReader(dl.body), int64(len(dl.body)))
+	dl, err := s.api(apiKey).DownloadConversation(t.Context(), convID)
+	s.ok(err, 200, "download")
+	zr, err := zip.NewReader(bytes.NewReader(dl), int64(len(dl)))
 	if err != nil {
 		t.Fatalf("download is not a zip: %v", err)
 	}
@@ -246,6 +246,31 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	}
 	if !lcSawMessage(llm, "tag-planted") || !sawPlanted || len(zr.File) < len(evs) {
 		t.Fatalf("the checks saw too little: planted output %v, %d download entries for %d events", sawPlanted, len(zr.File), len(evs))
+	}
+}
+
+// credRawEvents reads every V1 event of a conversation as the answers
+// carry them (every field kept, not decoded into the event types), for the
+// scans for the key.
+func credRawEvents(s *acsServe, key, convID string) []map[string]any {
+	s.t.Helper()
+	var out []map[string]any
+	page := ""
+	for {
+		path := "/api/v1/conversation/" + convID + "/events/search?limit=100"
+		if page != "" {
+			path += "&page_id=" + page
+		}
+		var p struct {
+			Items      []map[string]any `json:"items"`
+			NextPageID *string          `json:"next_page_id"`
+		}
+		s.do("GET", path, nil, key).into(&p)
+		out = append(out, p.Items...)
+		if p.NextPageID == nil {
+			return out
+		}
+		page = *p.NextPageID
 	}
 }
 

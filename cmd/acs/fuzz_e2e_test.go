@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/badinput"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/api"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // fzServe is an `acs serve` with two users, alice and bob, each with a ready
@@ -40,7 +42,6 @@ type fzServe struct {
 	keyIDA         string // alice's second key
 	eventA         string // an event of alice's conversation
 	secretA        string // alice's secret's name
-	workA          string // alice's working directory, as the agent sees it
 	unknownSandbox string // a sandbox id of alice's shape that names nothing
 }
 
@@ -63,32 +64,23 @@ func newFzServe(t *testing.T) *fzServe {
 	f.hookB = deref(s.sandbox(f.bob, f.sbB).SessionAPIKey)
 	f.unknownSandbox = fzOther(f.sbA)
 	f.secretA = "ALICE_TOKEN"
-	s.do("POST", "/api/v1/secrets", map[string]any{"name": f.secretA, "value": "alice-secret-value-0123", "description": "d"}, f.alice).want(201)
-	var k struct {
-		ID string `json:"id"`
-	}
-	s.do("POST", "/api/v1/keys", map[string]any{"name": "second"}, f.alice).want(201).into(&k)
+	alice := s.api(f.alice)
+	description := "d"
+	_, err := alice.CreateSecret(t.Context(), &v1wire.CreateSecretRequest{Name: f.secretA, Value: "alice-secret-value-0123", Description: &description})
+	s.ok(err, 201, "create alice's secret")
+	k, err := alice.CreateKey(t.Context(), "second")
+	s.ok(err, 201, "create alice's second key")
 	f.keyIDA = k.ID
 	// The agent's message has reached the store.
 	testwait.For(t, 60*time.Second, "alice's events", func() bool {
-		var page struct {
-			Items []map[string]any `json:"items"`
-		}
-		s.do("GET", "/api/v1/conversation/"+f.convA+"/events/search?kind=MessageEvent&source=agent", nil, f.alice).into(&page)
+		page, err := alice.SearchEvents(t.Context(), f.convA, client.Filter{"kind": {"MessageEvent"}, "source": {"agent"}})
+		s.ok(err, 200, "search alice's events")
 		if len(page.Items) == 0 {
 			return false
 		}
-		f.eventA = page.Items[0]["id"].(string)
+		f.eventA = page.Items[0].EventBase().ID
 		return true
 	})
-	var c struct {
-		WorkingDir string `json:"working_dir"`
-	}
-	r := s.do("GET", "/api/v1/app-conversations?ids="+f.convA, nil, f.alice)
-	var cs []json.RawMessage
-	r.into(&cs)
-	json.Unmarshal(cs[0], &c)
-	f.workA = c.WorkingDir
 	return f
 }
 

@@ -27,8 +27,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // lcBind returns s reporting to t (so a subtest's failures stop the
@@ -76,8 +80,8 @@ func lcSay(tag string) llmtest.Reply {
 // lcSubmit submits a start request and returns the start task id.
 func lcSubmit(s *acsServe, key, text string) string {
 	s.t.Helper()
-	var tk taskInfo
-	s.do("POST", "/api/v1/app-conversations", map[string]any{"initial_message": msg(text)}, key).into(&tk)
+	tk, err := s.api(key).StartConversation(s.t.Context(), startBody(s.t, map[string]any{"initial_message": msg(text)}))
+	s.ok(err, 200, "start")
 	return tk.ID
 }
 
@@ -123,16 +127,11 @@ func lcWaitSandbox(s *acsServe, key, id, want string, timeout time.Duration) *sa
 // lcUser creates a user as the admin and returns its key.
 func lcUser(s *acsServe, name string) string {
 	s.t.Helper()
-	var out struct {
-		Key struct {
-			Key string `json:"key"`
-		} `json:"key"`
-	}
-	s.admin("POST", "/api/v1/users", map[string]any{"name": name}).into(&out)
-	if out.Key.Key == "" {
+	key := s.newUser(name)
+	if key == "" {
 		s.t.Fatalf("no key for user %s", name)
 	}
-	return out.Key.Key
+	return key
 }
 
 // lcSuccess expects {"success": true}.
@@ -207,35 +206,67 @@ func lcPid(t testing.TB, dataDir, sandboxID string) int {
 // lcAlive reports whether a process exists (a zombie counts).
 func lcAlive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
-// lcEvents reads every V1 event of a conversation.
+// lcEvents reads every V1 event of a conversation (pages of 100), each
+// as its wire JSON object.
 func lcEvents(s *acsServe, key, convID string) []map[string]any {
 	s.t.Helper()
 	var out []map[string]any
-	page := ""
-	for {
-		path := "/api/v1/conversation/" + convID + "/events/search?limit=100"
-		if page != "" {
-			path += "&page_id=" + page
+	for ev, err := range s.api(key).Events(s.t.Context(), convID, client.Filter{"limit": {"100"}}) {
+		if err != nil {
+			s.t.Fatalf("events of %s: %v", convID, err)
 		}
-		var p struct {
-			Items      []map[string]any `json:"items"`
-			NextPageID *string          `json:"next_page_id"`
+		b, err := events.Encode(ev)
+		if err != nil {
+			s.t.Fatalf("encode event: %v", err)
 		}
-		s.do("GET", path, nil, key).into(&p)
-		out = append(out, p.Items...)
-		if p.NextPageID == nil {
-			return out
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			s.t.Fatalf("event %s: %v", b, err)
 		}
-		page = *p.NextPageID
+		out = append(out, m)
 	}
+	return out
 }
 
 // lcEventCount reads the V1 event count of a conversation.
 func lcEventCount(s *acsServe, key, convID string) int {
 	s.t.Helper()
-	var n int
-	s.do("GET", "/api/v1/conversation/"+convID+"/events/count", nil, key).into(&n)
+	n, err := s.api(key).CountEvents(s.t.Context(), convID, nil)
+	s.ok(err, 200, "count events of "+convID)
 	return n
+}
+
+// lcSend sends a user message as key and returns the answer.
+func lcSend(s *acsServe, key, convID, text string, run bool) v1wire.SendMessageResponse {
+	s.t.Helper()
+	out, err := s.api(key).SendMessage(s.t.Context(), convID, &v1wire.SendMessageRequest{Role: "user",
+		Content: []events.Content{&events.TextContent{Text: text}}, Run: run})
+	s.ok(err, 200, "send-message to "+convID)
+	return out
+}
+
+// lcRead reads a workspace file of a conversation as key.
+func lcRead(s *acsServe, key, convID, path string) string {
+	s.t.Helper()
+	content, err := s.api(key).ReadFile(s.t.Context(), convID, path)
+	s.ok(err, 200, "read "+path)
+	return content
+}
+
+// lcSandboxes lists the user's sandboxes (one page).
+func lcSandboxes(s *acsServe, key string) []v1wire.Sandbox {
+	s.t.Helper()
+	page, err := s.api(key).SearchSandboxes(s.t.Context(), nil)
+	s.ok(err, 200, "search sandboxes")
+	return page.Items
+}
+
+// lcCreateSandbox creates a sandbox as key.
+func lcCreateSandbox(s *acsServe, key string) v1wire.Sandbox {
+	s.t.Helper()
+	sb, err := s.api(key).CreateSandbox(s.t.Context(), "")
+	s.ok(err, 200, "create sandbox")
+	return sb
 }
 
 // lcSettled waits until the control plane stores every event the agent
@@ -369,8 +400,8 @@ func TestLifecyclePauseResume(t *testing.T) {
 		} {
 			lcDetail(s, r, 404, "bob on the admin's sandbox")
 		}
-		var got []*sandboxInfo
-		s.do("GET", "/api/v1/sandboxes?id="+sbID, nil, bob).into(&got)
+		got, err := s.api(bob).GetSandboxes(t.Context(), sbID)
+		s.ok(err, 200, "bob gets the sandbox")
 		if len(got) != 1 || got[0] != nil {
 			t.Fatalf("bob reads the admin's sandbox: %+v", got)
 		}
@@ -383,12 +414,7 @@ func TestLifecyclePauseResume(t *testing.T) {
 	t.Run("send-message resumes a paused sandbox", func(t *testing.T) {
 		s := lcBind(s, t)
 		lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+sbID+"/pause", nil))
-		var out struct {
-			Success       bool   `json:"success"`
-			SandboxStatus string `json:"sandbox_status"`
-		}
-		s.admin("POST", "/api/v1/app-conversations/"+convID+"/send-message",
-			map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": "follow-up-after-pause"}}, "run": true}).into(&out)
+		out := lcSend(s, apiKey, convID, "follow-up-after-pause", true)
 		if !out.Success || out.SandboxStatus != "RUNNING" {
 			t.Fatalf("send-message on a paused sandbox: %+v", out)
 		}
@@ -407,8 +433,7 @@ func TestLifecyclePauseResume(t *testing.T) {
 		if err := os.WriteFile(testFile, []byte("from the test\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var content string
-		s.admin("GET", "/api/v1/app-conversations/"+convID+"/file?file_path=kept/notes.txt", nil).into(&content)
+		content := lcRead(s, apiKey, convID, "kept/notes.txt")
 		if content != "kept across pause\n" {
 			t.Fatalf("file read on a paused sandbox: %q", content)
 		}
@@ -416,7 +441,7 @@ func TestLifecyclePauseResume(t *testing.T) {
 			t.Fatalf("sandbox after a file read: %+v", sb)
 		}
 		lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+sbID+"/pause", nil))
-		s.admin("GET", "/api/v1/app-conversations/"+convID+"/file?file_path=written-by-test.txt", nil).into(&content)
+		content = lcRead(s, apiKey, convID, "written-by-test.txt")
 		if content != "from the test\n" {
 			t.Fatalf("test-written file read on a paused sandbox: %q", content)
 		}
@@ -433,10 +458,11 @@ func TestLifecycleSharedSandbox(t *testing.T) {
 	t.Parallel()
 	s, _, dataDir := lcServe(t, []llmtest.Reply{lcSay("tag-shared-"), lcSay("tag-alone")})
 	carol := lcUser(s, "carol")
-	var settings map[string]any
-	s.do("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": "ADD_TO_ANY"}, carol).into(&settings)
-	if settings["sandbox_grouping_strategy"] != "ADD_TO_ANY" {
-		t.Fatalf("settings: %v", settings)
+	addToAny := acs.GroupingStrategy("ADD_TO_ANY")
+	settings, err := s.api(carol).UpdateSettings(t.Context(), &v1wire.SettingsRequest{SandboxGroupingStrategy: &addToAny})
+	s.ok(err, 200, "update settings")
+	if settings.SandboxGroupingStrategy != "ADD_TO_ANY" {
+		t.Fatalf("settings: %+v", settings)
 	}
 	// Carol's three conversations share one sandbox; the admin (no grouping)
 	// has one of their own.
@@ -545,8 +571,8 @@ func TestLifecycleSharedSandbox(t *testing.T) {
 			t.Fatalf("sandbox of a lone conversation: %+v", sb)
 		}
 		lcSuccess(s, s.admin("DELETE", "/api/v1/app-conversations/"+alone, nil))
-		var got []*sandboxInfo
-		s.admin("GET", "/api/v1/sandboxes?id="+aloneSB, nil).into(&got)
+		got, err := s.api(apiKey).GetSandboxes(t.Context(), aloneSB)
+		s.ok(err, 200, "get the sandbox")
 		if len(got) != 1 || got[0] != nil {
 			t.Fatalf("the sandbox of a deleted last conversation still reads %s", mustLCJSON(got))
 		}
@@ -586,10 +612,8 @@ func TestLifecycleReadOnly(t *testing.T) {
 	// readsWork checks that a read-only conversation's transcript is served.
 	readsWork := func(s *acsServe, id, status string) {
 		s.t.Helper()
-		var page struct {
-			Items []convInfo `json:"items"`
-		}
-		s.admin("GET", "/api/v1/app-conversations/search", nil).into(&page)
+		page, err := s.api(apiKey).SearchConversations(s.t.Context(), nil)
+		s.ok(err, 200, "search conversations")
 		found := false
 		for _, c := range page.Items {
 			if c.ID == id {
@@ -610,8 +634,9 @@ func TestLifecycleReadOnly(t *testing.T) {
 		if n == 0 || len(evs) != n {
 			s.t.Fatalf("events search %d, count %d", len(evs), n)
 		}
-		r := s.admin("GET", "/api/v1/app-conversations/"+id+"/download", nil).want(200)
-		zr, err := zip.NewReader(bytes.NewReader(r.body), int64(len(r.body)))
+		zipped, err := s.api(apiKey).DownloadConversation(s.t.Context(), id)
+		s.ok(err, 200, "download "+id)
+		zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
 		if err != nil {
 			s.t.Fatalf("download is not a zip: %v", err)
 		}
@@ -706,11 +731,7 @@ func TestLifecycleResumeRightAfterCrash(t *testing.T) {
 		p := rsPid(dataDir, sbID)
 		return p != 0 && p != pid && lcAlive(p) && s.sandbox(apiKey, sbID).Status == "RUNNING"
 	})
-	var out struct {
-		Success bool `json:"success"`
-	}
-	s.admin("POST", "/api/v1/app-conversations/"+conv+"/send-message", msg("tag-crash again")).into(&out)
-	if !out.Success {
+	if !lcSend(s, apiKey, conv, "tag-crash again", true).Success {
 		t.Fatal("send-message after the restart failed")
 	}
 	testwait.For(t, 60*time.Second, "the agent to run the new message", func() bool { return lcSawMessage(llm, "tag-crash again") })
@@ -732,7 +753,8 @@ func TestLifecyclePausedWhileAgentWaits(t *testing.T) {
 		t.Parallel()
 		s := lcBind(s, t)
 		dave := lcUser(s, "dave")
-		s.do("POST", "/api/v1/settings", map[string]any{"confirmation_policy": map[string]any{"kind": "AlwaysConfirm"}}, dave).want(200)
+		_, err := s.api(dave).UpdateSettings(t.Context(), &v1wire.SettingsRequest{ConfirmationPolicy: client.Set(map[string]any{"kind": "AlwaysConfirm"})})
+		s.ok(err, 200, "update settings")
 		conv, sbID := lcStart(s, dave, "tag-confirm: run a command")
 		c := s.waitConv(dave, conv, "waiting_for_confirmation", func(c *convInfo) bool { return lcExec(c) == "waiting_for_confirmation" })
 		sb := s.sandbox(dave, sbID)
@@ -744,18 +766,11 @@ func TestLifecyclePausedWhileAgentWaits(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(lcSandboxDir(dataDir, sbID), "workspace", "waiting.txt"), []byte("still here\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var content string
-		s.do("GET", "/api/v1/app-conversations/"+conv+"/file?file_path=waiting.txt", nil, dave).into(&content)
-		if content != "still here\n" {
+		if content := lcRead(s, dave, conv, "waiting.txt"); content != "still here\n" {
 			t.Fatalf("file read while waiting for confirmation: %q", content)
 		}
 		// Messages reach the agent (run=false keeps the pending action pending).
-		var out struct {
-			Success bool `json:"success"`
-		}
-		s.do("POST", "/api/v1/app-conversations/"+conv+"/send-message", map[string]any{"role": "user",
-			"content": []map[string]any{{"type": "text", "text": "note-while-waiting"}}, "run": false}, dave).into(&out)
-		if !out.Success {
+		if !lcSend(s, dave, conv, "note-while-waiting", false).Success {
 			t.Fatal("send-message while waiting for confirmation failed")
 		}
 		code, body, err := lcAgent(sb.ExposedURLs[0].URL, key, "/api/conversations/"+conv+"/events/search?kind=MessageEvent&body=note-while-waiting")
@@ -913,12 +928,8 @@ func TestLifecycleRunningCap(t *testing.T) {
 		capped(s, s.admin("POST", "/api/v1/app-conversations", map[string]any{"initial_message": msg("tag-cap second")}), "second start")
 		capped(s, s.admin("POST", "/api/v1/sandboxes", nil), "create sandbox")
 		stillRunning(s)
-		var page struct {
-			Items []sandboxInfo `json:"items"`
-		}
-		s.admin("GET", "/api/v1/sandboxes/search", nil).into(&page)
-		if len(page.Items) != 1 {
-			t.Fatalf("refused starts left sandboxes behind: %+v", page.Items)
+		if sbs := lcSandboxes(s, apiKey); len(sbs) != 1 {
+			t.Fatalf("refused starts left sandboxes behind: %+v", sbs)
 		}
 	})
 
@@ -931,9 +942,7 @@ func TestLifecycleRunningCap(t *testing.T) {
 		lcWaitSandbox(s, apiKey, firstSB, "RUNNING", 20*time.Second)
 		pid = lcPid(t, dataDir, firstSB)
 		lcSuccess(s, s.admin("POST", "/api/v1/sandboxes/"+firstSB+"/pause", nil))
-		var sb sandboxInfo
-		s.admin("POST", "/api/v1/sandboxes", nil).into(&sb)
-		secondSB := sb.ID
+		secondSB := lcCreateSandbox(s, apiKey).ID
 		lcWaitSandbox(s, apiKey, secondSB, "RUNNING", 20*time.Second)
 
 		capped(s, s.admin("POST", "/api/v1/sandboxes/"+firstSB+"/resume", nil), "resume")
@@ -972,12 +981,9 @@ func TestLifecycleRunningCapConcurrent(t *testing.T) {
 	for range n {
 		got[<-codes]++
 	}
-	var page struct {
-		Items []sandboxInfo `json:"items"`
-	}
-	s.admin("GET", "/api/v1/sandboxes/search", nil).into(&page)
-	if got[200] != 1 || got[429] != n-1 || len(page.Items) != 1 {
-		t.Fatalf("%d concurrent creates with a cap of 1: statuses %v, %d sandboxes", n, got, len(page.Items))
+	sbs := lcSandboxes(s, apiKey)
+	if got[200] != 1 || got[429] != n-1 || len(sbs) != 1 {
+		t.Fatalf("%d concurrent creates with a cap of 1: statuses %v, %d sandboxes", n, got, len(sbs))
 	}
 }
 
@@ -987,20 +993,17 @@ func TestLifecycleRunningCapConcurrent(t *testing.T) {
 func TestLifecycleRunningCapDeletedConversationFreesSlot(t *testing.T) {
 	t.Parallel()
 	s, _, _ := lcServe(t, []llmtest.Reply{lcSay("tag-capdel")}, "ACS_MAX_RUNNING_SANDBOXES=1")
-	s.admin("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": "NO_GROUPING"}).want(200)
+	noGrouping := acs.GroupingStrategy("NO_GROUPING")
+	_, err := s.api(apiKey).UpdateSettings(t.Context(), &v1wire.SettingsRequest{SandboxGroupingStrategy: &noGrouping})
+	s.ok(err, 200, "update settings")
 	conv, _ := lcStart(s, apiKey, "tag-capdel first")
 	lcDetail(s, s.admin("POST", "/api/v1/sandboxes", nil), 429, "create a sandbox at the cap")
 
 	lcSuccess(s, s.admin("DELETE", "/api/v1/app-conversations/"+conv, nil))
-	var page struct {
-		Items []sandboxInfo `json:"items"`
+	if sbs := lcSandboxes(s, apiKey); len(sbs) != 0 {
+		t.Fatalf("the conversation's sandbox outlived it: %+v", sbs)
 	}
-	s.admin("GET", "/api/v1/sandboxes/search", nil).into(&page)
-	if len(page.Items) != 0 {
-		t.Fatalf("the conversation's sandbox outlived it: %+v", page.Items)
-	}
-	var sb sandboxInfo
-	s.admin("POST", "/api/v1/sandboxes", nil).want(200).into(&sb)
+	sb := lcCreateSandbox(s, apiKey)
 	lcWaitSandbox(s, apiKey, sb.ID, "RUNNING", 20*time.Second)
 	// The cap still holds: the new sandbox took the place.
 	lcDetail(s, s.admin("POST", "/api/v1/sandboxes", nil), 429, "create a second sandbox")
@@ -1053,8 +1056,7 @@ func TestLifecycleIdleSparesWorkingAgent(t *testing.T) {
 		n, _ := strconv.Atoi(strings.TrimSpace(string(body)))
 		return n > 0 && lcEventCount(s, apiKey, conv) == n
 	})
-	var canary sandboxInfo
-	s.admin("POST", "/api/v1/sandboxes", nil).want(200).into(&canary)
+	canary := lcCreateSandbox(s, apiKey)
 	testwait.For(t, 60*time.Second, "the reconciler to pause an idle canary sandbox", func() bool {
 		running("the canary waits to be paused")
 		return s.sandbox(apiKey, canary.ID).Status == "PAUSED"

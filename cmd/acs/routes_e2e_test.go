@@ -26,8 +26,8 @@ func TestPendingMessages(t *testing.T) {
 	llm := llmtest.New(llmtest.Reply{Repeat: true, Text: "noted"})
 	defer llm.Close()
 	s := startServe(t, t.TempDir(), llm.URL, "ACS_GIT_HOST="+git.URL)
-	var tk taskInfo
-	s.admin("POST", "/api/v1/app-conversations", map[string]any{"selected_repository": "acme/slow", "initial_message": msg("message 0")}).into(&tk)
+	tk, err := s.api(apiKey).StartConversation(t.Context(), startBody(t, map[string]any{"selected_repository": "acme/slow", "initial_message": msg("message 0")}))
+	s.ok(err, 200, "start")
 	for i := 1; i <= 10; i++ {
 		var r struct {
 			ID       string `json:"id"`

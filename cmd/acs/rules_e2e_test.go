@@ -20,29 +20,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
-// rulesConv is a conversation with the repository fields.
-type rulesConv struct {
-	ID                 string  `json:"id"`
-	SandboxID          string  `json:"sandbox_id"`
-	SelectedRepository *string `json:"selected_repository"`
-	SelectedBranch     *string `json:"selected_branch"`
-	GitProvider        *string `json:"git_provider"`
-	ParentID           *string `json:"parent_conversation_id"`
-}
-
-func rulesGetConv(s *acsServe, key, id string) rulesConv {
+func rulesGetConv(s *acsServe, key, id string) v1wire.Conversation {
 	s.t.Helper()
-	var cs []*rulesConv
-	s.do("GET", "/api/v1/app-conversations?ids="+id, nil, key).into(&cs)
-	if len(cs) != 1 || cs[0] == nil {
-		s.t.Fatalf("conversation %s not found", id)
-	}
-	return *cs[0]
+	c, err := s.api(key).GetConversation(s.t.Context(), id)
+	s.ok(err, 200, "get conversation "+id)
+	return c
 }
 
 // rulesGit runs git in dir.
@@ -89,8 +80,11 @@ func TestRulesParentInheritsRepository(t *testing.T) {
 	// Grouping: each conversation gets its own working directory, so the
 	// child clones the repository itself (with the inherited branch and the
 	// token of the inherited provider, GITLAB_TOKEN; GITHUB_TOKEN is unset).
-	s.do("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": "GROUP_BY_NEWEST"}, key).want(200)
-	s.do("POST", "/api/v1/secrets", map[string]any{"name": "GITLAB_TOKEN", "value": git.Token()}, key).want(201)
+	newest := acs.GroupingStrategy("GROUP_BY_NEWEST")
+	_, err := s.api(key).UpdateSettings(t.Context(), &v1wire.SettingsRequest{SandboxGroupingStrategy: &newest})
+	s.ok(err, 200, "update settings")
+	_, err = s.api(key).CreateSecret(t.Context(), &v1wire.CreateSecretRequest{Name: "GITLAB_TOKEN", Value: git.Token()})
+	s.ok(err, 201, "create secret")
 
 	parent := s.mustStart(key, map[string]any{"selected_repository": "acme/vault", "selected_branch": "feature", "git_provider": "gitlab"})
 	pc := rulesGetConv(s, key, *parent.AppConversationID)
@@ -110,7 +104,7 @@ func TestRulesParentInheritsRepository(t *testing.T) {
 			t.Fatalf("child start: %s %s", child.Status, deref(child.Detail))
 		}
 		c := rulesGetConv(s, key, *child.AppConversationID)
-		if deref(c.ParentID) != *parent.AppConversationID || c.SandboxID != *parent.SandboxID {
+		if deref(c.ParentConversationID) != *parent.AppConversationID || c.SandboxID != *parent.SandboxID {
 			t.Fatalf("child %+v of parent %s on %s", c, *parent.AppConversationID, *parent.SandboxID)
 		}
 		if deref(c.SelectedRepository) != "acme/vault" || deref(c.SelectedBranch) != "feature" || deref(c.GitProvider) != "gitlab" {
@@ -175,8 +169,8 @@ func TestRulesExplicitErrorSandbox(t *testing.T) {
 		if p := lcPid(t, dataDir, sbID); p != pid {
 			t.Fatalf("a new agent server (pid %d) was started for the ERROR sandbox", p)
 		}
-		var n int
-		s.admin("GET", "/api/v1/app-conversations/count", nil).into(&n)
+		n, err := s.api(apiKey).CountConversations(t.Context(), nil)
+		s.ok(err, 200, "count conversations")
 		if n != convs {
 			t.Fatalf("%d conversations, want %d", n, convs)
 		}
@@ -234,17 +228,11 @@ func TestRulesRateLimitedConversationWorks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lcSandboxDir(dataDir, sbID), "workspace", "while-limited.txt"), []byte("readable while limited\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var content string
-	s.admin("GET", "/api/v1/app-conversations/"+conv+"/file?file_path=while-limited.txt", nil).into(&content)
-	if content != "readable while limited\n" {
+	if content := lcRead(s, apiKey, conv, "while-limited.txt"); content != "readable while limited\n" {
 		t.Fatalf("file read while rate limited: %q", content)
 	}
 	// A message is accepted and reaches the agent server.
-	var out struct {
-		Success bool `json:"success"`
-	}
-	s.admin("POST", "/api/v1/app-conversations/"+conv+"/send-message", msg("note-while-rate-limited")).into(&out)
-	if !out.Success {
+	if !lcSend(s, apiKey, conv, "note-while-rate-limited", true).Success {
 		t.Fatal("send-message while rate limited was not a success")
 	}
 	code, body, err = lcAgent(sb.ExposedURLs[0].URL, sessionKey, "/api/conversations/"+conv+"/events/search?kind=MessageEvent&body=note-while-rate-limited")
@@ -275,30 +263,23 @@ func TestRulesRateLimitedConversationWorks(t *testing.T) {
 	})
 }
 
-// rulesTask is a start task with its timings.
-type rulesTask struct {
-	ID                string  `json:"id"`
-	Status            string  `json:"status"`
-	Detail            *string `json:"detail"`
-	SandboxID         *string `json:"sandbox_id"`
-	AppConversationID *string `json:"app_conversation_id"`
-	CreatedAt         string  `json:"created_at"`
-	UpdatedAt         string  `json:"updated_at"`
-	Steps             []struct {
-		Status    string  `json:"status"`
-		StartedAt *string `json:"started_at"`
-		Detail    *string `json:"detail"`
-	} `json:"steps"`
-}
-
-func rulesGetTask(s *acsServe, id string) rulesTask {
+func rulesGetTask(s *acsServe, id string) taskInfo {
 	s.t.Helper()
-	var ts []*rulesTask
-	s.admin("GET", "/api/v1/app-conversations/start-tasks?ids="+id, nil).into(&ts)
+	ts, err := s.api(apiKey).GetStartTasks(s.t.Context(), id)
+	s.ok(err, 200, "get start task "+id)
 	if len(ts) != 1 || ts[0] == nil {
 		s.t.Fatalf("start task %s not found", id)
 	}
 	return *ts[0]
+}
+
+// rulesAt is a decoded wire time, which must be set.
+func rulesAt(t *testing.T, what string, v events.Time) time.Time {
+	t.Helper()
+	if v.IsZero() {
+		t.Fatalf("%s: no time", what)
+	}
+	return v.Time
 }
 
 func rulesTime(t *testing.T, what, v string) time.Time {
@@ -313,18 +294,18 @@ func rulesTime(t *testing.T, what, v string) time.Time {
 // rulesCheckTimings checks that every step has a start time within
 // [notBefore, notAfter] and [created_at, updated_at], non-decreasing, and
 // returns the step statuses.
-func rulesCheckTimings(t *testing.T, tk rulesTask, notBefore, notAfter time.Time) []string {
+func rulesCheckTimings(t *testing.T, tk taskInfo, notBefore, notAfter time.Time) []string {
 	t.Helper()
-	created := rulesTime(t, "created_at", tk.CreatedAt)
-	updated := rulesTime(t, "updated_at", tk.UpdatedAt)
+	created := rulesAt(t, "created_at", tk.CreatedAt)
+	updated := rulesAt(t, "updated_at", tk.UpdatedAt)
 	var statuses []string
 	var prev time.Time
 	for i, st := range tk.Steps {
 		statuses = append(statuses, st.Status)
-		if st.StartedAt == nil {
+		if st.StartedAt.IsZero() {
 			t.Fatalf("step %d (%s) has no started_at: %+v", i, st.Status, tk.Steps)
 		}
-		at := rulesTime(t, st.Status+" started_at", *st.StartedAt)
+		at := rulesAt(t, st.Status+" started_at", st.StartedAt)
 		if at.Before(prev) {
 			t.Fatalf("step %d (%s) started at %s, before the previous step (%s)", i, st.Status, at, prev)
 		}
@@ -357,7 +338,7 @@ func TestRulesStartStepTimings(t *testing.T) {
 	s := lcBind(startServe(t, t.TempDir(), llm.URL, "ACS_GIT_HOST="+git.URL), t)
 	all := []string{"WORKING", "WAITING_FOR_SANDBOX", "PREPARING_REPOSITORY", "RUNNING_SETUP_SCRIPT",
 		"SETTING_UP_GIT_HOOKS", "SETTING_UP_SKILLS", "STARTING_CONVERSATION", "READY"}
-	run := func(t *testing.T, body map[string]any) rulesTask {
+	run := func(t *testing.T, body map[string]any) taskInfo {
 		t.Helper()
 		before := time.Now().UTC().Truncate(time.Microsecond)
 		tk := lcBind(s, t).start(apiKey, body)
@@ -408,11 +389,9 @@ func TestRulesStartStepTimings(t *testing.T) {
 		s := lcBind(s, t)
 		lcWaitFinished(s, apiKey, deref(first.AppConversationID))
 		again := rulesGetTask(s, first.ID)
-		var page struct {
-			Items []rulesTask `json:"items"`
-		}
-		s.admin("GET", "/api/v1/app-conversations/start-tasks/search?limit=100", nil).into(&page)
-		var searched *rulesTask
+		page, err := s.api(apiKey).SearchStartTasks(t.Context(), client.Filter{"limit": {"100"}})
+		s.ok(err, 200, "search start tasks")
+		var searched *taskInfo
 		for i := range page.Items {
 			if page.Items[i].ID == first.ID {
 				searched = &page.Items[i]
@@ -486,11 +465,15 @@ func TestRulesSecretsAtRest(t *testing.T) {
 		{MatchText: "tag-rules-secrets", ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "hashed"}}}},
 	})
 	key := lcUser(s, "vault-owner")
-	s.do("POST", "/api/v1/secrets", map[string]any{"name": "RULES_USER_SECRET", "value": userSecret, "description": marker}, key).want(201)
-	s.do("POST", "/api/v1/settings", map[string]any{"llm_api_key": llmKey}, key).want(200)
-	var tk taskInfo
-	s.do("POST", "/api/v1/app-conversations", map[string]any{"initial_message": msg("tag-rules-secrets: hash them"),
-		"secrets": map[string]string{"RULES_CONV_SECRET": convSecret}}, key).into(&tk)
+	api := s.api(key)
+	description := marker
+	_, err := api.CreateSecret(t.Context(), &v1wire.CreateSecretRequest{Name: "RULES_USER_SECRET", Value: userSecret, Description: &description})
+	s.ok(err, 201, "create secret")
+	_, err = api.UpdateSettings(t.Context(), &v1wire.SettingsRequest{LLMAPIKey: client.Set(llmKey)})
+	s.ok(err, 200, "update settings")
+	tk, err := api.StartConversation(t.Context(), startBody(t, map[string]any{"initial_message": msg("tag-rules-secrets: hash them"),
+		"secrets": map[string]string{"RULES_CONV_SECRET": convSecret}}))
+	s.ok(err, 200, "start")
 	conv, sbID := lcReady(s, key, tk.ID)
 	lcWaitFinished(s, key, conv)
 	lcSettled(s, key, conv)
