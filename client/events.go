@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // EventPage is one page of an event search.
@@ -57,30 +58,12 @@ func (t *transport) eventList(ctx context.Context, path string, eventIDs []strin
 	return out, nil
 }
 
-// eventPages yields every event of the search, page after page.
+// eventPages yields every event of the search, page after page (pages).
 func eventPages(f Filter, get func(Filter) (EventPage, error)) iter.Seq2[events.Event, error] {
-	return func(yield func(events.Event, error) bool) {
-		q := url.Values{}
-		for k, v := range f {
-			q[k] = append([]string(nil), v...)
-		}
-		for {
-			p, err := get(q)
-			if err != nil {
-				yield(nil, err)
-				return
-			}
-			for _, ev := range p.Items {
-				if !yield(ev, nil) {
-					return
-				}
-			}
-			if p.NextPageID == nil {
-				return
-			}
-			q.Set("page_id", *p.NextPageID)
-		}
-	}
+	return pages(f, func(q url.Values) (v1wire.Page[events.Event], error) {
+		p, err := get(q)
+		return v1wire.Page[events.Event]{Items: p.Items, NextPageID: p.NextPageID}, err
+	})
 }
 
 // SearchEvents returns one page of a conversation's events from the

@@ -7,7 +7,6 @@ import (
 	"iter"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -484,5 +483,3 @@ func pages[T any](f Filter, get func(url.Values) (v1wire.Page[T], error)) iter.S
 		}
 	}
 }
-
-var _ = strconv.Itoa

@@ -3,6 +3,8 @@
 package s3env
 
 import (
+
+
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/s3blob"
 )
