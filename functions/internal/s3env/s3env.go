@@ -3,8 +3,6 @@
 package s3env
 
 import (
-
-
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/s3blob"
 )
