@@ -99,7 +99,7 @@ var (
 // panics on a need a route function cannot have (the dead-letter queue is
 // the reconciler's), so that such a route cannot be deployed.
 func RouteNeed(rt api.Route) config.Need {
-	if extra := rt.Needs &^ (config.NeedQueue | config.NeedRuntime | config.NeedBlobs); extra != 0 {
+	if extra := rt.Needs &^ (config.NeedQueue | config.NeedRuntime | config.NeedBlobs | config.NeedSignIn); extra != 0 {
 		panic(fmt.Sprintf("functions: route %s declares need %d, which no route function configuration covers", rt.Name, extra))
 	}
 	return rt.Needs

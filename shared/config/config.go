@@ -192,7 +192,46 @@ type Common struct {
 	MaxAttempts int
 	// Tools are the tools every agent gets (DefaultTools).
 	Tools []string
+	// SignIn is how people sign in from a browser.
+	SignIn SignIn
 }
+
+// SignIn configures browser sign-in: sessions and the ways in (one-time
+// links and API keys always; OpenID Connect when OIDC.Issuer is set).
+type SignIn struct {
+	// SessionTTL is how long a browser session lasts (ACS_SESSION_TTL,
+	// default 168h).
+	SessionTTL time.Duration
+	// OIDC is the OpenID Connect issuer people may sign in with.
+	OIDC OIDC
+}
+
+// OIDC is an OpenID Connect issuer's configuration. Sign-in with it is
+// enabled when Issuer is set.
+type OIDC struct {
+	// Issuer is the issuer URL (ACS_OIDC_ISSUER), as its discovery
+	// document names it.
+	Issuer string
+	// ClientID and ClientSecret are ACS's client at the issuer
+	// (ACS_OIDC_CLIENT_ID, required with an issuer; ACS_OIDC_CLIENT_SECRET,
+	// empty for a public client, which then relies on PKCE alone).
+	ClientID, ClientSecret string
+	// Name is what the sign-in page calls the issuer (ACS_OIDC_NAME,
+	// default "single sign-on").
+	Name string
+	// AllowedDomains and AllowedEmails restrict who may sign in by verified
+	// e-mail address (ACS_OIDC_ALLOWED_DOMAINS, ACS_OIDC_ALLOWED_EMAILS:
+	// comma-separated, case-insensitive). Both empty allows every identity
+	// the issuer vouches for.
+	AllowedDomains, AllowedEmails []string
+	// CreateUsers creates a user on an identity's first sign-in
+	// (ACS_OIDC_CREATE_USERS, default true); false refuses identities not
+	// linked to a user yet.
+	CreateUsers bool
+}
+
+// Enabled reports whether OpenID Connect sign-in is configured.
+func (o OIDC) Enabled() bool { return o.Issuer != "" }
 
 // Local is acs serve's own configuration.
 type Local struct {
@@ -311,7 +350,47 @@ func (p *parser) common() Common {
 			p.problem("%v", err)
 		}
 	}
+	c.SignIn = p.signIn()
 	return c
+}
+
+// signIn reads the browser sign-in settings.
+func (p *parser) signIn() SignIn {
+	s := SignIn{SessionTTL: p.duration(EnvSessionTTL, DefaultSessionTTL, false)}
+	o := &s.OIDC
+	o.Issuer = p.httpURL(EnvOIDCIssuer, "")
+	o.ClientID = strings.TrimSpace(p.getenv(EnvOIDCClientID))
+	o.ClientSecret = p.getenv(EnvOIDCClientSecret)
+	o.Name = or(strings.TrimSpace(p.getenv("ACS_OIDC_NAME")), DefaultOIDCName)
+	o.AllowedDomains = commaList(p.getenv("ACS_OIDC_ALLOWED_DOMAINS"))
+	o.AllowedEmails = commaList(p.getenv("ACS_OIDC_ALLOWED_EMAILS"))
+	o.CreateUsers = true
+	if v := p.getenv("ACS_OIDC_CREATE_USERS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.problem("ACS_OIDC_CREATE_USERS must be true or false")
+		}
+		o.CreateUsers = b
+	}
+	if o.Issuer != "" && o.ClientID == "" {
+		p.problem("%s is required with %s (ACS's client at the issuer)", EnvOIDCClientID, EnvOIDCIssuer)
+	}
+	if o.Issuer == "" && (o.ClientID != "" || o.ClientSecret != "") {
+		p.problem("%s is required when an OIDC client is configured", EnvOIDCIssuer)
+	}
+	return s
+}
+
+// commaList splits a comma-separated list, trimmed and lower-cased,
+// without empty items.
+func commaList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.ToLower(strings.TrimSpace(f)); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // local reads acs serve's own part into t (with the public URL).
@@ -364,6 +443,10 @@ const (
 	// (ACS_RUNTIME and the variables of the runtime it names,
 	// ACS_PUBLIC_URL).
 	NeedRuntime
+	// NeedSignIn: signing people in from a browser (ACS_PUBLIC_URL, where
+	// the sign-in pages and the OIDC redirect live; the optional
+	// ACS_OIDC_* and ACS_SESSION_TTL are read by every function).
+	NeedSignIn
 )
 
 // The variables of an AWS function's configuration that its infrastructure
@@ -387,6 +470,13 @@ const (
 	EnvKubeCAData     = "ACS_KUBE_CA_DATA"
 	EnvAdminKeySHA256 = "ACS_ADMIN_KEY_SHA256"
 	EnvLLMAPIKey      = "LLM_API_KEY"
+	// EnvSessionTTL and the EnvOIDC* variables configure browser sign-in
+	// (every program reads them; the stacks set them on the functions that
+	// sign people in).
+	EnvSessionTTL       = "ACS_SESSION_TTL"
+	EnvOIDCIssuer       = "ACS_OIDC_ISSUER"
+	EnvOIDCClientID     = "ACS_OIDC_CLIENT_ID"
+	EnvOIDCClientSecret = "ACS_OIDC_CLIENT_SECRET"
 	// EnvFunctionName is the function's name (set by Lambda), for its
 	// logs.
 	EnvFunctionName = "AWS_LAMBDA_FUNCTION_NAME"
@@ -408,6 +498,7 @@ var NeedVariables = map[Need][]string{
 	NeedDeadLetter: {EnvDeadLetterURL},
 	NeedBlobs:      {EnvBucket, EnvBucketPrefix},
 	NeedRuntime:    {EnvPublicURL, EnvRuntime},
+	NeedSignIn:     {EnvPublicURL},
 }
 
 // RuntimeVariables lists the variables each sandbox runtime requires; for
@@ -581,6 +672,11 @@ func (p *parser) aws(t *Config, need Need) {
 			p.problem("ACS_RUNTIME %q must be %s or %s", c.Runtime, RuntimeKubernetes, RuntimeAPI)
 		}
 		if p.required(EnvPublicURL, "the API's public URL, for sandbox webhooks") != "" {
+			t.PublicURL = p.httpURL(EnvPublicURL, "")
+		}
+	}
+	if need&NeedSignIn != 0 && need&NeedRuntime == 0 {
+		if p.required(EnvPublicURL, "the API's public URL, for the sign-in pages") != "" {
 			t.PublicURL = p.httpURL(EnvPublicURL, "")
 		}
 	}

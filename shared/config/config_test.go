@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
@@ -228,7 +229,7 @@ func TestNeedVariablesAreWhatLoadAWSRequires(t *testing.T) {
 		config.EnvEKSCluster: "acs", config.EnvKubeServer: "https://eks.example.com", config.EnvKubeCAData: ca,
 	}
 	optional := map[string]bool{config.EnvBucketPrefix: true, config.EnvRuntime: true, config.EnvKubeNamespace: true}
-	for _, need := range []config.Need{config.NeedQueue, config.NeedDeadLetter, config.NeedBlobs, config.NeedRuntime} {
+	for _, need := range []config.Need{config.NeedQueue, config.NeedDeadLetter, config.NeedBlobs, config.NeedRuntime, config.NeedSignIn} {
 		for _, runtime := range []string{config.RuntimeAPI, config.RuntimeKubernetes} {
 			vars := append([]string{}, config.BaseVariables...)
 			vars = append(vars, config.NeedVariables[need]...)
@@ -258,5 +259,57 @@ func TestNeedVariablesAreWhatLoadAWSRequires(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func TestLoadSignIn(t *testing.T) {
+	base := map[string]string{"ACS_DATA_DIR": t.TempDir()}
+	cases := []struct {
+		name    string
+		extra   map[string]string
+		wantErr string
+		check   func(t *testing.T, s config.SignIn)
+	}{
+		{"defaults", nil, "", func(t *testing.T, s config.SignIn) {
+			if s.SessionTTL != config.DefaultSessionTTL || s.OIDC.Enabled() || !s.OIDC.CreateUsers || s.OIDC.Name != config.DefaultOIDCName {
+				t.Errorf("defaults: %+v", s)
+			}
+		}},
+		{"oidc", map[string]string{"ACS_OIDC_ISSUER": "https://id.example.com/", "ACS_OIDC_CLIENT_ID": "acs", "ACS_OIDC_CLIENT_SECRET": "s3cret",
+			"ACS_OIDC_ALLOWED_DOMAINS": " Example.com, ,corp.example ", "ACS_OIDC_ALLOWED_EMAILS": "A@x.org", "ACS_OIDC_CREATE_USERS": "false",
+			"ACS_OIDC_NAME": "Corp SSO", "ACS_SESSION_TTL": "12h"}, "", func(t *testing.T, s config.SignIn) {
+			o := s.OIDC
+			if !o.Enabled() || o.Issuer != "https://id.example.com" || o.ClientID != "acs" || o.ClientSecret != "s3cret" || o.CreateUsers || o.Name != "Corp SSO" {
+				t.Errorf("oidc: %+v", o)
+			}
+			if strings.Join(o.AllowedDomains, "|") != "example.com|corp.example" || strings.Join(o.AllowedEmails, "|") != "a@x.org" {
+				t.Errorf("allow-lists: %q %q", o.AllowedDomains, o.AllowedEmails)
+			}
+			if s.SessionTTL != 12*time.Hour {
+				t.Errorf("ttl %v", s.SessionTTL)
+			}
+		}},
+		{"issuer without client", map[string]string{"ACS_OIDC_ISSUER": "https://id.example.com"}, "ACS_OIDC_CLIENT_ID", nil},
+		{"client without issuer", map[string]string{"ACS_OIDC_CLIENT_ID": "acs"}, "ACS_OIDC_ISSUER", nil},
+		{"issuer not a URL", map[string]string{"ACS_OIDC_ISSUER": "id.example.com", "ACS_OIDC_CLIENT_ID": "acs"}, "ACS_OIDC_ISSUER", nil},
+		{"bad create users", map[string]string{"ACS_OIDC_CREATE_USERS": "maybe"}, "ACS_OIDC_CREATE_USERS", nil},
+		{"bad ttl", map[string]string{"ACS_SESSION_TTL": "0"}, "ACS_SESSION_TTL", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := maps.Clone(base)
+			maps.Copy(m, tc.extra)
+			c, err := config.Load(env(m), config.Target{Program: config.Serve})
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c.SignIn)
+		})
 	}
 }

@@ -36,6 +36,10 @@ const (
 	DefaultWorkers = 4
 	// DefaultReconcileInterval is ACS_RECONCILE_INTERVAL's default.
 	DefaultReconcileInterval = 30 * time.Second
+	// DefaultSessionTTL is ACS_SESSION_TTL's default (7 days).
+	DefaultSessionTTL = 7 * 24 * time.Hour
+	// DefaultOIDCName is ACS_OIDC_NAME's default.
+	DefaultOIDCName = "single sign-on"
 	// DefaultKubeNamespace, DefaultKubeSeparator, DefaultKubeScheme and
 	// DefaultKubeRouting are the defaults of ACS_KUBE_NAMESPACE,
 	// ACS_KUBE_HOST_SEPARATOR, ACS_KUBE_SCHEME and ACS_KUBE_ROUTING.
@@ -90,5 +94,6 @@ func Defaults() Common {
 		Visibility:            DefaultVisibility,
 		MaxAttempts:           DefaultMaxAttempts,
 		Tools:                 DefaultTools(),
+		SignIn:                SignIn{SessionTTL: DefaultSessionTTL, OIDC: OIDC{Name: DefaultOIDCName, CreateUsers: true}},
 	}
 }
