@@ -89,7 +89,8 @@ type GatewayStats struct {
 // Gateway is an http.Handler that behaves like one stage of an API Gateway
 // REST API (id [APIID], account [AccountID], region [Region]) whose methods
 // use Lambda proxy integrations, optionally behind a REQUEST Lambda
-// authorizer whose identity source is the Authorization header. The stage
+// authorizer whose identity sources are the Authorization header unless
+// IdentitySources says otherwise. The stage
 // is mounted at the root: the request path is the resource path, and the
 // server URL stands for the stage URL.
 //
@@ -104,10 +105,19 @@ type Gateway struct {
 	StageName string
 	// StageVariables are passed to functions as stageVariables (nil: null).
 	StageVariables map[string]string
-	// AuthorizerTTL caches authorizer results per Authorization header
-	// value; 0 disables caching. A cached policy is evaluated again for
-	// each request's method ARN, as API Gateway does.
+	// AuthorizerTTL caches authorizer results per identity source values;
+	// 0 disables caching. A cached policy is evaluated again for each
+	// request's method ARN, as API Gateway does.
 	AuthorizerTTL time.Duration
+	// IdentitySources are the authorizer's identity sources as API Gateway
+	// writes them (method.request.header.NAME,
+	// method.request.querystring.NAME). As in API Gateway, a request in
+	// which any of them is missing or empty is refused with 401 before the
+	// authorizer runs, and their values together key the cache. Nil means
+	// the Authorization header alone; NoIdentitySources means none, so
+	// every request reaches the authorizer (API Gateway allows that only
+	// with caching off: AuthorizerTTL 0).
+	IdentitySources []string
 	// IntegrationTimeout bounds each route function invocation; default
 	// [DefaultIntegrationTimeout].
 	IntegrationTimeout time.Duration
@@ -122,6 +132,9 @@ type Gateway struct {
 	cache map[string]cachedAuthorization
 	stats GatewayStats
 }
+
+// NoIdentitySources is the IdentitySources of an authorizer without any.
+var NoIdentitySources = []string{}
 
 type cachedAuthorization struct {
 	auth    *authorization
@@ -238,11 +251,28 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when the request may not proceed; otherwise it returns the
 // requestContext.authorizer map for the integration.
 func (g *Gateway) authorize(w http.ResponseWriter, req *gatewayRequest) (map[string]any, bool) {
-	token := req.r.Header.Get("Authorization")
-	if token == "" {
-		g.fail(w, req, ResponseUnauthorized, "", "")
+	sources := g.IdentitySources
+	if sources == nil {
+		sources = []string{"method.request.header.Authorization"}
+	}
+	if len(sources) == 0 && g.AuthorizerTTL > 0 {
+		g.fail(w, req, ResponseAuthorizerFailure, "", "an authorizer without identity sources cannot cache its results")
 		return nil, false
 	}
+	var values []string
+	for _, src := range sources {
+		v, ok := req.identity(src)
+		if !ok {
+			g.fail(w, req, ResponseAuthorizerFailure, "", "unsupported identity source "+src)
+			return nil, false
+		}
+		if v == "" {
+			g.fail(w, req, ResponseUnauthorized, "", "")
+			return nil, false
+		}
+		values = append(values, v)
+	}
+	token := strings.Join(values, "\x00")
 	if g.Authorizer == nil {
 		g.fail(w, req, ResponseAuthorizerFailure, "", "route "+req.route.Resource+" uses an authorizer, but the Gateway has none")
 		return nil, false
@@ -292,6 +322,18 @@ func (g *Gateway) authorize(w http.ResponseWriter, req *gatewayRequest) (map[str
 	ctx["principalId"] = auth.principalID
 	ctx["integrationLatency"] = latency
 	return ctx, true
+}
+
+// identity returns the value of an identity source in the request, false
+// for a kind of source the Gateway does not support.
+func (req *gatewayRequest) identity(source string) (string, bool) {
+	if name, ok := strings.CutPrefix(source, "method.request.header."); ok {
+		return req.r.Header.Get(name), true
+	}
+	if name, ok := strings.CutPrefix(source, "method.request.querystring."); ok {
+		return req.r.URL.Query().Get(name), true
+	}
+	return "", false
 }
 
 // cachedAuthorization returns a live cached result for token, with an

@@ -221,6 +221,42 @@ func TestGatewayMissingAuthorizationHeader(t *testing.T) {
 	}
 }
 
+// Identity sources: every one must be present (a second source refuses
+// requests that carry only the first); without any, every request reaches
+// the authorizer, which then decides on whatever the request carries.
+func TestGatewayIdentitySources(t *testing.T) {
+	t.Parallel()
+	const path = "/api/v1/app-conversations/c-1"
+	cookie := map[string]string{"Cookie": "acs_session=s"}
+	both := withSources(t, []string{"method.request.header.Authorization", "method.request.header.Cookie"})
+	expectGatewayResponse(t, both.do(t, "GET", path, "allow", nil, nil), 401, `{"message":"Unauthorized"}`)
+	expectGatewayResponse(t, both.do(t, "GET", path, "", nil, cookie), 401, `{"message":"Unauthorized"}`)
+	if n := both.auth.Invocations(); n != 0 {
+		t.Errorf("both sources: the authorizer ran %d times for requests lacking one", n)
+	}
+	if r := both.do(t, "GET", path, "allow", nil, cookie); r.status != 200 {
+		t.Errorf("both sources present: status %d (%s)", r.status, r.body)
+	}
+
+	none := withSources(t, NoIdentitySources)
+	// echofn's authorizer fails a request without a token it knows: the
+	// point is that it ran.
+	if r := none.do(t, "GET", path, "", nil, cookie); r.status != 500 || none.auth.Invocations() != 1 {
+		t.Errorf("no sources, cookie only: status %d, %d authorizer runs; want the authorizer to decide", r.status, none.auth.Invocations())
+	}
+	if r := none.do(t, "GET", path, "allow", nil, nil); r.status != 200 || none.auth.Invocations() != 2 {
+		t.Errorf("no sources, Bearer: status %d, %d authorizer runs", r.status, none.auth.Invocations())
+	}
+	none.gw.AuthorizerTTL = time.Minute
+	if r := none.do(t, "GET", path, "allow", nil, nil); r.status != 500 {
+		t.Errorf("caching without identity sources: status %d, want an authorizer failure", r.status)
+	}
+}
+
+func withSources(t *testing.T, sources []string) *gatewayEnv {
+	return newGatewayEnv(t, func(g *Gateway) { g.IdentitySources = sources })
+}
+
 func TestGatewayAuthorizerDecisions(t *testing.T) {
 	t.Parallel()
 	e := newGatewayEnv(t, nil)

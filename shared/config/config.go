@@ -514,7 +514,7 @@ var RuntimeVariables = map[string][]string{
 // Secrets Manager secret whose string is the value, read once at cold
 // start (functions/internal/awsenv), so that the value is in neither the
 // function's configuration nor its infrastructure's template.
-var SecretVariables = []string{EnvSecretKey, EnvLLMAPIKey, EnvRuntimeAPIKey}
+var SecretVariables = []string{EnvSecretKey, EnvLLMAPIKey, EnvRuntimeAPIKey, EnvOIDCClientSecret}
 
 // SecretARNSuffix names the variable holding a secret variable's Secrets
 // Manager secret (ACS_SECRET_KEY_SECRET_ARN for ACS_SECRET_KEY).
