@@ -26,6 +26,9 @@ type API struct {
 	Routes     []*Function
 	// PublicURL is how sandboxes reach the API (ACS_PUBLIC_URL).
 	PublicURL *string
+	// SignIn is the OpenID Connect client of the functions that sign people
+	// in (nil without OIDC).
+	SignIn *signIn
 }
 
 // NewAPI makes the API stack.
@@ -92,17 +95,14 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 		})
 	}
 
-	a.Authorizer = newFunction(st, functions.Authorizer, d, p, a.PublicURL)
-	auth := awsapigateway.NewRequestAuthorizer(st, jsii.String("KeyAuthorizer"), &awsapigateway.RequestAuthorizerProps{
-		Handler:         a.Authorizer.Lambda,
-		IdentitySources: &[]*string{awsapigateway.IdentitySource_Header(jsii.String("Authorization"))},
-		ResultsCacheTtl: awscdk.Duration_Seconds(jsii.Number(p.AuthorizerCacheTTL.Seconds())),
-	})
+	a.SignIn = newSignIn(st, d, p, a.PublicURL)
+	a.Authorizer = newFunction(st, functions.Authorizer, d, p, a.PublicURL, a.SignIn)
+	auth := newAuthorizer(st, a.Authorizer, p)
 
 	routes := append([]api.Route{}, p.Routes...)
 	sort.SliceStable(routes, func(i, j int) bool { return routes[i].Path < routes[j].Path })
 	for _, rt := range routes {
-		fn := newFunction(st, functions.RouteFunction(rt), d, p, a.PublicURL)
+		fn := newFunction(st, functions.RouteFunction(rt), d, p, a.PublicURL, a.SignIn)
 		a.Routes = append(a.Routes, fn)
 		opts := &awsapigateway.MethodOptions{OperationName: jsii.String(rt.Name)}
 		switch rt.Auth {
@@ -124,6 +124,37 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: a.PublicURL,
 		Description: jsii.String("the V1 API (ACS_PUBLIC_URL): $ApiUrl/api/v1/...")})
 	return a
+}
+
+// newAuthorizer makes the REQUEST authorizer. A request authenticates with
+// a Bearer key (Authorization) or a browser session (the acs_session
+// cookie), and API Gateway answers 401 without calling the authorizer when
+// any of its identity sources is missing: no single header is present in
+// both kinds of request, and two sources would require both. So it has no
+// identity source, which API Gateway allows only with result caching off:
+// every request calls the authorizer. That costs an invocation (a key or
+// session lookup) per request, and it means a revoked key or session, an
+// expired session and the session's cross-site check take effect on the
+// very next request rather than after a cached answer expires. With
+// authorizerCacheTtlSeconds > 0 the Authorization header is the identity
+// source and cache key, as before browser sessions: then only Bearer keys
+// get through.
+func newAuthorizer(st awscdk.Stack, fn *Function, p Props) awsapigateway.RequestAuthorizer {
+	props := &awsapigateway.RequestAuthorizerProps{Handler: fn.Lambda, IdentitySources: &[]*string{},
+		ResultsCacheTtl: awscdk.Duration_Seconds(jsii.Number(0))}
+	if p.AuthorizerCacheTTL > 0 {
+		props.IdentitySources = &[]*string{awsapigateway.IdentitySource_Header(jsii.String("Authorization"))}
+		props.ResultsCacheTtl = awscdk.Duration_Seconds(jsii.Number(p.AuthorizerCacheTTL.Seconds()))
+		awscdk.Annotations_Of(st).AddWarningV2(jsii.String("acs:authorizer-cache"), jsii.String(
+			"authorizerCacheTtlSeconds > 0 makes the Authorization header the authorizer's identity source: "+
+				"browser sessions (cookies) are refused by API Gateway"), nil)
+	}
+	auth := awsapigateway.NewRequestAuthorizer(st, jsii.String("KeyAuthorizer"), props)
+	if p.AuthorizerCacheTTL == 0 {
+		// The construct writes the empty list as ""; leave the property out.
+		auth.Node().DefaultChild().(awscdk.CfnResource).AddPropertyDeletionOverride(jsii.String("IdentitySource"))
+	}
+	return auth
 }
 
 // lowerUnderscore turns UNAUTHORIZED_X into unauthorized_x.

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscognito"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -36,6 +37,10 @@ type Data struct {
 	// key (given or generated, runtime API only); LLMKey the agents' LLM key
 	// (given, optional).
 	SecretKey, RuntimeKey, LLMKey *secretRef
+	// UserPool and HostedUI are the Cognito user pool people sign in with
+	// and its hosted sign-in domain (oidc=cognito only).
+	UserPool awscognito.UserPool
+	HostedUI awscognito.UserPoolDomain
 }
 
 // NewData makes the data stack.
@@ -139,6 +144,9 @@ func NewData(scope constructs.Construct, id string, p Props, sp *awscdk.StackPro
 	}
 	if p.LLMAPIKeySecret != "" {
 		d.LLMKey = importSecret(st, "LlmApiKey", p.LLMAPIKeySecret)
+	}
+	if p.OIDC == OIDCCognito {
+		newUserPool(d, p)
 	}
 
 	for name, v := range map[string]*string{

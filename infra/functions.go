@@ -52,8 +52,9 @@ type Function struct {
 
 // newFunction deploys one function of the function table: its zip, its
 // role with exactly the grants its configuration needs, its log group, and
-// the environment its cold start checks (config.NeedVariables of its Need).
-func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Props, publicURL *string) *Function {
+// the environment its cold start checks (config.NeedVariables of its Need;
+// the OpenID Connect client si, when there is one, with config.NeedSignIn).
+func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Props, publicURL *string, si *signIn) *Function {
 	id := logicalName(f.Name)
 	out := &Function{Spec: f}
 	out.LogGroup = awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
@@ -63,7 +64,7 @@ func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Pr
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("ACS function " + f.Name),
 	})
-	for _, st := range grants(f, d, p, out.LogGroup) {
+	for _, st := range grants(f, d, p, out.LogGroup, si) {
 		out.Role.AddToPolicy(st)
 	}
 	tracing := awslambda.Tracing_DISABLED
@@ -78,7 +79,7 @@ func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Pr
 		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.AssetDir, f.Name+".zip")), nil),
 		MemorySize:    jsii.Number(memory(f)),
 		Timeout:       awscdk.Duration_Seconds(jsii.Number(f.Timeout.Seconds())),
-		Environment:   envMap(environment(f, d, p, publicURL)),
+		Environment:   envMap(environment(f, d, p, publicURL, si)),
 		Role:          out.Role,
 		LogGroup:      out.LogGroup,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
@@ -126,11 +127,12 @@ type value = *string
 
 // environment is what a function's cold start checks: the base variables,
 // then config.NeedVariables of each need it has (and the runtime's
-// variables with NeedRuntime). A secret variable is given as its Secrets
-// Manager secret (config.SecretARNSuffix), never as a value. A variable the
-// stacks have no value for stops the synthesis: the configuration has
-// outgrown the stacks.
-func environment(f functions.Function, d *Data, p Props, publicURL *string) map[string]value {
+// variables with NeedRuntime; the OpenID Connect client's with
+// NeedSignIn). A secret variable is given as its Secrets Manager secret
+// (config.SecretARNSuffix), never as a value. A variable the stacks have no
+// value for stops the synthesis: the configuration has outgrown the
+// stacks.
+func environment(f functions.Function, d *Data, p Props, publicURL *string, si *signIn) map[string]value {
 	values := map[string]value{
 		config.EnvTable:         d.Table.Ref(),
 		config.EnvQueueURL:      d.Queue.QueueUrl(),
@@ -195,6 +197,12 @@ func environment(f functions.Function, d *Data, p Props, publicURL *string) map[
 				env[config.EnvLLMAPIKey+config.SecretARNSuffix] = d.LLMKey.ref
 			}
 		}
+		// The issuer people sign in with.
+		if need == config.NeedSignIn && si != nil {
+			for k, v := range si.env(p) {
+				env[k] = v
+			}
+		}
 	}
 	if f.Role == functions.RoleAuthorizer && p.AdminKeySHA256 != "" {
 		env[config.EnvAdminKeySHA256] = jsii.String(p.AdminKeySHA256)
@@ -228,9 +236,10 @@ const blobPrefix = "acs"
 // grants are a function's IAM statements, from its configuration needs:
 // DynamoDB on the table and its indexes; the secrets it reads; SQS send
 // for the start queue (consume too for the provisioner; the dead-letter
-// queue for the reconciler); S3 objects under the prefix; its own log
+// queue for the reconciler); S3 objects under the prefix; the OpenID
+// Connect client's secret for those that sign people in; its own log
 // group.
-func grants(f functions.Function, d *Data, p Props, logs awslogs.LogGroup) []awsiam.PolicyStatement {
+func grants(f functions.Function, d *Data, p Props, logs awslogs.LogGroup, si *signIn) []awsiam.PolicyStatement {
 	st := func(actions []string, resources ...*string) awsiam.PolicyStatement {
 		a := append([]string{}, actions...)
 		sort.Strings(a)
@@ -274,6 +283,9 @@ func grants(f functions.Function, d *Data, p Props, logs awslogs.LogGroup) []aws
 		// Kubernetes: the EKS token is a presigned sts:GetCallerIdentity,
 		// which needs no permission; the cluster maps the role with an
 		// access entry (the sandboxes stack).
+	}
+	if f.Need&config.NeedSignIn != 0 && si != nil && si.secret != nil {
+		out = append(out, st([]string{"secretsmanager:GetSecretValue"}, si.secret.arn))
 	}
 	// With tracing=xray, the function construct adds xray:PutTraceSegments
 	// and xray:PutTelemetryRecords on "*": X-Ray has no resource-level

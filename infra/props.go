@@ -54,7 +54,10 @@ type Props struct {
 	// requests per second, default 50; throttleBurstLimit, default 100).
 	ThrottleRate, ThrottleBurst float64
 	// AuthorizerCacheTTL caches the authorizer's answer per Authorization
-	// header (authorizerCacheTtlSeconds, default 300; 0 disables).
+	// header (authorizerCacheTtlSeconds, default 0: off). Caching needs an
+	// identity source, and API Gateway refuses a request lacking one before
+	// the authorizer runs: with a TTL only Bearer keys get through and
+	// browser sessions (the acs_session cookie) are refused at the gateway.
 	AuthorizerCacheTTL time.Duration
 	// XRay turns on X-Ray tracing of the API and the functions
 	// (tracing=xray; default off).
@@ -64,6 +67,31 @@ type Props struct {
 	ArchiveExpiryDays int
 	// AlarmEmail is subscribed to the alarms' topic (alarmEmail; optional).
 	AlarmEmail string
+	// OIDC is how people sign in from a browser with OpenID Connect (oidc):
+	// OIDCCognito (the default) makes a Cognito user pool the issuer;
+	// OIDCIssuer uses the issuer OIDCIssuerURL (implied by oidcIssuer);
+	// OIDCNone offers the one-time links and API keys only.
+	OIDC string
+	// CognitoDomainPrefix is the Cognito hosted UI's domain prefix
+	// (cognitoDomainPrefix, default acs-<account id>):
+	// https://<prefix>.auth.<region>.amazoncognito.com. CognitoSelfSignUp
+	// lets people create their own Cognito account (cognitoSelfSignUp,
+	// default false: an administrator creates them).
+	CognitoDomainPrefix string
+	CognitoSelfSignUp   bool
+	// OIDCIssuerURL, OIDCClientID and OIDCClientSecret are your own issuer
+	// (oidcIssuer, oidcClientId, oidcClientSecret: the name or ARN of the
+	// Secrets Manager secret holding the client secret; without one the
+	// client is public and relies on PKCE).
+	OIDCIssuerURL, OIDCClientID, OIDCClientSecret string
+	// OIDCName is what the sign-in page calls the issuer (oidcName, default
+	// config.DefaultOIDCName). OIDCAllowedDomains and OIDCAllowedEmails
+	// restrict who may sign in (oidcAllowedDomains, oidcAllowedEmails:
+	// comma-separated); OIDCCreateUsers creates a user on an identity's first
+	// sign-in (oidcCreateUsers; unset: the functions' default, true).
+	OIDCName                              string
+	OIDCAllowedDomains, OIDCAllowedEmails string
+	OIDCCreateUsers                       *bool
 	// Env are further plain variables of every function (env, a JSON
 	// object: LLM_BASE_URL, LLM_MODEL, ACS_SANDBOX_SPECS, ACS_IDLE_*,
 	// ACS_KUBE_* settings, …). Secret variables are refused: they come from
@@ -75,7 +103,15 @@ type Props struct {
 var ContextKeys = []string{"stage", "domainName", "certificateArn", "eksCluster", "eksEndpoint", "eksCaData",
 	"kubeBaseHost", "sandboxImage", "kubeNamespace", "runtimeApiUrl", "runtimeApiKeySecret", "llmApiKeySecret",
 	"adminKeySha256", "logRetentionDays", "throttleRateLimit", "throttleBurstLimit", "authorizerCacheTtlSeconds",
-	"tracing", "archiveExpiryDays", "alarmEmail", "env", "assetDir"}
+	"tracing", "archiveExpiryDays", "alarmEmail", "env", "assetDir", "oidc", "cognitoDomainPrefix", "cognitoSelfSignUp",
+	"oidcIssuer", "oidcClientId", "oidcClientSecret", "oidcName", "oidcAllowedDomains", "oidcAllowedEmails", "oidcCreateUsers"}
+
+// The ways of OpenID Connect sign-in (Props.OIDC).
+const (
+	OIDCCognito = "cognito"
+	OIDCIssuer  = "issuer"
+	OIDCNone    = "none"
+)
 
 var retentions = map[int]awslogs.RetentionDays{
 	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
@@ -118,12 +154,37 @@ func FromContext(get func(key string) string) (Props, error) {
 		KubeBaseHost: or("kubeBaseHost", ""), SandboxImage: or("sandboxImage", ""), KubeNamespace: or("kubeNamespace", "acs-sandboxes"),
 		RuntimeAPIURL: or("runtimeApiUrl", ""), RuntimeAPIKeySecret: or("runtimeApiKeySecret", ""),
 		LLMAPIKeySecret: or("llmApiKeySecret", ""), AdminKeySHA256: strings.ToLower(or("adminKeySha256", "")),
-		ThrottleRate:       number("throttleRateLimit", 50, 1, 10000),
-		ThrottleBurst:      number("throttleBurstLimit", 100, 1, 5000),
-		AuthorizerCacheTTL: time.Duration(number("authorizerCacheTtlSeconds", 300, 0, 3600)) * time.Second,
-		ArchiveExpiryDays:  int(number("archiveExpiryDays", 90, 1, 36500)),
-		AlarmEmail:         or("alarmEmail", ""),
+		ThrottleRate:        number("throttleRateLimit", 50, 1, 10000),
+		ThrottleBurst:       number("throttleBurstLimit", 100, 1, 5000),
+		AuthorizerCacheTTL:  time.Duration(number("authorizerCacheTtlSeconds", 0, 0, 3600)) * time.Second,
+		ArchiveExpiryDays:   int(number("archiveExpiryDays", 90, 1, 36500)),
+		AlarmEmail:          or("alarmEmail", ""),
+		CognitoDomainPrefix: or("cognitoDomainPrefix", ""),
+		OIDCIssuerURL:       strings.TrimRight(or("oidcIssuer", ""), "/"), OIDCClientID: or("oidcClientId", ""),
+		OIDCClientSecret: or("oidcClientSecret", ""), OIDCName: or("oidcName", ""),
+		OIDCAllowedDomains: or("oidcAllowedDomains", ""), OIDCAllowedEmails: or("oidcAllowedEmails", ""),
 	}
+	boolean := func(key string) *bool {
+		v := or(key, "")
+		if v == "" {
+			return nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("%s %q must be true or false", key, v)
+			return nil
+		}
+		return &b
+	}
+	if b := boolean("cognitoSelfSignUp"); b != nil {
+		p.CognitoSelfSignUp = *b
+	}
+	p.OIDCCreateUsers = boolean("oidcCreateUsers")
+	p.OIDC = or("oidc", OIDCCognito)
+	if p.OIDCIssuerURL != "" && or("oidc", "") == "" {
+		p.OIDC = OIDCIssuer
+	}
+	problems = append(problems, p.checkOIDC()...)
 	days := int(number("logRetentionDays", 30, 1, 3653))
 	if r, ok := retentions[days]; ok {
 		p.LogRetention = r
@@ -182,6 +243,8 @@ func FromContext(get func(key string) string) (Props, error) {
 			bad("env %s: a secret never goes into plain configuration (use llmApiKeySecret, runtimeApiKeySecret; the secret key is generated)", k)
 		case stackSet[k]:
 			bad("env %s is set by the stacks", k)
+		case strings.HasPrefix(k, "ACS_OIDC_"):
+			bad("env %s: OpenID Connect is configured with the oidc* context keys", k)
 		}
 	}
 	if p.EKSCluster != "" && p.SandboxImage == "" && p.Env["ACS_KUBE_POD_TEMPLATES"] == "" {
@@ -191,6 +254,57 @@ func FromContext(get func(key string) string) (Props, error) {
 		return p, errors.New("infra: " + strings.Join(problems, "; "))
 	}
 	return p, nil
+}
+
+// checkOIDC names what is wrong with the sign-in props.
+func (p Props) checkOIDC() []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	switch p.OIDC {
+	case OIDCCognito:
+		if pre := p.CognitoDomainPrefix; pre != "" && !validDomainPrefix(pre) {
+			bad("cognitoDomainPrefix %q must be 1 to 63 lower-case letters, digits or hyphens, not starting or ending with a hyphen, "+
+				"without aws, amazon or cognito", pre)
+		}
+	case OIDCIssuer:
+		if u, err := url.Parse(p.OIDCIssuerURL); err != nil || u.Scheme != "https" || u.Host == "" {
+			bad("oidcIssuer %q must be the issuer's https URL", p.OIDCIssuerURL)
+		}
+		if p.OIDCClientID == "" {
+			bad("oidcClientId is required with oidcIssuer (ACS's client at the issuer)")
+		}
+	case OIDCNone:
+	default:
+		bad("oidc %q must be cognito, issuer or none", p.OIDC)
+	}
+	if p.OIDC != OIDCIssuer && (p.OIDCIssuerURL != "" || p.OIDCClientID != "" || p.OIDCClientSecret != "") {
+		bad("oidcIssuer, oidcClientId and oidcClientSecret go with oidc=issuer, not %s", p.OIDC)
+	}
+	if p.OIDC != OIDCCognito && (p.CognitoDomainPrefix != "" || p.CognitoSelfSignUp) {
+		bad("cognitoDomainPrefix and cognitoSelfSignUp go with oidc=cognito, not %s", p.OIDC)
+	}
+	if p.OIDC == OIDCNone && (p.OIDCName != "" || p.OIDCAllowedDomains != "" || p.OIDCAllowedEmails != "" || p.OIDCCreateUsers != nil) {
+		bad("oidcName, oidcAllowedDomains, oidcAllowedEmails and oidcCreateUsers need OpenID Connect (oidc is none)")
+	}
+	return problems
+}
+
+// validDomainPrefix is what Cognito accepts as a hosted UI domain prefix.
+func validDomainPrefix(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, reserved := range []string{"aws", "amazon", "cognito"} {
+		if strings.Contains(s, reserved) {
+			return false
+		}
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // Runtime is the sandbox runtime the props choose ("" for none).

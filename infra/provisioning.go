@@ -26,14 +26,14 @@ type Provisioning struct {
 func NewProvisioning(scope constructs.Construct, id string, d *Data, a *API, p Props, sp *awscdk.StackProps) *Provisioning {
 	st := awscdk.NewStack(scope, jsii.String(id), sp)
 	pr := &Provisioning{Stack: st}
-	pr.Provisioner = newFunction(st, functions.Provisioner, d, p, a.PublicURL)
+	pr.Provisioner = newFunction(st, functions.Provisioner, d, p, a.PublicURL, a.SignIn)
 	awslambda.NewEventSourceMapping(st, jsii.String("StartQueueSource"), &awslambda.EventSourceMappingProps{
 		Target:                  pr.Provisioner.Lambda,
 		EventSourceArn:          d.Queue.QueueArn(),
 		BatchSize:               jsii.Number(functions.ProvisionerBatchSize),
 		ReportBatchItemFailures: jsii.Bool(true),
 	})
-	pr.Reconciler = newFunction(st, functions.Reconciler, d, p, a.PublicURL)
+	pr.Reconciler = newFunction(st, functions.Reconciler, d, p, a.PublicURL, a.SignIn)
 	pr.Schedule = awsevents.NewRule(st, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
 		Description: jsii.String("the ACS reconciler's pass"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(functions.ReconcileEvery.Minutes()))),

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
@@ -38,11 +39,13 @@ var (
 )
 
 // mainSynth is the stacks of testProps (a runtime API, an admin key hash,
-// an LLM key secret, extra variables), synthesized once.
+// an LLM key secret, extra variables, Cognito sign-in) with signInFixture
+// among the routes, synthesized once.
 func mainSynth(t *testing.T) synthesized {
 	t.Helper()
 	mainOnce.Do(func() {
 		p := testProps(t)
+		p.Routes = append(slices.Clone(p.Routes), signInFixture)
 		// The assembly must outlive the first test that asks for it.
 		dir, err := os.MkdirTemp("", "acs-infra-test-")
 		if err != nil {
@@ -51,6 +54,7 @@ func mainSynth(t *testing.T) synthesized {
 		assets := filepath.Join(dir, "assets")
 		os.Mkdir(assets, 0o755)
 		copyDir(t, p.AssetDir, assets)
+		copyDir(t, stubAssets(t, p.Routes), assets)
 		p.AssetDir = assets
 		s, out := synthInto(t, p, filepath.Join(dir, "cdk.out"))
 		mainSyn = synthesized{s, out, p}
@@ -91,7 +95,12 @@ func TestOneMethodPerRouteWithTheAuthorizerWhereItBelongs(t *testing.T) {
 		props := map[string]any{
 			"HttpMethod": rt.Method, "OperationName": rt.Name,
 			"Integration": map[string]any{"Type": "AWS_PROXY", "IntegrationHttpMethod": "POST",
-				"Uri": map[string]any{"Fn::Join": []any{"", assertions.Match_ArrayWith(&[]any{map[string]any{"Fn::GetAtt": []any{fn, "Arn"}}})}}},
+				"Uri": map[string]any{"Fn::Join": []any{"", assertions.Match_ArrayWith(&[]any{map[string]any{"Fn::GetAtt": []any{fn, "Arn"}}})}},
+				// A Lambda proxy passes every request header (Cookie) to the
+				// function and every response header (Set-Cookie) back: no
+				// mapping may narrow that.
+				"RequestParameters": assertions.Match_Absent(), "IntegrationResponses": assertions.Match_Absent()},
+			"RequestParameters": assertions.Match_Absent(), "MethodResponses": assertions.Match_Absent(),
 		}
 		if rt.Auth == api.AuthUser {
 			props["AuthorizationType"] = "CUSTOM"
@@ -106,10 +115,14 @@ func TestOneMethodPerRouteWithTheAuthorizerWhereItBelongs(t *testing.T) {
 			t.Errorf("%s: method on %s, want %s", rt.Name, got, rt.Path)
 		}
 	}
+	// No identity source (a Bearer request has no cookie, a browser's no
+	// Authorization header, and API Gateway refuses a request lacking any
+	// source), so no result cache: every request reaches the authorizer.
 	check(t, "the authorizer", func() {
 		at.HasResourceProperties(jsii.String("AWS::ApiGateway::Authorizer"), obj(map[string]any{
-			"Type": "REQUEST", "IdentitySource": "method.request.header.Authorization", "AuthorizerResultTtlInSeconds": 300}))
+			"Type": "REQUEST", "IdentitySource": assertions.Match_Absent(), "AuthorizerResultTtlInSeconds": 0}))
 	})
+	check(t, "one authorizer", func() { at.ResourceCountIs(jsii.String("AWS::ApiGateway::Authorizer"), jsii.Number(1)) })
 	for _, r := range apigw.GatewayResponses {
 		headers := map[string]any{}
 		for k, v := range r.Headers {
@@ -208,6 +221,9 @@ func expectedGrants(f functions.Function, p Props) map[string][]string {
 		add(s3blob.ObjectIAMActions, "objects-under-prefix")
 		add(s3blob.BucketIAMActions, "bucket-prefix-only")
 	}
+	if f.Need&config.NeedSignIn != 0 && (p.OIDC == OIDCCognito || p.OIDCClientSecret != "") {
+		add([]string{"secretsmanager:GetSecretValue"}, "oidc-client-secret")
+	}
 	if f.Need&config.NeedRuntime != 0 {
 		if p.RuntimeAPIURL != "" {
 			add([]string{"secretsmanager:GetSecretValue"}, "runtime-key")
@@ -282,6 +298,8 @@ func resourceKind(t *testing.T, r any, logGroup string, cond any) string {
 		return "table"
 	case strings.Contains(s, logGroup):
 		return "own-log-group"
+	case strings.Contains(s, "OidcClientSecret") || strings.Contains(s, "oidc-client-secret"):
+		return "oidc-client-secret"
 	case strings.Contains(s, "SecretKey"):
 		return "secret-key"
 	case strings.Contains(s, "RuntimeApiKey"):
@@ -323,8 +341,12 @@ func TestARouteThatGainsANeedGetsItsGrant(t *testing.T) {
 	p := testProps(t)
 	p.Routes = slices.Clone(api.Routes)
 	i := slices.IndexFunc(p.Routes, func(r api.Route) bool { return r.Name == "get_me" })
-	p.Routes[i].Needs |= config.NeedQueue | config.NeedBlobs
-	// The EKS runtime, X-Ray and a custom domain, in the same synthesis.
+	p.Routes[i].Needs |= config.NeedQueue | config.NeedBlobs | config.NeedSignIn
+	// The EKS runtime, X-Ray and a custom domain, in the same synthesis;
+	// and your own OpenID Connect issuer with a cached authorizer.
+	p.OIDC, p.OIDCIssuerURL, p.OIDCClientID, p.OIDCClientSecret = OIDCIssuer, "https://accounts.google.com", "acs-client", "acs/oidc-client-secret"
+	p.OIDCAllowedDomains, p.OIDCCreateUsers = "example.com", jsii.Bool(false)
+	p.AuthorizerCacheTTL = 5 * time.Minute
 	p.RuntimeAPIURL, p.EKSCluster, p.EKSEndpoint, p.EKSCAData = "", "acs", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "LS0tLS1CRUdJTg=="
 	p.KubeBaseHost, p.SandboxImage, p.XRay = "sandboxes.example.com", "example.com/acs-sandbox:1", true
 	p.DomainName, p.CertificateARN = "acs.example.com", "arn:aws:acm:eu-west-1:123456789012:certificate/abc"
@@ -333,7 +355,8 @@ func TestARouteThatGainsANeedGetsItsGrant(t *testing.T) {
 	getMe := s.API.Routes[slices.IndexFunc(s.API.Routes, func(f *Function) bool { return f.Spec.Name == "get_me" })]
 	role := logicalOfPrefix(t, raw, "AWS::IAM::Role", "GetMeRole")
 	got := grantsOf(t, raw, role, logicalOfPrefix(t, raw, "AWS::Logs::LogGroup", "GetMeLogs"))
-	if jsonString(got) != jsonString(expectedGrants(getMe.Spec, p)) || len(got["sqs:SendMessage"]) == 0 || len(got["s3:GetObject"]) == 0 {
+	if jsonString(got) != jsonString(expectedGrants(getMe.Spec, p)) || len(got["sqs:SendMessage"]) == 0 || len(got["s3:GetObject"]) == 0 ||
+		!slices.Contains(got["secretsmanager:GetSecretValue"], "oidc-client-secret") {
 		t.Errorf("get_me with the queue and blobs: grants %s", jsonString(got))
 	}
 	at := tpl(t, dir, APIStack)
@@ -341,7 +364,22 @@ func TestARouteThatGainsANeedGetsItsGrant(t *testing.T) {
 		at.HasResourceProperties(jsii.String("AWS::Lambda::Function"), obj(map[string]any{
 			"Description": "ACS GET /api/v1/users/me", "TracingConfig": map[string]any{"Mode": "Active"},
 			"Environment": map[string]any{"Variables": map[string]any{"ACS_QUEUE_URL": assertions.Match_AnyValue(),
-				"ACS_BUCKET": assertions.Match_AnyValue(), "ACS_BUCKET_PREFIX": blobPrefix}}}))
+				"ACS_BUCKET": assertions.Match_AnyValue(), "ACS_BUCKET_PREFIX": blobPrefix,
+				config.EnvPublicURL: "https://acs.example.com", config.EnvOIDCIssuer: "https://accounts.google.com",
+				config.EnvOIDCClientID: "acs-client", config.EnvOIDCClientSecret + config.SecretARNSuffix: "acs/oidc-client-secret",
+				envOIDCName: config.DefaultOIDCName, envOIDCAllowedDomains: "example.com", envOIDCCreateUsers: "false",
+				envOIDCAllowedEmails: assertions.Match_Absent()}}}))
+	})
+	// Your own issuer: no Cognito; a cached authorizer keys on the
+	// Authorization header (and so admits Bearer keys only).
+	for _, typ := range []string{"AWS::Cognito::UserPool", "AWS::Cognito::UserPoolClient", "AWS::Cognito::UserPoolDomain"} {
+		for _, st := range []string{DataStack, APIStack} {
+			check(t, st+": no "+typ, func() { tpl(t, dir, st).ResourceCountIs(jsii.String(typ), jsii.Number(0)) })
+		}
+	}
+	check(t, "the cached authorizer", func() {
+		at.HasResourceProperties(jsii.String("AWS::ApiGateway::Authorizer"), obj(map[string]any{
+			"Type": "REQUEST", "IdentitySource": "method.request.header.Authorization", "AuthorizerResultTtlInSeconds": 300}))
 	})
 	// The EKS runtime: the variables the Kubernetes runtime requires, and
 	// one access entry per function that reaches sandboxes, in the group
@@ -545,14 +583,15 @@ func TestNothingWildNothingSecretNothingAlwaysOn(t *testing.T) {
 		"AWS::Lambda::Function", "AWS::Lambda::Permission", "AWS::Lambda::EventSourceMapping", "AWS::Events::Rule",
 		"AWS::ApiGateway::RestApi", "AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage",
 		"AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::GatewayResponse", "AWS::ApiGateway::Authorizer",
-		"AWS::SNS::Topic", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard", "AWS::CDK::Metadata"} {
+		"AWS::SNS::Topic", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard", "AWS::CDK::Metadata",
+		"AWS::Cognito::UserPool", "AWS::Cognito::UserPoolDomain", "AWS::Cognito::UserPoolClient"} {
 		allowed[typ] = true // storage, serverless on demand, or free when idle
 	}
 	secretNames := regexp.MustCompile(`"(` + strings.Join(config.SecretVariables, "|") + `)":`)
 	for _, st := range []string{DataStack, APIStack, ProvisioningStack, OperationsStack} {
 		raw := readTemplate(t, s.dir, st)
 		b, _ := json.Marshal(raw)
-		for _, bad := range []string{"ProvisionedConcurrencyConfig", `"SecretString":`, "NatGateway", `"sk-`} {
+		for _, bad := range []string{"ProvisionedConcurrencyConfig", "NatGateway", `"sk-`} {
 			if strings.Contains(string(b), bad) {
 				t.Errorf("%s: template holds %s", st, bad)
 			}
@@ -565,6 +604,14 @@ func TestNothingWildNothingSecretNothingAlwaysOn(t *testing.T) {
 			typ := r["Type"].(string)
 			if !allowed[typ] {
 				t.Errorf("%s: %s is a %s, which is not among the scale-to-zero resources", st, id, typ)
+			}
+			// A secret's value is generated by Secrets Manager, or is the
+			// Cognito app client's generated secret, which CloudFormation
+			// copies at deployment: never a value in the template.
+			if props, ok := r["Properties"].(map[string]any); ok && typ == "AWS::SecretsManager::Secret" {
+				if v, ok := props["SecretString"]; ok && !clientSecretAttr(raw, v) {
+					t.Errorf("%s: secret %s holds %s", st, id, jsonString(v))
+				}
 			}
 			if typ != "AWS::IAM::Policy" && typ != "AWS::IAM::Role" {
 				continue
@@ -600,6 +647,19 @@ func TestNothingWildNothingSecretNothingAlwaysOn(t *testing.T) {
 	}
 }
 
+// clientSecretAttr reports whether v is {"Fn::GetAtt": [<a Cognito app
+// client of raw>, "ClientSecret"]}.
+func clientSecretAttr(raw map[string]any, v any) bool {
+	m, _ := v.(map[string]any)
+	ga, _ := m["Fn::GetAtt"].([]any)
+	if len(m) != 1 || len(ga) != 2 || ga[1] != "ClientSecret" {
+		return false
+	}
+	id, _ := ga[0].(string)
+	r, _ := raw["Resources"].(map[string]any)[id].(map[string]any)
+	return r["Type"] == "AWS::Cognito::UserPoolClient"
+}
+
 func allXRay(actions []any) bool {
 	for _, a := range actions {
 		if !strings.HasPrefix(fmt.Sprint(a), "xray:") {
@@ -626,6 +686,39 @@ func TestContextIsValidated(t *testing.T) {
 	}
 	if _, err := FromContext(func(string) string { return "" }); err != nil {
 		t.Errorf("no context at all: %v", err)
+	}
+	// Sign-in.
+	for _, tc := range []struct {
+		ctx  map[string]string
+		want []string
+	}{
+		{map[string]string{"oidc": "saml"}, []string{"oidc \"saml\""}},
+		{map[string]string{"oidcIssuer": "http://id.example.com"}, []string{"oidcIssuer", "oidcClientId is required"}},
+		{map[string]string{"oidc": "none", "oidcClientId": "x", "oidcAllowedDomains": "example.com", "cognitoSelfSignUp": "true"},
+			[]string{"go with oidc=issuer", "go with oidc=cognito", "need OpenID Connect"}},
+		{map[string]string{"cognitoDomainPrefix": "my-cognito", "cognitoSelfSignUp": "yes", "oidcCreateUsers": "maybe"},
+			[]string{"cognitoDomainPrefix", "cognitoSelfSignUp", "oidcCreateUsers"}},
+		{map[string]string{"env": `{"ACS_OIDC_ISSUER":"https://id.example.com","ACS_OIDC_CLIENT_SECRET":"s"}`},
+			[]string{"env ACS_OIDC_ISSUER", "env ACS_OIDC_CLIENT_SECRET: a secret"}},
+	} {
+		_, err := FromContext(func(k string) string { return tc.ctx[k] })
+		for _, want := range tc.want {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: error %v does not name %s", tc.ctx, err, want)
+			}
+		}
+	}
+	for _, ok := range []map[string]string{
+		{"oidcIssuer": "https://accounts.google.com", "oidcClientId": "c"},
+		{"oidc": "issuer", "oidcIssuer": "https://id.example.com/", "oidcClientId": "c", "oidcClientSecret": "acs/oidc"},
+		{"oidc": "none"},
+		{"cognitoDomainPrefix": "acs-prod-1", "cognitoSelfSignUp": "true", "oidcAllowedDomains": "example.com", "oidcCreateUsers": "false"},
+	} {
+		if p, err := FromContext(func(k string) string { return ok[k] }); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		} else if want := map[bool]string{true: OIDCIssuer, false: p.OIDC}[ok["oidcIssuer"] != ""]; p.OIDC != want {
+			t.Errorf("%v: oidc %s, want %s", ok, p.OIDC, want)
+		}
 	}
 }
 
