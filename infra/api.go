@@ -133,9 +133,9 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 // both kinds of request, and two sources would require both. So it has no
 // identity source, which API Gateway allows only with result caching off:
 // every request calls the authorizer. That costs an invocation (a key or
-// session lookup) per request, and it means a revoked key or session, an
-// expired session and the session's cross-site check take effect on the
-// very next request rather than after a cached answer expires. With
+// session lookup) per request; in exchange a revoked key or session and an
+// expired session take effect on the very next request, and no decision
+// made for one request (its method, its Origin) is reused for another. With
 // authorizerCacheTtlSeconds > 0 the Authorization header is the identity
 // source and cache key, as before browser sessions: then only Bearer keys
 // get through.
