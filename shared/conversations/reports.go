@@ -52,7 +52,7 @@ func (s *Service) SandboxConversation(ctx context.Context, sb acs.Sandbox, rawID
 		return acs.Conversation{}, err
 	}
 	now := s.now()
-	title := "Conversation " + id[:5]
+	title := acs.FallbackTitle(id)
 	c = acs.Conversation{ID: id, OwnerID: sb.OwnerID, SandboxID: sb.ID, Title: &title, WorkingDir: sb.WorkingDir,
 		CreatedAt: now, UpdatedAt: now}
 	if err := s.Store.CreateConversation(ctx, c); err != nil && !errors.Is(err, acs.ErrConflict) {
