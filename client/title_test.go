@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // TestStartedConversationsAreTitledByTheirFirstMessage: a conversation
 // started with a message is titled by it (acs.TitleFromMessage: its first
 // line, cut at a word boundary); an explicit title wins, and a rename
-// later; with no message the title stays "Conversation <id prefix>".
+// later; with no message the title is "Conversation <id prefix>" until
+// the first message (even one sent straight to the agent server).
 func TestStartedConversationsAreTitledByTheirFirstMessage(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxFor(t, 3*time.Minute)
@@ -45,6 +47,32 @@ func TestStartedConversationsAreTitledByTheirFirstMessage(t *testing.T) {
 			}
 			if first == "" {
 				first = id
+			}
+			if tc.req.InitialMessage != nil {
+				return
+			}
+			// The first message, sent straight to the agent server as the
+			// web frontend does, titles it once its event is reported.
+			agent, err := client.AgentOf(conv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := agent.SendMessage(ctx, id, message("Hello from the frontend\nsecond line")); err != nil {
+				t.Fatal(err)
+			}
+			testwait.For(t, 60*time.Second, "the first message to title the conversation", func() bool {
+				conv, err = c.GetConversation(ctx, id)
+				return err == nil && deref(conv.Title) == "Hello from the frontend"
+			})
+			if err := agent.SendMessage(ctx, id, message("A second message")); err != nil {
+				t.Fatal(err)
+			}
+			testwait.For(t, 60*time.Second, "the second message to be reported", func() bool {
+				n, err := c.CountEvents(ctx, id, client.Filter{"kind": {"MessageEvent"}})
+				return err == nil && n >= 3
+			})
+			if conv, err = c.GetConversation(ctx, id); err != nil || deref(conv.Title) != "Hello from the frontend" {
+				t.Fatalf("after a second message: %v %v", deref(conv.Title), err)
 			}
 		})
 	}

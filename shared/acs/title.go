@@ -43,3 +43,23 @@ func TitleFromMessage(text string) string {
 	cut = strings.TrimRightFunc(cut, func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune(",;:-–—", r) })
 	return cut + "…"
 }
+
+// Untitled reports whether c still has the title it was given for want of
+// one (FallbackTitle, or none): no title came with its start request or its
+// first message, nobody renamed it and no agent server reported one.
+func (c *Conversation) Untitled() bool {
+	return !c.TitlePending && c.TitleAt.IsZero() && (c.Title == nil || *c.Title == FallbackTitle(c.ID))
+}
+
+// TitleByFirstMessage titles an Untitled conversation by title, derived
+// (TitleFromMessage) from its first user message. Like a title derived at
+// start, it leaves TitleAt as it is: any title the agent server reports,
+// and a rename, replace it. It reports whether the title changed: never for
+// an empty title or a conversation that has one.
+func (c *Conversation) TitleByFirstMessage(title string) bool {
+	if title == "" || !c.Untitled() {
+		return false
+	}
+	c.Title = &title
+	return true
+}

@@ -3,6 +3,7 @@ package acs_test
 import (
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -43,5 +44,52 @@ func TestTitleFromMessage(t *testing.T) {
 func TestFallbackTitle(t *testing.T) {
 	if got := acs.FallbackTitle("0123456789abcdef"); got != "Conversation 01234" {
 		t.Fatalf("FallbackTitle = %q", got)
+	}
+}
+
+func TestTitleByFirstMessage(t *testing.T) {
+	id := "0123456789abcdef0123456789abcdef"
+	at := time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		name    string
+		conv    acs.Conversation
+		title   string
+		changed bool
+		want    string
+	}{
+		{"fallback title", acs.Conversation{ID: id, Title: str("Conversation 01234")}, "Fix the bug", true, "Fix the bug"},
+		{"no title", acs.Conversation{ID: id}, "Fix the bug", true, "Fix the bug"},
+		{"no text", acs.Conversation{ID: id, Title: str("Conversation 01234")}, "", false, "Conversation 01234"},
+		{"explicit title", acs.Conversation{ID: id, Title: str("Chosen")}, "Fix the bug", false, "Chosen"},
+		{"explicit title that looks like the fallback of another id", acs.Conversation{ID: id, Title: str("Conversation 98765")}, "Fix the bug", false, "Conversation 98765"},
+		{"renamed to the fallback", acs.Conversation{ID: id, Title: str("Conversation 01234"), TitleAt: at.Add(-time.Hour), TitlePending: true}, "Fix the bug", false, "Conversation 01234"},
+		{"reported by the agent server", acs.Conversation{ID: id, Title: str("Conversation 01234"), TitleAt: at.Add(-time.Hour)}, "Fix the bug", false, "Conversation 01234"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tc.conv
+			if got := c.TitleByFirstMessage(tc.title); got != tc.changed || c.Title == nil || *c.Title != tc.want {
+				t.Fatalf("changed %v, title %v; want %v, %q", got, c.Title, tc.changed, tc.want)
+			}
+			if !c.TitleAt.Equal(tc.conv.TitleAt) {
+				t.Fatalf("TitleAt %v, was %v", c.TitleAt, tc.conv.TitleAt)
+			}
+		})
+	}
+	// Once titled, the conversation is no longer untitled; a report and a
+	// rename still replace the title.
+	c := acs.Conversation{ID: id}
+	c.TitleByFirstMessage("Fix the bug")
+	if c.Untitled() || c.TitleByFirstMessage("Another") {
+		t.Fatal("a titled conversation was titled again")
+	}
+	c.ApplyReportedTitle("Reported", at)
+	if *c.Title != "Reported" {
+		t.Fatalf("a report: %q", *c.Title)
+	}
+	c.RenameByUser("Mine", at.Add(2*time.Minute))
+	if *c.Title != "Mine" {
+		t.Fatalf("a rename: %q", *c.Title)
 	}
 }
