@@ -163,6 +163,24 @@ func TestBrowserReachesAgentServers(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The preflight the browser sends before each call, in plain HTTP.
+	for _, tc := range []struct{ origin, allow string }{{front.origin, front.origin}, {other.origin, ""}} {
+		req, _ := http.NewRequest("OPTIONS", base+"/api/git/changes?path=/workspace/project", nil)
+		req.Header.Set("Origin", tc.origin)
+		req.Header.Set("Access-Control-Request-Method", "GET")
+		req.Header.Set("Access-Control-Request-Headers", "x-session-api-key")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		h := res.Header
+		if h.Get("Access-Control-Allow-Origin") != tc.allow ||
+			(tc.allow != "" && (res.StatusCode != 204 || !strings.Contains(strings.ToLower(h.Get("Access-Control-Allow-Headers")), "x-session-api-key"))) {
+			t.Fatalf("preflight from %s: HTTP %d %v", tc.origin, res.StatusCode, h)
+		}
+	}
+
 	refused := runAgentCalls(t, other.origin, base, id, key)
 	for _, name := range []string{"count", "changes", "diff", "pause", "socket"} {
 		if r := refused[name]; r.Error == "" {
@@ -201,5 +219,9 @@ func TestBrowserReachesAgentServers(t *testing.T) {
 	// The session key is in the socket's URL: no log line may hold it.
 	if strings.Contains(s.log.String(), key) {
 		t.Fatalf("acs serve logged a session key:\n%s", s.log)
+	}
+	agentLog, err := os.ReadFile(filepath.Join(s.dataDir, "sandboxes", conv.SandboxID, "agent-server.log"))
+	if err != nil || strings.Contains(string(agentLog), key) {
+		t.Fatalf("the agent server's log (%v) holds its session key:\n%s", err, agentLog)
 	}
 }
