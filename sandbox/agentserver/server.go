@@ -151,6 +151,7 @@ func (s *Server) Close() {
 func (s *Server) Handler() http.Handler {
 	masked := s.masker.Middleware(s.mux)
 	return s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.canonicalWorkspace(r)
 		if r.URL.Path == "/api/workspace/archive" {
 			// The workspace archive is compressed binary: masking its bytes
 			// could only corrupt it. It masks each file's content, and the
@@ -289,29 +290,6 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 		}
 		s.touch()
 		h(w, r)
-	})
-}
-
-func (s *Server) cors(h http.Handler) http.Handler {
-	if len(s.cfg.CORSOrigins) == 0 {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		origin := r.Header.Get("Origin")
-		for _, o := range s.cfg.CORSOrigins {
-			if o == origin || o == "*" {
-				w.Header().Set("Access-Control-Allow-Origin", origin)
-				w.Header().Set("Access-Control-Allow-Credentials", "true")
-				w.Header().Set("Vary", "Origin")
-				if r.Method == http.MethodOptions {
-					w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PUT, PATCH, DELETE, OPTIONS")
-					w.Header().Set("Access-Control-Allow-Headers", "Content-Type, X-Session-API-Key, Authorization")
-					w.WriteHeader(http.StatusNoContent)
-					return
-				}
-			}
-		}
-		h.ServeHTTP(w, r)
 	})
 }
 

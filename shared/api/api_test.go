@@ -431,6 +431,10 @@ func TestWebhooks(t *testing.T) {
 	if !strings.Contains(string(c.Metrics), `"accumulated_cost":0.5`) {
 		t.Fatalf("metrics %s", c.Metrics)
 	}
+	// An untitled conversation is titled by its first user message.
+	if c.Title == nil || *c.Title != "Hello" {
+		t.Fatalf("title %v after the first message", c.Title)
+	}
 	// The conversation info webhook updates title and status; older info is ignored.
 	info := `{"id":"` + acs.Dashed(conv) + `","execution_status":"running","title":"Renamed","updated_at":"` + ts(1) + `"}`
 	if r := post("sandbox-one-key", "/api/v1/webhooks/conversations", info); r.status != 200 {

@@ -45,6 +45,10 @@ func workspaceDir(c acs.Conversation) string {
 	return projectDir(c)
 }
 
+// canonicalWorkspace is the path OpenHands clients name a conversation's
+// project directory by.
+const canonicalWorkspace = "/workspace/project"
+
 // reviewPath is a review route's path parameter once checked.
 type reviewPath struct {
 	param string // the query parameter it came from
@@ -63,6 +67,13 @@ func resolvePath(c acs.Conversation, p string, param string, q *httpjson.Query) 
 	}
 	p = path.Clean(p)
 	ws := path.Clean(workspaceDir(c))
+	// OpenHands clients name the project directory /workspace/project (the
+	// web frontend reads /workspace/project/.agents_tmp/PLAN.md): a path
+	// below it that is not in the workspace is the same path below the
+	// project directory.
+	if !pathguard.Within(ws, p) && pathguard.Within(canonicalWorkspace, p) {
+		p = path.Join(root, strings.TrimPrefix(p, canonicalWorkspace))
+	}
 	t := reviewPath{param: param, abs: p, rel: relName(ws, p)}
 	switch err := pathguard.Check(p); {
 	case err != nil:

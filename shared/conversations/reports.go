@@ -14,6 +14,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/startflow"
 )
 
 // What sandboxes report (the agent server's webhooks): events, and
@@ -52,7 +53,7 @@ func (s *Service) SandboxConversation(ctx context.Context, sb acs.Sandbox, rawID
 		return acs.Conversation{}, err
 	}
 	now := s.now()
-	title := "Conversation " + id[:5]
+	title := acs.FallbackTitle(id)
 	c = acs.Conversation{ID: id, OwnerID: sb.OwnerID, SandboxID: sb.ID, Title: &title, WorkingDir: sb.WorkingDir,
 		CreatedAt: now, UpdatedAt: now}
 	if err := s.Store.CreateConversation(ctx, c); err != nil && !errors.Is(err, acs.ErrConflict) {
@@ -108,14 +109,52 @@ func (s *Service) ReportEvents(ctx context.Context, sb acs.Sandbox, rawID string
 	if _, err := s.Store.PutEvents(ctx, c.ID, stored); err != nil {
 		return err
 	}
+	title, err := s.firstMessageTitle(ctx, c, claims)
+	if err != nil {
+		return err
+	}
 	_, err = s.Store.UpdateConversation(ctx, c.ID, func(conv *acs.Conversation) error {
 		for _, su := range states {
 			ApplyState(conv, su.Key, su.Value, acs.ReportTime(su.Timestamp.Time, received))
 		}
+		conv.TitleByFirstMessage(title)
 		conv.UpdatedAt = s.now()
 		return nil
 	})
 	return err
+}
+
+// firstMessageTitle is the title an untitled conversation c (one started
+// without a message, whose first message went straight to the agent
+// server) takes from the first user message of a batch
+// (acs.TitleFromMessage); "" when c has a title, the batch no user message
+// with text, or the title would hold the value of one of the owner's
+// secrets.
+func (s *Service) firstMessageTitle(ctx context.Context, c acs.Conversation, claims []userMessage) (string, error) {
+	if !c.Untitled() {
+		return "", nil
+	}
+	for _, u := range claims {
+		var parts []string
+		for _, item := range u.event.LLMMessage.Content {
+			if tc, ok := item.(*events.TextContent); ok {
+				parts = append(parts, tc.Text)
+			}
+		}
+		title := acs.TitleFromMessage(strings.Join(parts, "\n"))
+		if title == "" {
+			continue
+		}
+		secrets, err := s.StoredSecrets(ctx, c.OwnerID)
+		if err != nil {
+			return "", err
+		}
+		if len(startflow.SecretsIn(title, secrets)) > 0 {
+			return "", nil
+		}
+		return title, nil
+	}
+	return "", nil
 }
 
 // UnverifiedSender marks (in "sender") a MessageEvent a sandbox reported

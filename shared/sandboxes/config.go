@@ -1,6 +1,8 @@
 package sandboxes
 
 import (
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -14,7 +16,10 @@ import (
 type Config struct {
 	// WebhookBaseURL is where sandboxes push events (…/api/v1/webhooks).
 	WebhookBaseURL string
-	// CORSOrigin may call agent servers from a browser ("" for none).
+	// CORSOrigin may call agent servers from a browser ("" for none):
+	// ConfigFrom sets it to the origin of the public URL, where the web
+	// frontend is served (BrowserOrigin), so that the frontend can stop a
+	// conversation, list its changes and open its event socket.
 	CORSOrigin string
 	// Specs are the sandbox specs; the first is the default.
 	Specs []acs.SandboxSpec
@@ -39,6 +44,7 @@ type Config struct {
 func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 	return Config{
 		WebhookBaseURL:      strings.TrimRight(c.PublicURL, "/") + "/api/v1/webhooks",
+		CORSOrigin:          BrowserOrigin(c.PublicURL),
 		Specs:               specs,
 		MaxRunningSandboxes: c.MaxRunningSandboxes,
 		IdlePause:           c.IdlePause,
@@ -46,6 +52,29 @@ func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 		ResumeWait:          c.ResumeWait,
 		PollInterval:        c.PollInterval,
 	}
+}
+
+// BrowserOrigin is the origin (RFC 6454) a browser sends for pages under
+// publicURL: the scheme and host in lower case, and the port unless it is
+// the scheme's default ("https://acs.example.com", "http://127.0.0.1:3000").
+// It returns "" for a URL that is not absolute http(s).
+func BrowserOrigin(publicURL string) string {
+	u, err := url.Parse(strings.TrimSpace(publicURL))
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	scheme := strings.ToLower(u.Scheme)
+	if scheme != "http" && scheme != "https" {
+		return ""
+	}
+	host, port := strings.ToLower(u.Hostname()), u.Port()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port == "" || (scheme == "http" && port == "80") || (scheme == "https" && port == "443") {
+		return scheme + "://" + host
+	}
+	return scheme + "://" + net.JoinHostPort(strings.Trim(host, "[]"), port)
 }
 
 // Defaults returns c with a zero ResumeWait and PollInterval set to

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -15,6 +16,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // conversationSecrets are the secrets a conversation gets: the owner's
@@ -130,6 +132,21 @@ func InitialMessage(req StartRequest) *wire.SendMessageRequest {
 	return &msg
 }
 
+// messageText is the text of a message's text items, one per line ("" for
+// none, or no message).
+func messageText(msg *wire.SendMessageRequest) string {
+	if msg == nil {
+		return ""
+	}
+	var parts []string
+	for _, c := range msg.Content {
+		if tc, ok := c.(*events.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
 // startConversation creates the conversation record and the conversation on
 // the agent server, delivers queued messages and marks the task READY.
 func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req StartRequest) error {
@@ -152,7 +169,12 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	now := w.now()
 	title := req.Title
 	if title == nil {
-		s := "Conversation " + t.ConversationID[:5]
+		// The first message's text (the start request refused one that
+		// holds a secret's value; a title that still would falls back).
+		s := acs.TitleFromMessage(messageText(req.InitialMessage))
+		if s == "" || len(v1wire.SecretsIn(s, secrets)) > 0 {
+			s = acs.FallbackTitle(t.ConversationID)
+		}
 		title = &s
 	}
 	model := areq.Agent.LLM.Model

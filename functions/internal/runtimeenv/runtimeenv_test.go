@@ -141,7 +141,10 @@ func TestKubernetesRuntimeFromEnvironment(t *testing.T) {
 		t.Fatalf("warm pod placement: tolerations %v, node selector %v", pod.Spec.Tolerations, pod.Spec.NodeSelector)
 	}
 	sec, err := core.Secrets(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil || string(sec.Data["OH_WEBHOOKS_0_BASE_URL"]) != "https://api.example.com/api/v1/webhooks" {
+	// The browser's origin (the public URL's) may call the pod's agent
+	// server, so the web frontend served there can use it.
+	if err != nil || string(sec.Data["OH_WEBHOOKS_0_BASE_URL"]) != "https://api.example.com/api/v1/webhooks" ||
+		string(sec.Data["OH_ALLOW_CORS_ORIGINS_0"]) != "https://api.example.com" {
 		t.Fatalf("the warm runtime's environment: %v %v", sec, err)
 	}
 }
