@@ -9,7 +9,9 @@ import (
 )
 
 // RunSessionStoreTests runs the acs.SessionStore suite.
-func RunSessionStoreTests(t *testing.T, h Harness[acs.SessionStore]) { runTests(t, h, sessionStoreTests) }
+func RunSessionStoreTests(t *testing.T, h Harness[acs.SessionStore]) {
+	runTests(t, h, sessionStoreTests)
+}
 
 // RunIdentityStoreTests runs the acs.IdentityStore suite.
 func RunIdentityStoreTests(t *testing.T, h Harness[acs.IdentityStore]) {
