@@ -356,5 +356,3 @@ func (a *API) Home(w http.ResponseWriter, r *http.Request) {
 	}
 	render(w, http.StatusOK, "home", page{Title: "ACS", User: u.Name, Admin: u.Admin})
 }
-
-

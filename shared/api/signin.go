@@ -1,10 +1,10 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/accounts"
@@ -102,7 +102,7 @@ func (a *API) policy() accounts.SignInPolicy {
 // setSession gives the browser the session's cookie.
 func (a *API) setSession(w http.ResponseWriter, r *http.Request, ns accounts.NewSession) {
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: ns.ID, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode,
-		Secure: a.secureCookies(r), MaxAge: int(time.Until(ns.ExpiresAt).Seconds())})
+		Secure: a.secureCookies(r), MaxAge: int(ns.ExpiresAt.Sub(ns.CreatedAt).Seconds())})
 }
 
 // clearSession removes the session cookie from the browser.
@@ -124,8 +124,8 @@ func (a *API) SessionUser(r *http.Request) (acs.User, bool) {
 
 // IssueSignInLink makes a one-time sign-in link for the user: the public
 // URL's /login?token=….
-func (a *API) IssueSignInLink(r *http.Request, userID string) (string, error) {
-	tok, err := a.accounts.IssueSignInToken(r.Context(), userID)
+func (a *API) IssueSignInLink(ctx context.Context, userID string) (string, error) {
+	tok, err := a.accounts.IssueSignInToken(ctx, userID)
 	if err != nil {
 		return "", err
 	}
