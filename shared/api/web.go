@@ -32,7 +32,9 @@ func (a *API) Site(webDir string) http.Handler {
 	}
 	if webDir == "" {
 		mux.HandleFunc("GET /{$}", a.Home)
-		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, http.StatusNotFound, "Not Found") })
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			httpjson.WriteDetail(w, http.StatusNotFound, "Not Found")
+		})
 		return mux
 	}
 	mux.Handle("/", a.webFiles(webDir))
