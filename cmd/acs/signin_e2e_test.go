@@ -281,6 +281,24 @@ func TestBrowserSignIn(t *testing.T) {
 		}
 	})
 
+	t.Run("RevokedSessionsEnd", func(t *testing.T) {
+		ctx := tab(t)
+		run(t, ctx, chromedp.Navigate(s.url+"/login"), chromedp.SendKeys(chromedp.CSS("#api_key"), apiKey),
+			chromedp.Click(chromedp.CSS("#sign_in")), chromedp.WaitVisible(chromedp.CSS("#app")))
+		cookie := sessionCookie(t, ctx)
+		n, err := client.New(s.url, apiKey).RevokeSessions(t.Context(), "me")
+		if err != nil || n < 1 {
+			t.Fatalf("revoked %d sessions: %v", n, err)
+		}
+		if code := meWithCookie(t, s.url, cookie); code != 401 {
+			t.Fatalf("a revoked session answers %d, want 401", code)
+		}
+		run(t, ctx, chromedp.Navigate(s.url+"/conversations"))
+		if loc, _ := page(t, ctx); !strings.HasPrefix(loc, "/login?next=") {
+			t.Fatalf("with a revoked session, a page visit went to %s", loc)
+		}
+	})
+
 	t.Run("CrossSitePostIsRefused", func(t *testing.T) {
 		ctx := tab(t)
 		run(t, ctx, chromedp.Navigate(s.url+"/login"), chromedp.SendKeys(chromedp.CSS("#api_key"), apiKey),
