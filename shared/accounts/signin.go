@@ -109,19 +109,21 @@ func (s *Service) SignInWithAPIKey(ctx context.Context, key string, p SignInPoli
 }
 
 // SignInWithOIDC opens a session for the user linked to a verified
-// identity, linking it to a new user on its first sign-in when the policy
-// creates users. It is acs.ErrForbidden, with a message saying why, when
-// the e-mail address is not verified, when the policy's allow-lists do not
-// name it, and when the identity is unknown and users are not created.
-// Concurrent first sign-ins of one identity make one user.
-func (s *Service) SignInWithOIDC(ctx context.Context, id OIDCIdentity, p SignInPolicy) (NewSession, acs.User, error) {
+// identity. An identity not linked yet is linked to signedIn (the user ID
+// of the browser's current session, "" for none) when there is one, else
+// to a new user when the policy creates users. It is acs.ErrForbidden, with
+// a message saying why, when the e-mail address is not verified, when the
+// policy's allow-lists do not name it, and when the identity is unknown,
+// nobody is signed in and users are not created. Concurrent first sign-ins
+// of one identity make one user.
+func (s *Service) SignInWithOIDC(ctx context.Context, id OIDCIdentity, p SignInPolicy, signedIn string) (NewSession, acs.User, error) {
 	if id.Issuer == "" || id.Subject == "" {
 		return NewSession{}, acs.User{}, acs.Errorf(acs.EUNAUTHORIZED, "The identity provider's answer names no user")
 	}
 	if err := allowed(id, p); err != nil {
 		return NewSession{}, acs.User{}, err
 	}
-	u, err := s.identityUser(ctx, id, p)
+	u, err := s.identityUser(ctx, id, p, signedIn)
 	if err != nil {
 		return NewSession{}, acs.User{}, err
 	}
@@ -147,7 +149,7 @@ func allowed(id OIDCIdentity, p SignInPolicy) error {
 
 // identityUser returns the user linked to id, linking a new one when the
 // policy allows.
-func (s *Service) identityUser(ctx context.Context, id OIDCIdentity, p SignInPolicy) (acs.User, error) {
+func (s *Service) identityUser(ctx context.Context, id OIDCIdentity, p SignInPolicy, signedIn string) (acs.User, error) {
 	for attempt := 0; ; attempt++ {
 		link, err := s.Store.GetIdentity(ctx, id.Issuer, id.Subject)
 		switch {
@@ -159,14 +161,31 @@ func (s *Service) identityUser(ctx context.Context, id OIDCIdentity, p SignInPol
 			return u, err
 		case !errors.Is(err, acs.ErrNotFound):
 			return acs.User{}, fmt.Errorf("read the identity: %w", err)
-		case !p.CreateUsers:
-			return acs.User{}, acs.Errorf(acs.EFORBIDDEN, "No ACS user is linked to this identity (%s), and this ACS does not create users on first sign-in (ACS_OIDC_CREATE_USERS=false). Ask its admin for access.", or(id.Email, id.Subject))
 		case attempt > 0:
 			return acs.User{}, fmt.Errorf("link the identity: it was linked and then vanished")
 		}
 		now := s.now().Truncate(time.Microsecond)
+		newLink := acs.Identity{Issuer: id.Issuer, Subject: id.Subject, UserID: signedIn, Email: id.Email, CreatedAt: now}
+		if signedIn != "" {
+			u, err := s.Store.GetUser(ctx, signedIn)
+			if err != nil {
+				return acs.User{}, fmt.Errorf("read the signed-in user: %w", err)
+			}
+			err = s.Store.LinkIdentity(ctx, newLink)
+			if err == nil {
+				return u, nil
+			}
+			if !errors.Is(err, acs.ErrConflict) {
+				return acs.User{}, fmt.Errorf("link the identity: %w", err)
+			}
+			continue // linked meanwhile: its user
+		}
+		if !p.CreateUsers {
+			return acs.User{}, acs.Errorf(acs.EFORBIDDEN, "No ACS user is linked to this identity (%s), and this ACS does not create users on first sign-in (ACS_OIDC_CREATE_USERS=false). Ask its admin for access, or sign in another way first (a one-time link or an API key), then with the identity provider to link it to your ACS user.", or(id.Email, id.Subject))
+		}
 		u := acs.User{ID: acs.NewID(), Name: or(id.Email, or(id.Name, id.Subject)), CreatedAt: now}
-		err = s.Store.CreateUserWithIdentity(ctx, u, acs.Identity{Issuer: id.Issuer, Subject: id.Subject, UserID: u.ID, Email: id.Email, CreatedAt: now})
+		newLink.UserID = u.ID
+		err = s.Store.CreateUserWithIdentity(ctx, u, newLink)
 		if err == nil {
 			return u, nil
 		}

@@ -45,7 +45,7 @@ func TestSignInWithOIDC(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newService(t)
-			ns, u, err := s.SignInWithOIDC(ctx, tc.id, tc.policy)
+			ns, u, err := s.SignInWithOIDC(ctx, tc.id, tc.policy, "")
 			if tc.want != "" {
 				if acs.ErrorCode(err) != tc.want || !strings.Contains(acs.ErrorMessage(err), tc.message) {
 					t.Fatalf("got %v (%s), want %s with %q", err, acs.ErrorCode(err), tc.want, tc.message)
@@ -64,11 +64,37 @@ func TestSignInWithOIDC(t *testing.T) {
 			}
 			// The identity is the same user next time, even when users are
 			// no longer created.
-			_, again, err := s.SignInWithOIDC(ctx, tc.id, accounts.SignInPolicy{AllowedDomains: tc.policy.AllowedDomains, AllowedEmails: tc.policy.AllowedEmails})
+			_, again, err := s.SignInWithOIDC(ctx, tc.id, accounts.SignInPolicy{AllowedDomains: tc.policy.AllowedDomains, AllowedEmails: tc.policy.AllowedEmails}, "")
 			if err != nil || again.ID != u.ID {
 				t.Fatalf("a second sign-in: %+v, %v", again, err)
 			}
 		})
+	}
+}
+
+// A signed-in user's first sign-in with an identity links it to them, even
+// when users are not created; a linked identity stays with its user.
+func TestOIDCSignInLinksToTheSignedInUser(t *testing.T) {
+	ctx := context.Background()
+	s := newService(t)
+	admin := acs.User{ID: "root", Admin: true}
+	if err := s.Store.CreateUser(ctx, admin); err != nil {
+		t.Fatal(err)
+	}
+	alice, _, _ := s.CreateUser(ctx, admin, "alice")
+	bob, _, _ := s.CreateUser(ctx, admin, "bob")
+	id := accounts.OIDCIdentity{Issuer: iss, Subject: "s1", Email: "alice@example.com", EmailVerified: true}
+	closed := accounts.SignInPolicy{}
+	if _, _, err := s.SignInWithOIDC(ctx, id, closed, ""); !errors.Is(err, acs.ErrForbidden) {
+		t.Fatalf("an unknown identity without creating users: %v", err)
+	}
+	if _, u, err := s.SignInWithOIDC(ctx, id, closed, alice.ID); err != nil || u.ID != alice.ID {
+		t.Fatalf("alice linking her identity: %+v, %v", u, err)
+	}
+	for _, signedIn := range []string{"", bob.ID} {
+		if _, u, err := s.SignInWithOIDC(ctx, id, closed, signedIn); err != nil || u.ID != alice.ID {
+			t.Fatalf("the linked identity (signed in as %q): %+v, %v", signedIn, u, err)
+		}
 	}
 }
 
@@ -82,7 +108,7 @@ func TestConcurrentFirstOIDCSignInsMakeOneUser(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, u, err := s.SignInWithOIDC(ctx, id, accounts.SignInPolicy{CreateUsers: true})
+			_, u, err := s.SignInWithOIDC(ctx, id, accounts.SignInPolicy{CreateUsers: true}, "")
 			if err != nil {
 				t.Error(err)
 			}

@@ -83,6 +83,10 @@ type IdentityStore interface {
 	// identity is linked already (to any user). id.UserID must be u.ID
 	// (ErrInvalid otherwise, and without issuer or subject).
 	CreateUserWithIdentity(ctx context.Context, u User, id Identity) error
+	// LinkIdentity links an identity to an existing user (id.UserID);
+	// ErrConflict when the identity is linked already (to any user),
+	// ErrInvalid without issuer, subject or user.
+	LinkIdentity(ctx context.Context, id Identity) error
 	// GetIdentity returns the identity issuer and subject name;
 	// ErrNotFound when it is linked to no user.
 	GetIdentity(ctx context.Context, issuer, subject string) (Identity, error)

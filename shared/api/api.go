@@ -1,6 +1,7 @@
 // Package api is the V1 HTTP API (/api/v1): the route table, request
-// decoding and validation (422 bodies), authentication (Bearer API keys for
-// users, X-Session-API-Key for sandbox webhooks), the mapping of domain
+// decoding and validation (422 bodies), authentication (Bearer API keys or
+// browser session cookies for users, X-Session-API-Key for sandbox
+// webhooks), the browser sign-in pages, the mapping of domain
 // errors to statuses, and the handlers. The same table drives the local mux
 // and each per-route Lambda function.
 package api

@@ -54,7 +54,7 @@ func render(w http.ResponseWriter, status int, name string, p page) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' https: http:; frame-ancestors 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	if err := pages.ExecuteTemplate(w, name, p); err != nil {
 		slog.Error("api: render page", "page", name, "error", err)
@@ -278,7 +278,12 @@ func (a *API) loginOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		a.loginPage(w, r, p.Next, err)
 		return
 	}
-	ns, _, err := a.accounts.SignInWithOIDC(r.Context(), id, a.policy())
+	// A browser already signed in links a new identity to its user.
+	signedIn := ""
+	if u, ok := a.SessionUser(r); ok {
+		signedIn = u.ID
+	}
+	ns, _, err := a.accounts.SignInWithOIDC(r.Context(), id, a.policy(), signedIn)
 	if err != nil {
 		a.loginPage(w, r, p.Next, err)
 		return

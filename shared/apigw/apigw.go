@@ -1,5 +1,6 @@
 // Package apigw adapts the V1 API to Amazon API Gateway (REST, Lambda proxy
-// integration): the REQUEST authorizer that resolves Bearer API keys, the
+// integration): the REQUEST authorizer that resolves Bearer API keys and
+// browser session cookies, the
 // authorizer context that carries the user to the route functions, and the
 // proxy handler each route function serves.
 //

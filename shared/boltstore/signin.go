@@ -166,6 +166,22 @@ func (s *Store) CreateUserWithIdentity(_ context.Context, u acs.User, id acs.Ide
 	})
 }
 
+// LinkIdentity implements acs.IdentityStore.
+func (s *Store) LinkIdentity(_ context.Context, id acs.Identity) error {
+	if id.UserID == "" || id.Issuer == "" || id.Subject == "" {
+		return fmt.Errorf("identity of user %q: %w", id.UserID, acs.ErrInvalid)
+	}
+	if err := validKeyPart("issuer", id.Issuer); err != nil {
+		return err
+	}
+	return s.db.Update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bIdentities).Get([]byte(identityKey(id.Issuer, id.Subject))) != nil {
+			return fmt.Errorf("identity %s: %w", id.Subject, acs.ErrConflict)
+		}
+		return put(tx, bIdentities, identityKey(id.Issuer, id.Subject), id)
+	})
+}
+
 // GetIdentity implements acs.IdentityStore.
 func (s *Store) GetIdentity(_ context.Context, issuer, subject string) (acs.Identity, error) {
 	var id acs.Identity

@@ -171,6 +171,24 @@ func (s *Store) CreateUserWithIdentity(ctx context.Context, u acs.User, id acs.I
 	return err
 }
 
+// LinkIdentity implements acs.IdentityStore: one conditional put.
+func (s *Store) LinkIdentity(ctx context.Context, id acs.Identity) error {
+	if id.UserID == "" || id.Issuer == "" || id.Subject == "" {
+		return fmt.Errorf("identity of user %q: %w", id.UserID, acs.ErrInvalid)
+	}
+	link, err := record(identityPK(id.Issuer, id.Subject), sRecord, id)
+	if err != nil {
+		return err
+	}
+	e := newExpr()
+	cond := notExists(e)
+	err = s.putItem(ctx, &dynamodb.PutItemInput{Item: link, ConditionExpression: &cond, ExpressionAttributeNames: e.nameMap()})
+	if isCondFailed(err) {
+		return fmt.Errorf("identity %s: %w", id.Subject, acs.ErrConflict)
+	}
+	return err
+}
+
 // GetIdentity implements acs.IdentityStore: one read.
 func (s *Store) GetIdentity(ctx context.Context, issuer, subject string) (acs.Identity, error) {
 	var id acs.Identity

@@ -207,6 +207,28 @@ var identityStoreTests = []Test[acs.IdentityStore]{
 	{"IdentityIsPerIssuer", testIdentityPerIssuer},
 	{"ConcurrentFirstSignInsMakeOneUser", testIdentityConcurrent},
 	{"IdentityWithoutIssuerSubjectOrMatchingUserIsInvalid", testIdentityInvalid},
+	{"LinkIdentityToAnExistingUserOnce", testLinkIdentity},
+}
+
+func testLinkIdentity(t *testing.T, s acs.IdentityStore) {
+	_, id := identity("u1", "sub-1")
+	must(t, s.LinkIdentity(ctx, id))
+	got, err := s.GetIdentity(ctx, issuer, "sub-1")
+	must(t, err)
+	if got != id {
+		t.Fatalf("identity %+v, want %+v", got, id)
+	}
+	_, other := identity("u2", "sub-1")
+	wantErr(t, s.LinkIdentity(ctx, other), acs.ErrConflict)
+	u3, id3 := identity("u3", "sub-1")
+	wantErr(t, s.CreateUserWithIdentity(ctx, u3, id3), acs.ErrConflict)
+	got, err = s.GetIdentity(ctx, issuer, "sub-1")
+	must(t, err)
+	if got.UserID != "u1" {
+		t.Fatalf("identity relinked: %+v", got)
+	}
+	_, bad := identity("", "sub-2")
+	wantErr(t, s.LinkIdentity(ctx, bad), acs.ErrInvalid)
 }
 
 const issuer = "https://issuer.example.com"
