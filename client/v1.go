@@ -453,6 +453,14 @@ func (c *Client) DeleteKey(ctx context.Context, id string) error {
 	return c.t.call(ctx, request{method: http.MethodDelete, path: v1 + "/keys/" + escape(id), idempotent: true}, nil)
 }
 
+// RevokeSessions ends every browser session of a user ("me": the caller's
+// own; another user's: admins only) and returns how many it ended.
+func (c *Client) RevokeSessions(ctx context.Context, userID string) (int, error) {
+	var out v1wire.RevokedSessions
+	err := c.t.call(ctx, request{method: http.MethodDelete, path: v1 + "/users/" + escape(userID) + "/sessions", idempotent: true}, &out)
+	return out.Revoked, err
+}
+
 // Success is the answer of the routes that answer {"success": true}.
 type Success = wire.Success
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs every test with the local AWS servers (scripts/aws-services.sh) and a
+# Runs every test with the local AWS servers (scripts/aws-services.sh), the
+# OpenID Connect provider of the sign-in tests (scripts/oidc-provider.sh) and a
 # local Kubernetes control plane (scripts/kube-cluster.sh) started for the
 # run and stopped after it. As root, the run happens in a private network
 # namespace: DynamoDB Local, which listens on every interface, is then
@@ -10,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/aws-services.sh install
 scripts/kube-cluster.sh install
+scripts/oidc-provider.sh install
 pkgs=${PKGS:-./...}
 ACS_AWS_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-aws-run.XXXXXX")
 export ACS_AWS_RUN_DIR
@@ -17,10 +19,11 @@ ACS_KUBE_RUN_DIR=$(mktemp -d "${TMPDIR:-/tmp}/acs-kube-run.XXXXXX")
 export ACS_KUBE_RUN_DIR
 run='set -euo pipefail
 ip link set lo up 2>/dev/null || true
-trap "scripts/kube-cluster.sh stop || true; scripts/aws-services.sh stop" EXIT
+trap "scripts/oidc-provider.sh stop || true; scripts/kube-cluster.sh stop || true; scripts/aws-services.sh stop" EXIT
 # env=$(...) rather than eval "$(...)", so that a failed start stops the run.
 env=$(scripts/aws-services.sh start); eval "$env"
 env=$(scripts/kube-cluster.sh start); eval "$env"
+env=$(scripts/oidc-provider.sh start); eval "$env"
 export ACS_REQUIRE_CHROMIUM=1 # scripts/setup.sh installs chromium: browser tests fail rather than skip without it
 go test -race -count=1 -timeout 25m ${TESTFLAGS:-} '"$pkgs"
 if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then

@@ -83,7 +83,8 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	flow := startflow.ConfigFrom(cfg.Common, specs)
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow})
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
+		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
@@ -94,11 +95,19 @@ func serve(ctx context.Context, args []string) error {
 
 	slog.Info("acs serve: listening", "addr", ln.Addr().String(), "data_dir", local.DataDir, "llm_base_url", or(cfg.LLMBaseURL, "(OpenAI default)"), "llm_model", cfg.LLMModel)
 	if generated {
-		fmt.Printf("\nACS is running at http://%s\nAPI key (generated; saved in %s): %s\n\n", ln.Addr(), filepath.Join(local.DataDir, "api_key"), key)
+		fmt.Printf("\nACS is running at http://%s\nAPI key (generated; saved in %s): %s\n", ln.Addr(), filepath.Join(local.DataDir, "api_key"), key)
 	} else {
-		fmt.Printf("\nACS is running at http://%s\n\n", ln.Addr())
+		fmt.Printf("\nACS is running at http://%s\n", ln.Addr())
 	}
-	return serveHTTP(ctx, ln, v1.Handler(), cfg.HTTP)
+	// The one-time sign-in link (like Jupyter's): single-use and valid for
+	// accounts.SignInTokenTTL, so it is printed although keys never are.
+	if link, err := v1.IssueSignInLink(ctx, accounts.AdminID); err != nil {
+		slog.Warn("acs serve: no sign-in link", "error", err)
+	} else {
+		fmt.Printf("Sign in from a browser (link valid once, for %v):\n    %s\n", accounts.SignInTokenTTL, link)
+	}
+	fmt.Println()
+	return serveHTTP(ctx, ln, v1.Site(local.WebDir), cfg.HTTP)
 }
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)

@@ -96,7 +96,7 @@ func view(rt api.Route) routeView {
 	for _, n := range []struct {
 		need config.Need
 		name string
-	}{{config.NeedQueue, "config.NeedQueue"}, {config.NeedRuntime, "config.NeedRuntime"}, {config.NeedBlobs, "config.NeedBlobs"}} {
+	}{{config.NeedQueue, "config.NeedQueue"}, {config.NeedRuntime, "config.NeedRuntime"}, {config.NeedBlobs, "config.NeedBlobs"}, {config.NeedSignIn, "config.NeedSignIn"}} {
 		if need&n.need != 0 {
 			needs = append(needs, n.name)
 			need &^= n.need

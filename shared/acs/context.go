@@ -30,3 +30,31 @@ func SandboxFrom(ctx context.Context) (Sandbox, bool) {
 	s, ok := ctx.Value(sandboxKey{}).(Sandbox)
 	return s, ok
 }
+
+type authMethodKey struct{}
+
+// AuthMethod is how a request's user was authenticated.
+type AuthMethod string
+
+// The authentication methods of user requests.
+const (
+	// AuthByAPIKey: Authorization: Bearer <API key>.
+	AuthByAPIKey AuthMethod = "api_key"
+	// AuthBySession: a browser session's cookie. State-changing requests
+	// authenticated this way must come from ACS's own origin (CSRF).
+	AuthBySession AuthMethod = "session"
+)
+
+// WithAuthMethod returns a context saying how its user was authenticated.
+func WithAuthMethod(ctx context.Context, m AuthMethod) context.Context {
+	return context.WithValue(ctx, authMethodKey{}, m)
+}
+
+// AuthMethodFrom returns how the request's user was authenticated
+// (AuthByAPIKey when nothing says otherwise).
+func AuthMethodFrom(ctx context.Context) AuthMethod {
+	if m, ok := ctx.Value(authMethodKey{}).(AuthMethod); ok && m != "" {
+		return m
+	}
+	return AuthByAPIKey
+}

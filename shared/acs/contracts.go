@@ -257,6 +257,8 @@ type Store interface {
 	SettingsStore
 	SecretStore
 	PendingMessageStore
+	SessionStore
+	IdentityStore
 }
 
 // Blobs keeps large opaque objects: workspace archives and transcripts. Keys

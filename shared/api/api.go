@@ -1,6 +1,7 @@
 // Package api is the V1 HTTP API (/api/v1): the route table, request
-// decoding and validation (422 bodies), authentication (Bearer API keys for
-// users, X-Session-API-Key for sandbox webhooks), the mapping of domain
+// decoding and validation (422 bodies), authentication (Bearer API keys or
+// browser session cookies for users, X-Session-API-Key for sandbox
+// webhooks), the browser sign-in pages, the mapping of domain
 // errors to statuses, and the handlers. The same table drives the local mux
 // and each per-route Lambda function.
 package api
@@ -17,6 +18,7 @@ import (
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/conversations"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
@@ -46,6 +48,16 @@ type Deps struct {
 	// until it is. Behind API Gateway, which buffers responses and gives up
 	// after 29 s, it is set below that.
 	StreamLimit time.Duration
+	// SignIn configures browser sign-in (session lifetime, OpenID
+	// Connect).
+	SignIn config.SignIn
+	// PublicURL is ACS's public URL (ACS_PUBLIC_URL): its origin is the one
+	// state-changing requests authenticated by a session cookie must come
+	// from, and the OpenID Connect redirect goes to PublicURL/login/oidc/callback.
+	PublicURL string
+
+	// oidc caches the issuer's discovery across the API's route copies.
+	oidc *oidcCache
 }
 
 // API serves the V1 routes.
@@ -63,6 +75,9 @@ func New(d Deps) *API {
 		d.Now = time.Now
 	}
 	d.Flow = d.Flow.Defaults()
+	if d.oidc == nil {
+		d.oidc = &oidcCache{}
+	}
 	life := &sandboxes.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow.Sandboxes, Now: d.Now}
 	return &API{d: d, life: life, accounts: accounts.New(d.Store, d.Sealer, d.Now),
 		conv:  &conversations.Service{Store: d.Store, Sealer: d.Sealer, Life: life, ResumeWait: d.Flow.Sandboxes.ResumeWait, Now: d.Now},
@@ -122,12 +137,16 @@ func (a *API) wrap(rt Route) http.Handler {
 					writeErr(w, acs.Errorf(acs.EUNAUTHORIZED, "no authorizer context"))
 					return
 				}
-				u, err := a.authenticateUser(r)
+				u, m, err := a.authenticateUser(r)
 				if err != nil {
 					writeErr(w, err)
 					return
 				}
-				r = r.WithContext(acs.WithUser(r.Context(), u))
+				r = r.WithContext(acs.WithAuthMethod(acs.WithUser(r.Context(), u), m))
+			}
+			if err := a.checkCSRF(r); err != nil {
+				writeErr(w, err)
+				return
 			}
 		case AuthSandbox:
 			sb, err := a.authenticateSandbox(r)
@@ -149,8 +168,19 @@ func Authenticate(ctx context.Context, store acs.Store, authorization string) (a
 	return accounts.Authenticate(ctx, store, authorization)
 }
 
-func (a *API) authenticateUser(r *http.Request) (acs.User, error) {
-	return a.accounts.Authenticate(r.Context(), r.Header.Get("Authorization"))
+// authenticateUser resolves the request's user: by its Authorization
+// header when it has one, else by its session cookie.
+func (a *API) authenticateUser(r *http.Request) (acs.User, acs.AuthMethod, error) {
+	if h := r.Header.Get("Authorization"); h != "" {
+		u, err := a.accounts.Authenticate(r.Context(), h)
+		return u, acs.AuthByAPIKey, err
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		u, _, err := a.accounts.Session(r.Context(), c.Value)
+		return u, acs.AuthBySession, err
+	}
+	u, err := a.accounts.Authenticate(r.Context(), "")
+	return u, acs.AuthByAPIKey, err
 }
 
 // authenticateSandbox resolves X-Session-API-Key to the sandbox whose

@@ -11,7 +11,9 @@ type Auth int
 
 // The authentication kinds.
 const (
-	// AuthUser requires Authorization: Bearer <API_KEY>.
+	// AuthUser requires Authorization: Bearer <API_KEY>, or a browser
+	// session's cookie (then state-changing requests must come from ACS's
+	// own origin).
 	AuthUser Auth = iota
 	// AuthSandbox requires the X-Session-API-Key of a sandbox.
 	AuthSandbox
@@ -91,6 +93,14 @@ var Routes = []Route{
 	{"create_key", "POST", "/api/v1/keys", AuthUser, 0, (*API).createKey},
 	{"list_keys", "GET", "/api/v1/keys", AuthUser, 0, (*API).listKeys},
 	{"delete_key", "DELETE", "/api/v1/keys/{key_id}", AuthUser, 0, (*API).deleteKey},
+	{"revoke_sessions", "DELETE", "/api/v1/users/{user_id}/sessions", AuthUser, 0, (*API).revokeSessions},
+	// Browser sign-in pages (HTML; see pages.go).
+	{"login_page", "GET", "/login", AuthNone, config.NeedSignIn, (*API).getLogin},
+	{"login", "POST", "/login", AuthNone, config.NeedSignIn, (*API).postLogin},
+	{"login_oidc", "GET", "/login/oidc", AuthNone, config.NeedSignIn, (*API).loginOIDC},
+	{"login_oidc_callback", "GET", "/login/oidc/callback", AuthNone, config.NeedSignIn, (*API).loginOIDCCallback},
+	{"logout_page", "GET", "/logout", AuthNone, config.NeedSignIn, (*API).getLogout},
+	{"logout", "POST", "/logout", AuthNone, config.NeedSignIn, (*API).postLogout},
 	// Webhooks from sandboxes.
 	{"webhook_events", "POST", "/api/v1/webhooks/events/{conversation_id}", AuthSandbox, config.NeedBlobs, (*API).webhookEvents},
 	{"webhook_conversations", "POST", "/api/v1/webhooks/conversations", AuthSandbox, 0, (*API).webhookConversations},

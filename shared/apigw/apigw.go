@@ -1,5 +1,6 @@
 // Package apigw adapts the V1 API to Amazon API Gateway (REST, Lambda proxy
-// integration): the REQUEST authorizer that resolves Bearer API keys, the
+// integration): the REQUEST authorizer that resolves Bearer API keys and
+// browser session cookies, the
 // authorizer context that carries the user to the route functions, and the
 // proxy handler each route function serves.
 //
@@ -25,6 +26,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -37,18 +39,23 @@ const (
 	CtxUserName  = "user_name"
 	CtxAdmin     = "admin"
 	CtxCreatedAt = "created_at"
+	// CtxAuthMethod says how the user was authenticated (acs.AuthMethod:
+	// "api_key" or "session"): the route function applies the session
+	// cookie's cross-site check from it.
+	CtxAuthMethod = "auth_method"
 )
 
 // ErrUnauthorized is the authorizer error API Gateway turns into 401.
 var ErrUnauthorized = errors.New("Unauthorized")
 
 // Authorizer resolves the Authorization header of a REQUEST authorizer
-// event to its user. It returns ErrUnauthorized for a missing, malformed or
-// unknown key; another error when the store failed (never a Deny for a
-// store failure, so an outage is not cached as a refusal).
+// event to its user, or, without that header, its browser session cookie
+// (api.SessionCookie). It returns ErrUnauthorized for a missing, malformed
+// or unknown key or session; another error when the store failed (never a
+// Deny for a store failure, so an outage is not cached as a refusal).
 func Authorizer(store acs.Store) func(context.Context, events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
 	return func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
-		u, err := api.Authenticate(ctx, store, header(req.Headers, req.MultiValueHeaders, "Authorization"))
+		u, method, err := authenticate(ctx, store, req)
 		if errors.Is(err, acs.ErrUnauthorized) {
 			return events.APIGatewayCustomAuthorizerResponse{}, ErrUnauthorized
 		}
@@ -71,10 +78,31 @@ func Authorizer(store acs.Store) func(context.Context, events.APIGatewayCustomAu
 			},
 			Context: map[string]any{
 				CtxUserID: u.ID, CtxUserName: u.Name, CtxAdmin: strconv.FormatBool(u.Admin),
-				CtxCreatedAt: u.CreatedAt.UTC().Format(time.RFC3339Nano),
+				CtxCreatedAt: u.CreatedAt.UTC().Format(time.RFC3339Nano), CtxAuthMethod: string(method),
 			},
 		}, nil
 	}
+}
+
+// authenticate resolves the request's Bearer key, or without an
+// Authorization header its session cookie.
+func authenticate(ctx context.Context, store acs.Store, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (acs.User, acs.AuthMethod, error) {
+	if h := header(req.Headers, req.MultiValueHeaders, "Authorization"); h != "" {
+		u, err := api.Authenticate(ctx, store, h)
+		return u, acs.AuthByAPIKey, err
+	}
+	if raw := header(req.Headers, req.MultiValueHeaders, "Cookie"); raw != "" {
+		if cs, err := http.ParseCookie(raw); err == nil {
+			for _, c := range cs {
+				if c.Name == api.SessionCookie {
+					u, _, err := accounts.SessionUser(ctx, store, c.Value)
+					return u, acs.AuthBySession, err
+				}
+			}
+		}
+	}
+	u, err := api.Authenticate(ctx, store, "")
+	return u, acs.AuthByAPIKey, err
 }
 
 // stageWildcard turns arn:aws:execute-api:{region}:{account}:{api}/{stage}/
@@ -117,7 +145,8 @@ func UserFromAuthorizer(next http.Handler) http.Handler {
 		gw, ok := core.GetAPIGatewayContextFromContext(r.Context())
 		if ok {
 			if u, ok := userOf(gw.Authorizer); ok {
-				r = r.WithContext(acs.WithUser(r.Context(), u))
+				m, _ := gw.Authorizer[CtxAuthMethod].(string)
+				r = r.WithContext(acs.WithAuthMethod(acs.WithUser(r.Context(), u), acs.AuthMethod(m)))
 			}
 		}
 		next.ServeHTTP(w, r)

@@ -48,9 +48,14 @@ var (
 	bPending      = []byte("pending_messages")
 	bMeta         = []byte("meta")
 	bQuotas       = []byte("quotas")
+	bSessions     = []byte("browser_sessions")      // hash → session
+	bSessionsUser = []byte("browser_sessions_user") // user \0 hash → nil
+	bSignIn       = []byte("signin_tokens")         // hash → token
+	bIdentities   = []byte("identities")            // issuer \0 subject → identity
 
 	allBuckets = [][]byte{bUsers, bKeys, bKeyHash, bTasks, bTasksOwner, bTasksUpdated, bTasksOpen, bSandboxes, bSandboxHash,
-		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bEventText, bSettings, bSecrets, bPending, bMeta, bQuotas}
+		bSandboxOwner, bConvs, bConvOwner, bConvSandbox, bConvCount, bEvents, bEventIDs, bEventText, bSettings, bSecrets, bPending, bMeta, bQuotas,
+		bSessions, bSessionsUser, bSignIn, bIdentities}
 )
 
 // Store is an acs.Store on a bbolt file.

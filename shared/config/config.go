@@ -253,6 +253,10 @@ type Local struct {
 	// was derived from Addr: with port 0 the caller replaces it with the
 	// address it actually listens on.
 	PublicURLFromAddr bool
+	// WebDir is a directory of static files (a web frontend's build)
+	// served at / with single-page-app fallback (ACS_WEB_DIR; empty: a
+	// small page of ACS's own). It must exist.
+	WebDir string
 }
 
 // parser collects every problem of one load.
@@ -422,6 +426,19 @@ func (p *parser) local(t *Config) {
 	}
 	if u, err := url.Parse(t.PublicURL); t.PublicURL != "" && (err != nil || u.Scheme == "" || u.Host == "") {
 		p.problem("ACS_PUBLIC_URL %q must be an absolute URL", t.PublicURL)
+	}
+	if v := strings.TrimSpace(getenv("ACS_WEB_DIR")); v != "" {
+		abs, err := filepath.Abs(v)
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = os.Stat(abs); err == nil && !fi.IsDir() {
+				err = errors.New("not a directory")
+			}
+		}
+		if err != nil {
+			p.problem("ACS_WEB_DIR %q must be a directory: %v", v, err)
+		}
+		c.WebDir = abs
 	}
 	c.Workers = p.integer("ACS_WORKERS", DefaultWorkers, 1, 64)
 	c.ReconcileInterval = p.duration("ACS_RECONCILE_INTERVAL", DefaultReconcileInterval, false)

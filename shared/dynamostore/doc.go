@@ -40,6 +40,10 @@
 //	text index marker     EVENTS#<conversation> X                (every event with text has its entry)
 //	message queue head    PENDING#<key>         #                v seq expires_at
 //	queued message        PENDING#<key>         M#<seq, 16 hex>  d id seq expires_at
+//	browser session       BSESSION#<sha256>     #                d expires_at
+//	session (user's copy) USER#<user>           BSESSION#<sha256> d expires_at
+//	sign-in token         SIGNIN#<sha256>       #                d v w expires_at
+//	OIDC identity         IDENTITY#<sha256 of issuer NUL subject> # d
 //
 // Indexes:
 //

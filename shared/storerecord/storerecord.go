@@ -39,6 +39,32 @@ type APIKey struct {
 	CreatedAt time.Time `json:"created_at"`
 }
 
+// BrowserSession is the stored acs.BrowserSession.
+type BrowserSession struct {
+	Hash      string           `json:"hash"`
+	UserID    string           `json:"user_id"`
+	Method    acs.SignInMethod `json:"method"`
+	CreatedAt time.Time        `json:"created_at"`
+	ExpiresAt time.Time        `json:"expires_at"`
+}
+
+// SignInToken is the stored acs.SignInToken.
+type SignInToken struct {
+	Hash      string    `json:"hash"`
+	UserID    string    `json:"user_id"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// Identity is the stored acs.Identity.
+type Identity struct {
+	Issuer    string    `json:"issuer"`
+	Subject   string    `json:"subject"`
+	UserID    string    `json:"user_id"`
+	Email     string    `json:"email,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
 // Sandbox is the stored acs.Sandbox.
 type Sandbox struct {
 	ID             string            `json:"id"`
@@ -282,13 +308,20 @@ func record(v any) (any, error) {
 		return PendingMessage(d), nil
 	case acs.Quota:
 		return fromQuota(&d), nil
+	case acs.BrowserSession:
+		return BrowserSession(d), nil
+	case acs.SignInToken:
+		return SignInToken(d), nil
+	case acs.Identity:
+		return Identity(d), nil
 	}
 	return nil, fmt.Errorf("storerecord: no record type for %T", v)
 }
 
 // Marshal encodes a domain record (acs.User, acs.APIKey, acs.Sandbox,
 // acs.Conversation, acs.StartTask, acs.Settings, acs.Secret,
-// acs.PendingMessage, acs.Quota, or a pointer to one) as its stored JSON,
+// acs.PendingMessage, acs.Quota, acs.BrowserSession, acs.SignInToken,
+// acs.Identity, or a pointer to one) as its stored JSON,
 // without HTML escaping (embedded JSON such as message contents and
 // metrics comes back as it was given) and without a trailing newline. It
 // returns an error for any other type.
@@ -331,6 +364,14 @@ func Unmarshal(data []byte, v any) error {
 			func(r *PendingMessage) acs.PendingMessage { return acs.PendingMessage(*r) })
 	case *acs.Quota:
 		return decode(data, d, func(d *acs.Quota) Quota { return *fromQuota(d) }, (*Quota).domain)
+	case *acs.BrowserSession:
+		return decode(data, d, func(d *acs.BrowserSession) BrowserSession { return BrowserSession(*d) },
+			func(r *BrowserSession) acs.BrowserSession { return acs.BrowserSession(*r) })
+	case *acs.SignInToken:
+		return decode(data, d, func(d *acs.SignInToken) SignInToken { return SignInToken(*d) },
+			func(r *SignInToken) acs.SignInToken { return acs.SignInToken(*r) })
+	case *acs.Identity:
+		return decode(data, d, func(d *acs.Identity) Identity { return Identity(*d) }, func(r *Identity) acs.Identity { return acs.Identity(*r) })
 	}
 	return fmt.Errorf("storerecord: no record type for %T", v)
 }

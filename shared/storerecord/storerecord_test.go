@@ -61,7 +61,7 @@ func fill(t *testing.T, v reflect.Value, n *int) {
 // record fails here, or does not compile).
 func TestRoundTripKeepsEveryField(t *testing.T) {
 	for _, v := range []any{&acs.User{}, &acs.APIKey{}, &acs.Sandbox{}, &acs.Conversation{}, &acs.StartTask{},
-		&acs.Settings{}, &acs.Secret{}, &acs.PendingMessage{}, &acs.Quota{}} {
+		&acs.Settings{}, &acs.Secret{}, &acs.PendingMessage{}, &acs.Quota{}, &acs.BrowserSession{}, &acs.SignInToken{}, &acs.Identity{}} {
 		typ := reflect.TypeOf(v).Elem()
 		t.Run(typ.Name(), func(t *testing.T) {
 			n := 0

@@ -53,6 +53,8 @@ func Run(t *testing.T, h Harness[acs.Store]) {
 	t.Run("SettingsStore", func(t *testing.T) { RunSettingsStoreTests(t, narrow[acs.SettingsStore](h)) })
 	t.Run("SecretStore", func(t *testing.T) { RunSecretStoreTests(t, narrow[acs.SecretStore](h)) })
 	t.Run("PendingMessageStore", func(t *testing.T) { RunPendingMessageStoreTests(t, narrow[acs.PendingMessageStore](h)) })
+	t.Run("SessionStore", func(t *testing.T) { RunSessionStoreTests(t, narrow[acs.SessionStore](h)) })
+	t.Run("IdentityStore", func(t *testing.T) { RunIdentityStoreTests(t, narrow[acs.IdentityStore](h)) })
 }
 
 var ctx = context.Background()

@@ -206,3 +206,9 @@ type HookEvent struct {
 type HookList struct {
 	Hooks []HookEvent `json:"hooks"`
 }
+
+// RevokedSessions answers DELETE /api/v1/users/{user_id}/sessions: how many
+// browser sessions were ended.
+type RevokedSessions struct {
+	Revoked int `json:"revoked"`
+}

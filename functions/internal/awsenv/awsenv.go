@@ -155,7 +155,7 @@ func (e *Env) Flow() startflow.Config {
 // only from the authorizer's context.
 func (e *Env) Deps(blobs acs.Blobs) api.Deps {
 	d := api.Deps{Store: e.Store(blobs), Sealer: e.Sealer(), Flow: e.Flow(), ContextAuthOnly: true,
-		StreamLimit: functions.StreamStartLimit}
+		StreamLimit: functions.StreamStartLimit, SignIn: e.Config.SignIn, PublicURL: e.Config.PublicURL}
 	if blobs != nil {
 		d.Blobs = blobs
 	}

@@ -1,0 +1,76 @@
+package api
+
+import (
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/acs-project/acs/internal/httpjson"
+)
+
+// Site is acs serve's whole HTTP handler: the routes of the table (the V1
+// API under /api/v1 and the sign-in pages) and, for every other path, the
+// web frontend:
+//
+//   - with webDir, its files, with single-page-app fallback: a path that is
+//     no file (and has no file extension) is index.html. A page visit (a
+//     GET or HEAD whose Accept names text/html) without a valid session
+//     goes to /login?next=<the path> instead; other files (scripts,
+//     styles, images) are served to anyone, as a frontend build is public.
+//   - without, "/" is a small page saying who is signed in, with a
+//     sign-out button (signed out: a redirect to /login).
+//
+// Paths under /api/ and /sockets/ never fall back to the frontend.
+func (a *API) Site(webDir string) http.Handler {
+	routes := a.Handler()
+	mux := http.NewServeMux()
+	for _, p := range []string{"/api/", "/sockets/", "/login", "/login/", "/logout"} {
+		mux.Handle(p, routes)
+	}
+	if webDir == "" {
+		mux.HandleFunc("GET /{$}", a.Home)
+		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+			httpjson.WriteDetail(w, http.StatusNotFound, "Not Found")
+		})
+		return mux
+	}
+	mux.Handle("/", a.webFiles(webDir))
+	return mux
+}
+
+// webFiles serves the directory dir with single-page-app fallback.
+func (a *API) webFiles(dir string) http.Handler {
+	fsys := os.DirFS(dir)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			httpjson.WriteDetail(w, http.StatusMethodNotAllowed, "Method Not Allowed")
+			return
+		}
+		name := strings.TrimPrefix(path.Clean("/"+r.URL.Path), "/")
+		isFile := false
+		if name != "" {
+			if fi, err := fs.Stat(fsys, name); err == nil && !fi.IsDir() {
+				isFile = true
+			}
+		}
+		if !isFile && path.Ext(name) != "" {
+			httpjson.WriteDetail(w, http.StatusNotFound, "Not Found")
+			return
+		}
+		if strings.Contains(r.Header.Get("Accept"), "text/html") {
+			if _, ok := a.SessionUser(r); !ok {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+		}
+		if !isFile || name == "index.html" {
+			name = "index.html"
+			w.Header().Set("Cache-Control", "no-cache")
+		}
+		http.ServeFileFS(w, r, fsys, name)
+	})
+}
