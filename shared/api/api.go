@@ -84,7 +84,7 @@ func (a *API) Handler() http.Handler {
 	for _, rt := range Routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
-	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/api/v1/", writeNoRoute)
 	return mux
 }
 
@@ -97,8 +97,16 @@ func (a *API) RouteHandler(name string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/", writeNoRoute)
 	return mux
+}
+
+// writeNoRoute answers a path no route serves.
+func writeNoRoute(w http.ResponseWriter, _ *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") }
+
+// writePanic answers a request whose handler panicked.
+func writePanic(w http.ResponseWriter) {
+	httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
 }
 
 // restricted is a copy of a that has only the adapters rt declares.
@@ -112,7 +120,7 @@ func (a *API) wrap(rt Route) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				slog.Error("api: panic", "route", rt.Name, "panic", p, "stack", string(debug.Stack()))
-				httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+				writePanic(w)
 			}
 		}()
 		switch rt.Auth {

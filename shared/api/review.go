@@ -130,8 +130,7 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := client.Download(r.Context(), t.abs, maxFileBytes)
 	if errors.Is(err, agentclient.ErrTooLarge) {
-		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
-			"%s: file larger than %d bytes (10 MiB, the most this route reads); download it from the agent server instead", t.rel, maxFileBytes))
+		writeFileTooLarge(w, t)
 		return
 	}
 	if err != nil {
@@ -197,6 +196,13 @@ func (a *API) proxyReview(w http.ResponseWriter, r *http.Request, c acs.Conversa
 		return
 	}
 	httpjson.WriteRaw(w, http.StatusOK, raw)
+}
+
+// writeFileTooLarge answers a file that readFile refuses to read (over
+// maxFileBytes).
+func writeFileTooLarge(w http.ResponseWriter, t reviewPath) {
+	httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+		"%s: file larger than %d bytes (10 MiB, the most this route reads); download it from the agent server instead", t.rel, maxFileBytes))
 }
 
 // writeReviewErr answers a review route whose agent-server call about t
