@@ -102,11 +102,13 @@ func (a *API) RouteHandler(name string) http.Handler {
 }
 
 // writeNoRoute answers a path no route serves.
-func writeNoRoute(w http.ResponseWriter, _ *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") }
+func writeNoRoute(w http.ResponseWriter, _ *http.Request) {
+	writeErr(w, acs.Errorf(acs.ENOTFOUND, "Not Found"))
+}
 
 // writePanic answers a request whose handler panicked.
 func writePanic(w http.ResponseWriter) {
-	httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+	v1wire.WriteError(w, &acs.Error{Code: acs.EINTERNAL}) // logged by the caller, with the stack
 }
 
 // restricted is a copy of a that has only the adapters rt declares.

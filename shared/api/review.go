@@ -201,7 +201,7 @@ func (a *API) proxyReview(w http.ResponseWriter, r *http.Request, c acs.Conversa
 // writeFileTooLarge answers a file that readFile refuses to read (over
 // maxFileBytes).
 func writeFileTooLarge(w http.ResponseWriter, t reviewPath) {
-	httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
+	writeErr(w, acs.Errorf(acs.ETOOLARGE,
 		"%s: file larger than %d bytes (10 MiB, the most this route reads); download it from the agent server instead", t.rel, maxFileBytes))
 }
 
@@ -226,7 +226,7 @@ func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conver
 	}
 	switch he.Status {
 	case http.StatusNotFound:
-		httpjson.WriteDetail(w, http.StatusNotFound, "File not found: "+t.rel)
+		writeErr(w, acs.Errorf(acs.ENOTFOUND, "File not found: %s", t.rel))
 	case http.StatusForbidden:
 		invalid(t.rel + " leads outside the conversation's workspace")
 	case http.StatusUnprocessableEntity:
@@ -252,12 +252,12 @@ func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conver
 		if i := strings.LastIndex(reason, ": "); i >= 0 {
 			reason = reason[i+2:]
 		}
-		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, t.rel+": "+reason)
+		writeErr(w, &acs.Error{Code: acs.ETOOLARGE, Message: t.rel + ": " + reason})
 	case http.StatusConflict:
-		httpjson.WriteDetail(w, http.StatusConflict, detail)
+		writeErr(w, &acs.Error{Code: acs.ECONFLICT, Message: detail})
 	default:
 		slog.Warn("api: agent server failed a review read", "status", he.Status, "detail", he.Detail)
-		httpjson.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, detail))
+		writeErr(w, acs.Errorf(acs.EUPSTREAM, "Agent server error: %d: %s", he.Status, detail))
 	}
 }
 
