@@ -96,6 +96,14 @@ func (a *Agent) SendMessage(ctx context.Context, id string, req *wire.SendMessag
 	return a.t.call(ctx, request{method: http.MethodPost, path: "/api/conversations/" + escape(id) + "/events", body: req}, nil)
 }
 
+// FinalResponse returns the text the agent finished the conversation
+// with ("" while it has not finished).
+func (a *Agent) FinalResponse(ctx context.Context, id string) (string, error) {
+	var out wire.FinalResponse
+	err := a.get(ctx, "/api/conversations/"+escape(id)+"/agent_final_response", nil, &out)
+	return out.Response, err
+}
+
 // SearchEvents returns one page of a conversation's events.
 func (a *Agent) SearchEvents(ctx context.Context, convID string, f Filter) (EventPage, error) {
 	return a.t.eventPage(ctx, "/api/conversations/"+escape(convID)+"/events/search", f)

@@ -13,12 +13,9 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,7 +32,6 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/lambdatest"
 	"github.com/acs-project/acs/internal/testbin"
-	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
@@ -224,40 +220,9 @@ func newAWSEnv(t *testing.T, o envOptions) *awsEnv {
 // startRuntimeAPI runs `acs runtime-api` (process sandboxes) and returns
 // its URL.
 func (e *awsEnv) startRuntimeAPI() string {
-	t := e.t
-	dir := t.TempDir()
-	e.rtRoot = filepath.Join(dir, "sandboxes")
-	addrFile := filepath.Join(dir, "addr")
-	cmd := exec.Command(testbin.ACS(t), "runtime-api", "--addr", "127.0.0.1:0", "--addr-file", addrFile, "--root", e.rtRoot)
-	cmd.Env = append(os.Environ(), "ACS_RUNTIME_API_KEY="+runtimeKey)
-	var log syncBuffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("acs runtime-api:\n%s", log.String())
-		}
-	})
-	var addr string
-	if !testwait.Until(30*time.Second, func() bool {
-		b, err := os.ReadFile(addrFile)
-		addr = strings.TrimSpace(string(b))
-		return err == nil && len(b) > 0
-	}) {
-		t.Fatalf("acs runtime-api did not start:\n%s", log.String())
-	}
-	return "http://" + addr
+	url, root := lambdatest.StartRuntimeAPI(e.t, runtimeKey)
+	e.rtRoot = root
+	return url
 }
 
 // sandboxDirs lists the sandboxes the runtime holds.
@@ -289,31 +254,8 @@ func (r resp) into(t *testing.T, v any) {
 // call sends a request through the gateway with key (none when empty).
 func (e *awsEnv) call(method, path string, body any, key string) resp {
 	e.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return resp{res.StatusCode, res.Header, b}
+	a := lambdatest.Call(e.t, e.url, method, path, body, key)
+	return resp{a.Status, a.Header, a.Body}
 }
 
 func (e *awsEnv) admin(method, path string, body any) resp {
@@ -331,23 +273,6 @@ func (e *awsEnv) initDurations() (names []string, durs []time.Duration) {
 		durs = append(durs, e.fns[n].InitDuration())
 	}
 	return names, durs
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // ddbProxy sits between the functions and DynamoDB Local: it counts

@@ -8,17 +8,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,7 +30,6 @@ import (
 
 	"github.com/acs-project/acs/functions"
 	"github.com/acs-project/acs/internal/lambdatest"
-	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
@@ -72,7 +67,7 @@ func TestTemplateRuns(t *testing.T) {
 	// What the deployment is configured with: a sandbox runtime API (acs
 	// runtime-api, process sandboxes) and a scripted LLM.
 	rtKey := randomHex(16)
-	rtURL, rtRoot := startRuntimeAPI(t, rtKey)
+	rtURL, rtRoot := lambdatest.StartRuntimeAPI(t, rtKey)
 	llm := llmtest.New(script()...)
 	t.Cleanup(llm.Close)
 	p, err := FromContext(func(k string) string {
@@ -700,56 +695,6 @@ func script() []llmtest.Reply {
 	}
 }
 
-// startRuntimeAPI runs `acs runtime-api` with key and returns its URL and
-// sandboxes' root.
-func startRuntimeAPI(t *testing.T, key string) (string, string) {
-	dir := t.TempDir()
-	root, addrFile := filepath.Join(dir, "sandboxes"), filepath.Join(dir, "addr")
-	cmd := exec.Command(testbin.ACS(t), "runtime-api", "--addr", "127.0.0.1:0", "--addr-file", addrFile, "--root", root)
-	cmd.Env = append(os.Environ(), "ACS_RUNTIME_API_KEY="+key)
-	var log bytes.Buffer
-	var mu sync.Mutex
-	cmd.Stdout = lockedWriter{&mu, &log}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("acs runtime-api:\n%s", log.String())
-			mu.Unlock()
-		}
-	})
-	var url string
-	testwait.For(t, 30*time.Second, "acs runtime-api to listen", func() bool {
-		b, err := os.ReadFile(addrFile)
-		url = "http://" + strings.TrimSpace(string(b))
-		return err == nil && len(b) > 0
-	})
-	return url, root
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
 // client calls the API through the gateway.
 type client struct {
 	t   *testing.T
@@ -771,25 +716,6 @@ func (a answer) into(v any) {
 
 func (c *client) do(method, path string, body any, key string) answer {
 	c.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		rd = strings.NewReader(jsonString(body))
-	}
-	req, err := http.NewRequest(method, c.url+path, rd)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if key != "" {
-		req.Header.Set("Authorization", "Bearer "+key)
-	}
-	res, err := (&http.Client{Timeout: 60 * time.Second}).Do(req)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return answer{c.t, res.StatusCode, b}
+	a := lambdatest.Call(c.t, c.url, method, path, body, key)
+	return answer{c.t, a.Status, a.Body}
 }

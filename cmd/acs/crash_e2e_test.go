@@ -3,7 +3,6 @@ package main_test
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,9 +14,11 @@ import (
 
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // The crash-recovery rule of the agent server (issue 3): after the process
@@ -37,6 +38,8 @@ type crashAgentServer struct {
 	log  *bytes.Buffer
 	done chan struct{}
 	err  error
+	api  *client.Agent // of the server, with its key
+	last *lastStatus   // of the answers api got
 }
 
 // crashStart starts `acs agent-server` on dir (workspace and conversations
@@ -58,7 +61,7 @@ func crashStart(t *testing.T, dir, marker string) *crashAgentServer {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	s := &crashAgentServer{t: t, cmd: cmd, log: log, done: make(chan struct{})}
+	s := &crashAgentServer{t: t, cmd: cmd, log: log, done: make(chan struct{}), last: &lastStatus{}}
 	go func() { s.err = cmd.Wait(); close(s.done) }()
 	t.Cleanup(func() {
 		select {
@@ -72,6 +75,7 @@ func crashStart(t *testing.T, dir, marker string) *crashAgentServer {
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(addrFile); err == nil && len(b) > 0 {
 			s.url = "http://" + string(b)
+			s.api = client.NewAgent(s.url, crashKey, client.WithHTTPClient(&http.Client{Transport: s.last}))
 			return s
 		}
 		select {
@@ -100,36 +104,17 @@ func (s *crashAgentServer) kill() {
 	}
 }
 
-func (s *crashAgentServer) do(method, path string, body any) (int, []byte) {
+// ok fails unless err is nil and the last answer's status was code.
+func (s *crashAgentServer) ok(err error, code int, what string) {
 	s.t.Helper()
-	var rd io.Reader
-	if body != nil {
-		raw, err := json.Marshal(body)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		rd = bytes.NewReader(raw)
-	}
-	req, _ := http.NewRequest(method, s.url+path, rd)
-	req.Header.Set("X-Session-API-Key", crashKey)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("%s: %v\n%s", what, err, s.log)
 	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, b
-}
-
-func (s *crashAgentServer) getJSON(path string, out any) {
-	s.t.Helper()
-	code, b := s.do("GET", path, nil)
-	if code != 200 {
-		s.t.Fatalf("GET %s: %d %s\n%s", path, code, b, s.log)
-	}
-	if err := json.Unmarshal(b, out); err != nil {
-		s.t.Fatalf("GET %s: %v\n%s", path, err, b)
+	s.last.mu.Lock()
+	got := s.last.code
+	s.last.mu.Unlock()
+	if got != code {
+		s.t.Fatalf("%s: HTTP %d, want %d", what, got, code)
 	}
 }
 
@@ -138,7 +123,7 @@ func (s *crashAgentServer) getJSON(path string, out any) {
 func (s *crashAgentServer) events(id string) []map[string]any {
 	s.t.Helper()
 	var out []map[string]any
-	for ev, err := range client.NewAgent(s.url, crashKey).Events(s.t.Context(), id, client.Filter{"limit": {"5"}}) {
+	for ev, err := range s.api.Events(s.t.Context(), id, client.Filter{"limit": {"5"}}) {
 		if err != nil {
 			s.t.Fatalf("events of %s: %v", id, err)
 		}
@@ -153,10 +138,9 @@ func (s *crashAgentServer) events(id string) []map[string]any {
 
 func (s *crashAgentServer) status(id string) string {
 	s.t.Helper()
-	var info map[string]any
-	s.getJSON("/api/conversations/"+id, &info)
-	st, _ := info["execution_status"].(string)
-	return st
+	info, err := s.api.GetConversation(s.t.Context(), id)
+	s.ok(err, 200, "get conversation "+id)
+	return string(info.ExecutionStatus)
 }
 
 func crashIDs(evs []map[string]any) []string {
@@ -238,7 +222,7 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 
 	// 1. A conversation whose first step runs `sleep 60` in the terminal.
 	s1 := crashStart(t, dir, marker)
-	code, body := s1.do("POST", "/api/conversations", map[string]any{
+	req, err := json.Marshal(map[string]any{
 		"agent": map[string]any{"kind": "Agent", "tools": []map[string]any{{"name": "terminal"}},
 			"llm": map[string]any{"model": "openai/crash-model", "base_url": llm.URL, "api_key": "sk-crash-e2e",
 				"num_retries": 0, "usage_id": "agent"}},
@@ -246,24 +230,29 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 		"autotitle":       false,
 		"initial_message": map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": "Please start the long job."}}, "run": true},
 	})
-	if code != 201 {
-		t.Fatalf("create conversation: %d %s\n%s", code, body, s1.log)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var created struct {
-		ID string `json:"id"`
+	var start wire.StartConversationRequest // decoded as the server decodes it
+	if err := strictjson.Unmarshal(req, &start); err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(body, &created); err != nil || created.ID == "" {
-		t.Fatalf("create conversation: %v %s", err, body)
+	created, err := s1.api.CreateConversation(t.Context(), &start)
+	s1.ok(err, 201, "create conversation")
+	if created.ID == "" {
+		t.Fatalf("create conversation: no id: %+v", created)
 	}
 	id := created.ID
 
 	// 2. Wait for the terminal's ActionEvent to be logged, then SIGKILL.
 	testwait.For(t, 30*time.Second, "the terminal ActionEvent", func() bool {
-		var p struct {
-			Items []map[string]any `json:"items"`
+		p, err := s1.api.SearchEvents(t.Context(), id, client.Filter{"kind": {"ActionEvent"}})
+		s1.ok(err, 200, "search ActionEvents")
+		if len(p.Items) != 1 {
+			return false
 		}
-		s1.getJSON("/api/conversations/"+id+"/events/search?kind=ActionEvent", &p)
-		return len(p.Items) == 1 && p.Items[0]["tool_call_id"] == "call-sleep"
+		a, ok := p.Items[0].(*events.ActionEvent)
+		return ok && a.ToolCallID == "call-sleep"
 	})
 	if st := s1.status(id); st != "running" {
 		t.Fatalf("before the crash the conversation reads %q, want running", st)
@@ -296,16 +285,14 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 
 	// 3. Restart on the same directories with the same key.
 	s2 := crashStart(t, dir, marker)
-	var search struct {
-		Items []map[string]any `json:"items"`
-	}
-	s2.getJSON("/api/conversations/search", &search)
-	if len(search.Items) != 1 || search.Items[0]["id"] != id {
-		t.Fatalf("after the restart the conversation search lists %v, want only %s\n%s", search.Items, id, s2.log)
+	search, err := s2.api.SearchConversations(t.Context(), nil)
+	s2.ok(err, 200, "search conversations")
+	if len(search.Items) != 1 || search.Items[0].ID != id {
+		t.Fatalf("after the restart the conversation search lists %+v, want only %s\n%s", search.Items, id, s2.log)
 	}
 	// The server is listening, so loading is over: the status must already
 	// be the post-crash one (no waiting on a transient "running").
-	if st, _ := search.Items[0]["execution_status"].(string); st != "error" {
+	if st := search.Items[0].ExecutionStatus; st != "error" {
 		t.Fatalf("after the restart the conversation reads %q in search, want error", st)
 	}
 	if st := s2.status(id); st != "error" {
@@ -355,11 +342,9 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// 5. The conversation continues: a new message runs it to finished.
-	code, body = s2.do("POST", "/api/conversations/"+id+"/events", map[string]any{
-		"role": "user", "content": []map[string]any{{"type": "text", "text": "The server restarted; please wrap up."}}, "run": true})
-	if code != 200 {
-		t.Fatalf("send message after the restart: %d %s\n%s", code, body, s2.log)
-	}
+	err = s2.api.SendMessage(t.Context(), id, &wire.SendMessageRequest{Role: "user",
+		Content: []events.Content{events.TextItem("The server restarted; please wrap up.")}, Run: true})
+	s2.ok(err, 200, "send message after the restart")
 	testwait.For(t, 30*time.Second, "the conversation to finish after the restart", func() bool { return s2.status(id) == "finished" })
 	final := s2.events(id)
 	if strings.Join(crashIDs(final[:len(after)]), ",") != strings.Join(crashIDs(after), ",") {
@@ -377,10 +362,10 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	if !finishObs {
 		t.Fatalf("no finish observation after the new run")
 	}
-	var resp map[string]any
-	s2.getJSON("/api/conversations/"+id+"/agent_final_response", &resp)
-	if resp["response"] != "Recovered after the crash." {
-		t.Fatalf("final response %v", resp)
+	resp, err := s2.api.FinalResponse(t.Context(), id)
+	s2.ok(err, 200, "agent_final_response")
+	if resp != "Recovered after the crash." {
+		t.Fatalf("final response %q", resp)
 	}
 
 	// The LLM saw the orphaned call answered by the restart error, right

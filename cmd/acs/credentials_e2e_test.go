@@ -15,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/bashapi"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/tools/mcp/mcptest"
 )
@@ -157,26 +159,24 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 
 	// 3. The bash API (what a client's IDE terminal and the setup step use).
 	// Its output may come in several events: join them.
-	var final struct {
-		CommandID string `json:"command_id"`
+	agent := client.NewAgent(agentBase, key, client.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}))
+	final, err := agent.ExecuteBash(t.Context(), &bashapi.ExecuteBashRequest{Command: credProbe, Timeout: bashapi.DefaultTimeout})
+	if err != nil {
+		t.Fatalf("bash API: %v", err)
 	}
-	credAgentPost(t, agentBase, key, "/api/bash/execute_bash_command", map[string]any{"command": credProbe}, &final)
-	code, body, err := lcAgent(agentBase, key, "/api/bash/bash_events/search?kind__eq=BashOutput&limit=100&command_id__eq="+final.CommandID)
-	if err != nil || code != 200 {
-		t.Fatalf("bash events of the probe: %d %v %s", code, err, body)
+	page, err := agent.SearchBashEvents(t.Context(), client.Filter{"kind__eq": {"BashOutput"}, "limit": {"100"}, "command_id__eq": {final.CommandID}})
+	if err != nil {
+		t.Fatalf("bash events of the probe: %v", err)
 	}
-	var outputs struct {
-		Items []struct {
-			Order  int     `json:"order"`
-			Stdout *string `json:"stdout"`
-		} `json:"items"`
+	outputs := make([]bashapi.BashOutput, len(page.Items))
+	for i, raw := range page.Items {
+		if err := json.Unmarshal(raw, &outputs[i]); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := json.Unmarshal(body, &outputs); err != nil {
-		t.Fatal(err)
-	}
-	sort.Slice(outputs.Items, func(i, j int) bool { return outputs.Items[i].Order < outputs.Items[j].Order })
+	sort.Slice(outputs, func(i, j int) bool { return outputs[i].Order < outputs[j].Order })
 	var bashOut strings.Builder
-	for _, o := range outputs.Items {
+	for _, o := range outputs {
 		bashOut.WriteString(deref(o.Stdout))
 	}
 	probeSaw("the bash API", bashOut.String())
@@ -209,8 +209,8 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 
 	// The key is in no event (V1 and agent server), no LLM request, no
 	// WebSocket-visible API answer and not in the download.
-	var agentEvents []byte
-	code, agentEvents, err = lcAgent(agentBase, key, "/api/conversations/"+convID+"/events/search?limit=100")
+	// Raw on purpose: the answers' bytes are scanned for the key.
+	code, agentEvents, err := lcAgent(agentBase, key, "/api/conversations/"+convID+"/events/search?limit=100")
 	if err != nil || code != 200 {
 		t.Fatalf("agent server events: %d %v", code, err)
 	}

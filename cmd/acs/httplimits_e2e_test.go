@@ -342,7 +342,8 @@ func hlAnswer(t *testing.T, br *bufio.Reader) hlResp {
 }
 
 // hlWantDetail fails unless a is a JSON {"detail": "…want…"} answer with
-// status code.
+// status code. The answers are read off raw connections on purpose (slow
+// and oversized requests no client would send).
 func hlWantDetail(t *testing.T, a hlResp, code int, want string) {
 	t.Helper()
 	if a.status != code {

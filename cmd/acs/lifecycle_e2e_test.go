@@ -145,7 +145,8 @@ func lcSuccess(s *acsServe, r resp) {
 }
 
 // lcDetail expects status code with a non-empty string detail, which it
-// returns.
+// returns. It reads a raw answer on purpose: the body's shape is what it
+// checks (the typed client would accept any error shape).
 func lcDetail(s *acsServe, r resp, code int, what string) string {
 	s.t.Helper()
 	if r.status != code {

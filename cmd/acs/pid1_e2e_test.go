@@ -4,7 +4,6 @@ package main_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/bashapi"
 )
 
 // pid1Sandbox is `acs agent-server` run as the sandbox image runs it: the
@@ -146,21 +147,13 @@ func (s *pid1Sandbox) logText() string {
 func (s *pid1Sandbox) sh(script string) string {
 	s.t.Helper()
 	out := filepath.Join(s.work, fmt.Sprintf("out-%d.txt", time.Now().UnixNano()))
-	body, _ := json.Marshal(map[string]any{"command": "{\n" + script + "\n} > " + out + " 2>&1", "timeout": 60})
-	req, _ := http.NewRequest("POST", s.base+"/api/bash/execute_bash_command", bytes.NewReader(body))
-	req.Header.Set("X-Session-API-Key", s.key)
-	req.Header.Set("Content-Type", "application/json")
-	res, err := (&http.Client{Timeout: 90 * time.Second}).Do(req)
+	agent := client.NewAgent(s.base, s.key, client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second}))
+	final, err := agent.ExecuteBash(s.t.Context(), &bashapi.ExecuteBashRequest{Command: "{\n" + script + "\n} > " + out + " 2>&1", Timeout: 60})
 	if err != nil {
 		s.t.Fatalf("bash API: %v; log:\n%s", err, s.logText())
 	}
-	var final struct {
-		ExitCode *int `json:"exit_code"`
-	}
-	json.NewDecoder(res.Body).Decode(&final)
-	res.Body.Close()
-	if res.StatusCode != 200 || final.ExitCode == nil || *final.ExitCode != 0 {
-		s.t.Fatalf("bash API: %d, exit code %v", res.StatusCode, final.ExitCode)
+	if final.ExitCode == nil || *final.ExitCode != 0 {
+		s.t.Fatalf("bash API: exit code %v", final.ExitCode)
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {

@@ -2,19 +2,21 @@ package main_test
 
 import (
 	"archive/zip"
-	"bufio"
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // TestPendingMessages queues messages while a conversation starts (its setup
@@ -28,21 +30,19 @@ func TestPendingMessages(t *testing.T) {
 	s := startServe(t, t.TempDir(), llm.URL, "ACS_GIT_HOST="+git.URL)
 	tk, err := s.api(apiKey).StartConversation(t.Context(), startBody(t, map[string]any{"selected_repository": "acme/slow", "initial_message": msg("message 0")}))
 	s.ok(err, 200, "start")
+	admin := s.api(apiKey)
 	for i := 1; i <= 10; i++ {
-		var r struct {
-			ID       string `json:"id"`
-			Queued   bool   `json:"queued"`
-			Position int    `json:"position"`
-		}
-		s.admin("POST", "/api/v1/conversations/task-"+tk.ID+"/pending-messages",
-			map[string]any{"role": "user", "content": []map[string]any{{"type": "text", "text": fmt.Sprintf("queued %02d", i)}}}).want(201).into(&r)
+		r, err := admin.AddPendingMessage(t.Context(), "task-"+tk.ID, pending(fmt.Sprintf("queued %02d", i)))
+		s.ok(err, 201, fmt.Sprintf("message %d", i))
 		if !r.Queued || r.Position != i {
 			t.Fatalf("message %d: %+v", i, r)
 		}
 	}
-	r := s.admin("POST", "/api/v1/conversations/task-"+tk.ID+"/pending-messages", map[string]any{"content": []map[string]any{{"type": "text", "text": "too many"}}})
-	if r.status != 429 || r.header.Get("Retry-After") == "" {
-		t.Fatalf("11th message: %d %s", r.status, r.body)
+	// The 11th: 429 with Retry-After (which the client decodes into the
+	// error's RetryAfter).
+	_, err = admin.AddPendingMessage(t.Context(), "task-"+tk.ID, pending("too many"))
+	if client.StatusOf(err) != 429 || acs.AsError(err) == nil || acs.AsError(err).RetryAfter <= 0 {
+		t.Fatalf("11th message: %v", err)
 	}
 	done := s.waitTask(apiKey, tk.ID)
 	if done.Status != "READY" {
@@ -72,13 +72,16 @@ func TestPendingMessages(t *testing.T) {
 		t.Fatalf("messages reached the agent as %v", seen)
 	}
 	// After READY, a message for the running conversation goes straight in.
-	var direct struct {
-		Queued bool `json:"queued"`
-	}
-	s.admin("POST", "/api/v1/conversations/"+*done.AppConversationID+"/pending-messages", map[string]any{"content": []map[string]any{{"type": "text", "text": "direct"}}}).want(201).into(&direct)
+	direct, err := admin.AddPendingMessage(t.Context(), *done.AppConversationID, pending("direct"))
+	s.ok(err, 201, "a message for the ready conversation")
 	if direct.Queued {
 		t.Fatal("a message for a ready conversation is delivered, not queued")
 	}
+}
+
+// pending is a pending user message of one text.
+func pending(text string) *v1wire.PendingMessageRequest {
+	return &v1wire.PendingMessageRequest{Role: "user", Content: []events.Content{events.TextItem(text)}}
 }
 
 func contains(xs []string, x string) bool {
@@ -97,24 +100,25 @@ func TestUsersAndKeys(t *testing.T) {
 	defer llm.Close()
 	s := startServe(t, t.TempDir(), llm.URL)
 	bob := s.newUser("bob")
-	var me struct {
-		Name  string `json:"name"`
-		Admin bool   `json:"admin"`
-	}
-	s.do("GET", "/api/v1/users/me", nil, bob).into(&me)
+	asBob := s.api(bob)
+	me, err := asBob.Me(t.Context())
+	s.ok(err, 200, "users/me")
 	if me.Name != "bob" || me.Admin {
 		t.Fatalf("me: %+v", me)
 	}
-	if r := s.do("POST", "/api/v1/users", map[string]any{"name": "mallory"}, bob); r.status != 403 {
-		t.Fatalf("a user creating users: %d", r.status)
+	if _, err := asBob.CreateUser(t.Context(), "mallory"); client.StatusOf(err) != 403 {
+		t.Fatalf("a user creating users: %v", err)
 	}
-	var k struct {
-		ID, Name, Key string
-	}
-	s.do("POST", "/api/v1/keys", map[string]any{"name": "ci"}, bob).want(201).into(&k)
+	k, err := asBob.CreateKey(t.Context(), "ci")
+	s.ok(err, 201, "create key")
 	if !strings.HasPrefix(k.Key, "acs_") || k.Name != "ci" {
 		t.Fatalf("new key %+v", k)
 	}
+	if keys, err := s.api(k.Key).ListKeys(t.Context()); err != nil || len(keys) == 0 || keys[0].Prefix == "" {
+		t.Fatalf("key listing: %+v %v", keys, err)
+	}
+	// Raw on purpose: no key value may appear anywhere in the listing's
+	// bytes, which a typed decode (v1wire.Key has no value) would hide.
 	r := s.do("GET", "/api/v1/keys", nil, k.Key).want(200)
 	if strings.Contains(string(r.body), k.Key) || !strings.Contains(string(r.body), `"prefix"`) {
 		t.Fatalf("key listing shows values or lacks prefixes: %s", r.body)
@@ -124,19 +128,20 @@ func TestUsersAndKeys(t *testing.T) {
 	if c := s.conv(apiKey, *tk.AppConversationID); c != nil {
 		t.Fatal("another user's conversation is visible")
 	}
-	if r := s.admin("GET", "/api/v1/conversation/"+*tk.AppConversationID+"/events/search", nil); r.status != 404 {
-		t.Fatalf("another user's events: %d", r.status)
+	admin := s.api(apiKey)
+	if _, err := admin.SearchEvents(t.Context(), *tk.AppConversationID, nil); client.StatusOf(err) != 404 {
+		t.Fatalf("another user's events: %v", err)
 	}
-	if r := s.admin("POST", "/api/v1/sandboxes/"+*tk.SandboxID+"/pause", nil); r.status != 404 {
-		t.Fatalf("another user's sandbox: %d", r.status)
+	if err := admin.PauseSandbox(t.Context(), *tk.SandboxID); client.StatusOf(err) != 404 {
+		t.Fatalf("another user's sandbox: %v", err)
 	}
 	// Revocation is immediate.
-	s.do("DELETE", "/api/v1/keys/"+k.ID, nil, bob).want(200)
-	if r := s.do("GET", "/api/v1/users/me", nil, k.Key); r.status != 401 {
-		t.Fatalf("a revoked key: %d", r.status)
+	s.ok(asBob.DeleteKey(t.Context(), k.ID), 200, "revoke the key")
+	if _, err := s.api(k.Key).Me(t.Context()); client.StatusOf(err) != 401 {
+		t.Fatalf("a revoked key: %v", err)
 	}
-	if r := s.do("DELETE", "/api/v1/keys/"+k.ID, nil, bob); r.status != 404 {
-		t.Fatalf("revoking twice: %d", r.status)
+	if err := asBob.DeleteKey(t.Context(), k.ID); client.StatusOf(err) != 404 {
+		t.Fatalf("revoking twice: %v", err)
 	}
 }
 
@@ -149,14 +154,17 @@ func TestSettingsReachTheAgent(t *testing.T) {
 	mine := llmtest.New(llmtest.Reply{Repeat: true, Text: "from my LLM"})
 	defer mine.Close()
 	s := startServe(t, t.TempDir(), installation.URL)
-	var st map[string]any
-	s.admin("GET", "/api/v1/settings", nil).into(&st)
-	if st["sandbox_grouping_strategy"] != "NO_GROUPING" || st["max_conversations_per_sandbox"] != float64(20) || st["llm_api_key_set"] != false {
-		t.Fatalf("defaults %v", st)
+	admin := s.api(apiKey)
+	st, err := admin.GetSettings(t.Context())
+	s.ok(err, 200, "get settings")
+	if st.SandboxGroupingStrategy != "NO_GROUPING" || st.MaxConversationsPerSandbox != 20 || st.LLMAPIKeySet {
+		t.Fatalf("defaults %+v", st)
 	}
-	s.admin("POST", "/api/v1/settings", map[string]any{"llm_model": "openai/my-model", "llm_base_url": mine.URL, "llm_api_key": "sk-mine-1234"}).into(&st)
-	if st["llm_api_key_set"] != true || strings.Contains(string(mustJSON(st)), "sk-mine-1234") {
-		t.Fatalf("settings answer %v", st)
+	// Raw on purpose: the key must appear nowhere in the answer's bytes,
+	// which a typed decode (v1wire.Settings has no key) would hide.
+	r := s.admin("POST", "/api/v1/settings", map[string]any{"llm_model": "openai/my-model", "llm_base_url": mine.URL, "llm_api_key": "sk-mine-1234"}).into(&st)
+	if !st.LLMAPIKeySet || strings.Contains(string(r.body), "sk-mine-1234") {
+		t.Fatalf("settings answer %s", r.body)
 	}
 	tk := s.mustStart(apiKey, map[string]any{"initial_message": msg("hi")})
 	s.waitConv(apiKey, *tk.AppConversationID, "finished", func(c *convInfo) bool { return c.ExecutionStatus != nil && *c.ExecutionStatus == "finished" })
@@ -164,21 +172,25 @@ func TestSettingsReachTheAgent(t *testing.T) {
 		t.Fatalf("the agent called the installation's LLM (%d) instead of the user's (%d)", len(installation.Requests()), len(mine.Requests()))
 	}
 	// Secrets CRUD never shows values.
-	s.admin("POST", "/api/v1/secrets", map[string]any{"name": "NPM_TOKEN", "value": "npm-secret-987", "description": "registry"}).want(201)
-	s.admin("POST", "/api/v1/secrets", map[string]any{"name": "NPM_TOKEN", "value": "x-other-value"}).want(409)
-	s.admin("PUT", "/api/v1/secrets/NPM_TOKEN", map[string]any{"value": "npm-secret-654"}).want(200)
+	desc, value := "registry", "npm-secret-654"
+	_, err = admin.CreateSecret(t.Context(), &v1wire.CreateSecretRequest{Name: "NPM_TOKEN", Value: "npm-secret-987", Description: &desc})
+	s.ok(err, 201, "create a secret")
+	if _, err := admin.CreateSecret(t.Context(), &v1wire.CreateSecretRequest{Name: "NPM_TOKEN", Value: "x-other-value"}); client.StatusOf(err) != 409 {
+		t.Fatalf("creating a secret twice: %v", err)
+	}
+	_, err = admin.UpdateSecret(t.Context(), "NPM_TOKEN", &v1wire.UpdateSecretRequest{Value: &value})
+	s.ok(err, 200, "update a secret")
+	// Raw on purpose: no value may appear anywhere in the bytes, which a
+	// typed decode (v1wire.Secret has no value) would hide.
 	for _, p := range []string{"/api/v1/secrets", "/api/v1/secrets/NPM_TOKEN"} {
 		if r := s.admin("GET", p, nil).want(200); strings.Contains(string(r.body), "npm-secret") {
 			t.Fatalf("%s shows the value: %s", p, r.body)
 		}
 	}
-	s.admin("DELETE", "/api/v1/secrets/NPM_TOKEN", nil).want(200)
-	s.admin("GET", "/api/v1/secrets/NPM_TOKEN", nil).want(404)
-}
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
+	s.ok(admin.DeleteSecret(t.Context(), "NPM_TOKEN"), 200, "delete a secret")
+	if _, err := admin.GetSecret(t.Context(), "NPM_TOKEN"); client.StatusOf(err) != 404 {
+		t.Fatalf("a deleted secret: %v", err)
+	}
 }
 
 // TestConversationRoutes: search and count with filters, PATCH, the review
@@ -211,19 +223,17 @@ func TestConversationRoutes(t *testing.T) {
 	defer llm.Close()
 	s := startServe(t, t.TempDir(), llm.URL, "ACS_GIT_HOST="+git.URL)
 
-	// stream-start: a JSON array of the task at each status, ending READY.
-	req, _ := http.NewRequest("POST", s.url+"/api/v1/app-conversations/stream-start",
-		strings.NewReader(`{"selected_repository":"acme/app","title":"Edit main","initial_message":{"role":"user","content":[{"type":"text","text":"edit main.go"}],"run":true}}`))
-	req.Header.Set("Authorization", "Bearer "+apiKey)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(bufio.NewReader(res.Body))
-	res.Body.Close()
+	admin := s.api(apiKey)
+	ctx := t.Context()
+
+	// stream-start: a JSON array of the task at each status, ending READY
+	// (the client reads the array as it streams, and fails on anything else).
 	var streamed []taskInfo
-	if err := json.Unmarshal(body, &streamed); err != nil {
-		t.Fatalf("stream-start is not a JSON array: %v\n%s", err, body)
+	for st, err := range admin.StreamStart(ctx, startBody(t, `{"selected_repository":"acme/app","title":"Edit main","initial_message":{"role":"user","content":[{"type":"text","text":"edit main.go"}],"run":true}}`)) {
+		if err != nil {
+			t.Fatalf("stream-start: %v", err)
+		}
+		streamed = append(streamed, st)
 	}
 	var statuses []string
 	for _, st := range streamed {
@@ -248,100 +258,91 @@ func TestConversationRoutes(t *testing.T) {
 	other := s.mustStart(apiKey, map[string]any{"title": "Something else"})
 
 	// Start tasks: search and count by conversation.
-	var tasks struct {
-		Items []taskInfo `json:"items"`
-	}
-	s.admin("GET", "/api/v1/app-conversations/start-tasks/search?conversation_id__eq="+id, nil).into(&tasks)
+	tasks, err := admin.SearchStartTasks(ctx, client.Filter{"conversation_id__eq": {id}})
+	s.ok(err, 200, "start-task search")
 	if len(tasks.Items) != 1 || tasks.Items[0].ID != tk.ID {
 		t.Fatalf("start-task search: %+v", tasks.Items)
 	}
-	var n int
-	s.admin("GET", "/api/v1/app-conversations/start-tasks/count", nil).into(&n)
+	n, err := admin.CountStartTasks(ctx, nil)
+	s.ok(err, 200, "start-task count")
 	if n != 2 {
 		t.Fatalf("start-task count %d", n)
 	}
 
 	// Search and count with filters; PATCH.
-	page := func(q string) []convInfo {
-		var p struct {
-			Items []convInfo `json:"items"`
-		}
-		s.admin("GET", "/api/v1/app-conversations/search"+q, nil).into(&p)
+	page := func(name, value string) []convInfo {
+		p, err := admin.SearchConversations(ctx, client.Filter{name: {value}})
+		s.ok(err, 200, "search "+name)
 		return p.Items
 	}
-	if got := page("?title__contains=EDIT"); len(got) != 1 || got[0].ID != id {
+	if got := page("title__contains", "EDIT"); len(got) != 1 || got[0].ID != id {
 		t.Fatalf("title filter: %+v", got)
 	}
-	if got := page("?sandbox_id__eq=" + *other.SandboxID); len(got) != 1 || got[0].ID != *other.AppConversationID {
+	if got := page("sandbox_id__eq", *other.SandboxID); len(got) != 1 || got[0].ID != *other.AppConversationID {
 		t.Fatalf("sandbox filter: %+v", got)
 	}
-	if got := page("?created_at__gte=2999-01-01T00:00:00Z"); len(got) != 0 {
+	if got := page("created_at__gte", "2999-01-01T00:00:00Z"); len(got) != 0 {
 		t.Fatalf("date filter: %+v", got)
 	}
-	if got := page("?limit=1"); len(got) != 1 {
+	if got := page("limit", "1"); len(got) != 1 {
 		t.Fatalf("limit: %d", len(got))
 	}
-	s.admin("GET", "/api/v1/app-conversations/count?title__contains=else", nil).into(&n)
+	n, err = admin.CountConversations(ctx, client.Filter{"title__contains": {"else"}})
+	s.ok(err, 200, "count")
 	if n != 1 {
 		t.Fatalf("count with filter %d", n)
 	}
-	var patched convInfo
-	s.admin("PATCH", "/api/v1/app-conversations/"+id, map[string]any{"title": "Renamed", "public": true, "selected_branch": "dev"}).into(&patched)
+	patched, err := admin.UpdateConversation(ctx, id, &v1wire.UpdateRequest{Title: client.Set("Renamed"), Public: client.Set(true), SelectedBranch: client.Set("dev")})
+	s.ok(err, 200, "PATCH")
 	if deref(patched.Title) != "Renamed" || patched.Public == nil || !*patched.Public || deref(patched.SelectedBranch) != "dev" {
 		t.Fatalf("patched %+v", patched)
 	}
 
 	// Review endpoints read the workspace through the agent server.
-	var plan string
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=.agents_tmp/PLAN.md", nil).into(&plan)
+	plan, err := admin.ReadFile(ctx, id, ".agents_tmp/PLAN.md")
+	s.ok(err, 200, "read PLAN.md")
 	if plan != "# The plan\n" {
 		t.Fatalf("PLAN.md: %q", plan)
 	}
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=docs/notes.txt", nil).into(&plan)
+	plan, err = admin.ReadFile(ctx, id, "docs/notes.txt")
+	s.ok(err, 200, "read a file")
 	if plan != "notes\n" {
 		t.Fatalf("file: %q", plan)
 	}
+	// Raw on purpose: the exact bytes of the error body.
 	if r := s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=nope.txt", nil); r.status != 404 ||
 		string(r.body) != `{"detail":"File not found: app/nope.txt"}` {
 		t.Fatalf("missing file: %d %s", r.status, r.body)
 	}
-	if r := s.admin("GET", "/api/v1/app-conversations/"+id+"/file?file_path=/etc/passwd", nil); r.status != 422 {
-		t.Fatalf("a path outside the workspace: %d", r.status)
+	if _, err := admin.ReadFile(ctx, id, "/etc/passwd"); client.StatusOf(err) != 422 {
+		t.Fatalf("a path outside the workspace: %v", err)
 	}
-	var changes []map[string]any
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/git/changes", nil).into(&changes)
-	if !strings.Contains(string(mustJSON(changes)), "main.go") {
-		t.Fatalf("git changes %v", changes)
+	changes, err := admin.GitChanges(ctx, id, "")
+	s.ok(err, 200, "git changes")
+	if !slices.ContainsFunc(changes, func(c gitreview.Change) bool { return strings.Contains(c.Path, "main.go") }) {
+		t.Fatalf("git changes %+v", changes)
 	}
-	var diff map[string]any
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/git/diff?path=main.go", nil).into(&diff)
-	if !strings.Contains(diff["modified"].(string), "// edited") || strings.Contains(diff["original"].(string), "edited") {
-		t.Fatalf("git diff %v", diff)
+	diff, err := admin.GitDiff(ctx, id, "main.go")
+	s.ok(err, 200, "git diff")
+	if diff.Modified == nil || diff.Original == nil || !strings.Contains(*diff.Modified, "// edited") || strings.Contains(*diff.Original, "edited") {
+		t.Fatalf("git diff %+v", diff)
 	}
-	var skills struct {
-		Skills []struct {
-			Name, Type string
-			Triggers   []string
-		} `json:"skills"`
+	skills, err := admin.Skills(ctx, id)
+	s.ok(err, 200, "skills")
+	if !slices.ContainsFunc(skills, func(sk v1wire.Skill) bool { return sk.Name == "review" }) ||
+		!slices.ContainsFunc(skills, func(sk v1wire.Skill) bool { return sk.Type == "knowledge" }) {
+		t.Fatalf("skills %+v", skills)
 	}
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/skills", nil).into(&skills)
-	if !strings.Contains(string(mustJSON(skills)), `"review"`) || !strings.Contains(string(mustJSON(skills)), `"knowledge"`) {
-		t.Fatalf("skills %s", mustJSON(skills))
-	}
-	var hooks struct {
-		Hooks []struct {
-			EventType string          `json:"event_type"`
-			Matchers  json.RawMessage `json:"matchers"`
-		} `json:"hooks"`
-	}
-	s.admin("GET", "/api/v1/app-conversations/"+id+"/hooks", nil).into(&hooks)
-	if len(hooks.Hooks) != 1 || hooks.Hooks[0].EventType != "pre_tool_use" || !strings.Contains(string(hooks.Hooks[0].Matchers), "terminal") {
-		t.Fatalf("hooks %s", mustJSON(hooks))
+	hooks, err := admin.Hooks(ctx, id)
+	s.ok(err, 200, "hooks")
+	if len(hooks) != 1 || hooks[0].EventType != "pre_tool_use" || !strings.Contains(string(hooks[0].Matchers), "terminal") {
+		t.Fatalf("hooks %+v", hooks)
 	}
 
 	// Download: every stored event plus meta.json.
-	var count int
-	s.admin("GET", "/api/v1/conversation/"+id+"/events/count", nil).into(&count)
+	count, err := admin.CountEvents(ctx, id, nil)
+	s.ok(err, 200, "count events")
+	// Raw on purpose: the answer's headers are what is checked.
 	r := s.admin("GET", "/api/v1/app-conversations/"+id+"/download", nil).want(200)
 	if r.header.Get("Content-Type") != "application/zip" || !strings.Contains(r.header.Get("Content-Disposition"), "conversation_"+id+".zip") {
 		t.Fatalf("download headers %v", r.header)
@@ -350,39 +351,35 @@ func TestConversationRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events int
+	var evCount int
 	var meta bool
 	for _, f := range zr.File {
 		switch {
 		case f.Name == "meta.json":
 			meta = true
 		case strings.HasPrefix(f.Name, "event_000000_"):
-			events++
+			evCount++
 		case strings.HasPrefix(f.Name, "event_"):
-			events++
+			evCount++
 		}
 	}
-	if !meta || events != count || count == 0 {
-		t.Fatalf("zip holds %d events (want %d) and meta %v", events, count, meta)
+	if !meta || evCount != count || count == 0 {
+		t.Fatalf("zip holds %d events (want %d) and meta %v", evCount, count, meta)
 	}
 
 	// Events by id, in request order, null for unknown ids.
-	var evPage struct {
-		Items []map[string]any `json:"items"`
-	}
-	s.admin("GET", "/api/v1/conversation/"+id+"/events/search?limit=2&sort_order=TIMESTAMP_DESC", nil).into(&evPage)
-	var byID []map[string]any
-	last := evPage.Items[0]["id"].(string)
-	s.admin("GET", "/api/v1/conversation/"+id+"/events?id=00000000-0000-0000-0000-000000000000&id="+last, nil).into(&byID)
-	if len(byID) != 2 || byID[0] != nil || byID[1]["id"] != last {
+	evPage, err := admin.SearchEvents(ctx, id, client.Filter{"limit": {"2"}, "sort_order": {"TIMESTAMP_DESC"}})
+	s.ok(err, 200, "event search")
+	last := evPage.Items[0].EventBase().ID
+	byID, err := admin.GetEvents(ctx, id, "00000000-0000-0000-0000-000000000000", last)
+	s.ok(err, 200, "events by id")
+	if len(byID) != 2 || byID[0] != nil || byID[1] == nil || byID[1].EventBase().ID != last {
 		t.Fatalf("events by id: %v", byID)
 	}
 
 	// Sandbox specs by id: the default, and null for an unknown id.
-	var specs []*struct {
-		ID string `json:"id"`
-	}
-	s.admin("GET", "/api/v1/sandbox-specs?id=acs-local&id=nope", nil).into(&specs)
+	specs, err := admin.GetSandboxSpecs(ctx, "acs-local", "nope")
+	s.ok(err, 200, "sandbox specs")
 	if len(specs) != 2 || specs[0] == nil || specs[0].ID != "acs-local" || specs[1] != nil {
 		t.Fatalf("specs %+v", specs)
 	}

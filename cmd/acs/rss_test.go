@@ -2,10 +2,8 @@ package main_test
 
 import (
 	"bytes"
-	"encoding/json"
+	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/wire"
 )
 
 func rssMB(pid int) float64 {
@@ -172,46 +173,33 @@ func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
 	settle := func() { time.Sleep(500 * time.Millisecond) }
 	settle()
 	idle = rssMB(cmd.Process.Pid)
-	do := func(method, path, body string) (int, []byte) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("X-Session-API-Key", "k")
-		req.Header.Set("Content-Type", "application/json")
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		return res.StatusCode, b
-	}
+	agent := client.NewAgent(base, "k")
 	ids := make([]string, n)
 	for i := range ids {
-		code, b := do("POST", "/api/conversations", fmt.Sprintf(`{"agent":{"llm":{"model":"m","base_url":%q,"num_retries":0},"tools":[{"name":"terminal"},{"name":"file_editor"}]},`+
+		var req wire.StartConversationRequest // decoded as the server decodes it
+		body := fmt.Sprintf(`{"agent":{"llm":{"model":"m","base_url":%q,"num_retries":0},"tools":[{"name":"terminal"},{"name":"file_editor"}]},`+
 			`"workspace":{"working_dir":%q},"initial_message":{"role":"user","content":[{"type":"text","text":"hello"}]}}`,
-			llm.URL, filepath.Join(dir, "w", fmt.Sprint(i))))
-		var created struct {
-			ID string `json:"id"`
+			llm.URL, filepath.Join(dir, "w", fmt.Sprint(i)))
+		if err := strictjson.Unmarshal([]byte(body), &req); err != nil {
+			tb.Fatal(err)
 		}
-		if code != 201 || json.Unmarshal(b, &created) != nil || created.ID == "" {
-			tb.Fatalf("create conversation: %d %s", code, b)
+		created, err := agent.CreateConversation(context.Background(), &req)
+		if err != nil || created.ID == "" {
+			tb.Fatalf("create conversation: %v %+v", err, created)
 		}
 		ids[i] = created.ID
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
-		var code int
-		var b []byte
-		var info struct {
-			Status string `json:"execution_status"`
-		}
+		var info wire.ConversationInfo
+		var err error
 		testwait.Until(time.Until(deadline), func() bool {
-			code, b = do("GET", "/api/conversations/"+id, "")
-			info.Status = ""
-			json.Unmarshal(b, &info)
-			return code != 200 || info.Status == "finished" || info.Status == "error" || info.Status == "stuck"
+			info, err = agent.GetConversation(context.Background(), id)
+			st := info.ExecutionStatus
+			return err != nil || st == "finished" || st == "error" || st == "stuck"
 		})
-		if code != 200 || info.Status != "finished" {
-			tb.Fatalf("conversation %s: %d %s\n%s", id, code, b, serverLog())
+		if err != nil || info.ExecutionStatus != "finished" {
+			tb.Fatalf("conversation %s: %v %s\n%s", id, err, info.ExecutionStatus, serverLog())
 		}
 	}
 	settle()

@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -215,12 +214,9 @@ func TestRulesRateLimitedConversationWorks(t *testing.T) {
 	// stores the same instant and reads the conversation as PAUSED exactly
 	// while its clock is before it; the agent retries the rate-limited call
 	// (whose request predates any later message) only after it.
-	var agentInfo struct {
-		AgentState map[string]string `json:"agent_state"`
-	}
-	code, body, err := lcAgent(sb.ExposedURLs[0].URL, sessionKey, "/api/conversations/"+conv)
-	if err != nil || code != 200 || json.Unmarshal(body, &agentInfo) != nil {
-		t.Fatalf("the agent server's conversation: %d %s %v", code, body, err)
+	agentInfo, err := client.NewAgent(sb.ExposedURLs[0].URL, sessionKey).GetConversation(t.Context(), conv)
+	if err != nil {
+		t.Fatalf("the agent server's conversation: %v", err)
 	}
 	backoffEnd := rulesTime(t, "llm_rate_limited_until", agentInfo.AgentState["llm_rate_limited_until"])
 
@@ -235,7 +231,7 @@ func TestRulesRateLimitedConversationWorks(t *testing.T) {
 	if !lcSend(s, apiKey, conv, "note-while-rate-limited", true).Success {
 		t.Fatal("send-message while rate limited was not a success")
 	}
-	code, body, err = lcAgent(sb.ExposedURLs[0].URL, sessionKey, "/api/conversations/"+conv+"/events/search?kind=MessageEvent&body=note-while-rate-limited")
+	code, body, err := lcAgent(sb.ExposedURLs[0].URL, sessionKey, "/api/conversations/"+conv+"/events/search?kind=MessageEvent&body=note-while-rate-limited")
 	if err != nil || code != 200 || !strings.Contains(string(body), "note-while-rate-limited") {
 		t.Fatalf("the agent server does not have the message: %d %s %v", code, body, err)
 	}

@@ -199,3 +199,8 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/wsarchive"
+	"github.com/acs-project/acs/internal/wsarchive/wsarchivetest"
 	"github.com/acs-project/acs/sandbox/secrets"
 )
 
@@ -31,47 +32,14 @@ type entry struct {
 	link    string
 }
 
-// readArchive decodes a complete archive (its gzip checksum included) and
-// checks what every entry must satisfy: no owners, whole-second times,
-// relative names.
+// readArchive decodes a complete archive and checks what every entry must
+// satisfy (wsarchivetest.Read).
 func readArchive(t *testing.T, b []byte) (map[string]entry, []string) {
 	t.Helper()
-	gz, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	out := map[string]entry{}
-	var order []string
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		content, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if hdr.Uid != 0 || hdr.Gid != 0 || hdr.Uname != "" || hdr.Gname != "" {
-			t.Errorf("%s: owner recorded: %d:%d %q:%q", hdr.Name, hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname)
-		}
-		if hdr.ModTime.Nanosecond() != 0 || hdr.ModTime.After(time.Now()) {
-			t.Errorf("%s: mtime %v is not whole seconds in the past", hdr.Name, hdr.ModTime)
-		}
-		if !fs.ValidPath(strings.TrimSuffix(hdr.Name, "/")) || hdr.Name == "./" || hdr.Name == "." {
-			t.Errorf("entry name %q is not relative to the directory", hdr.Name)
-		}
-		if _, dup := out[hdr.Name]; dup {
-			t.Errorf("duplicate entry %s", hdr.Name)
-		}
-		out[hdr.Name] = entry{hdr.Typeflag, hdr.Mode, string(content), hdr.Linkname}
-		order = append(order, hdr.Name)
-	}
-	if _, err := io.Copy(io.Discard, gz); err != nil { // verifies the checksum
-		t.Fatal(err)
+	got, order := wsarchivetest.Read(t, b)
+	out := make(map[string]entry, len(got))
+	for name, e := range got {
+		out[name] = entry{e.Typ, e.Mode, e.Content, e.Link}
 	}
 	return out, order
 }

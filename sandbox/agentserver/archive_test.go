@@ -59,9 +59,7 @@ func archiveNames(t *testing.T, b []byte) ([]string, map[string]string) {
 // archiveEnv starts an agent server on cfg.
 func archiveEnv(t *testing.T, cfg agentserver.Config) *env {
 	t.Helper()
-	e := &env{t: t, dir: filepath.Dir(cfg.WorkspaceDir), cfg: cfg, work: cfg.WorkspaceDir}
-	e.start()
-	return e
+	return buildEnv(t, envOptions{dir: filepath.Dir(cfg.WorkspaceDir), adjust: func(c *agentserver.Config) { *c = cfg }})
 }
 
 func writeFile(t *testing.T, path, content string) {

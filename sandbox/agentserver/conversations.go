@@ -81,11 +81,11 @@ func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conve
 		httpjson.WriteDetail(w, http.StatusBadGateway, "The LLM could not answer: "+err.Error())
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, map[string]string{"response": answer})
+	httpjson.WriteJSON(w, http.StatusOK, wire.FinalResponse{Response: answer})
 }
 
 func (s *Server) finalResponse(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
-	httpjson.WriteJSON(w, http.StatusOK, map[string]string{"response": c.FinalResponse()})
+	httpjson.WriteJSON(w, http.StatusOK, wire.FinalResponse{Response: c.FinalResponse()})
 }
 
 // fork creates a conversation from the source's history (up to and including

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -66,17 +67,13 @@ func TestToolsNeverInheritTheServerCredentials(t *testing.T) {
 // <secret-hidden> in the events, the bash events and the LLM's requests.
 func TestServerCredentialsAreMasked(t *testing.T) {
 	const second, sealing = "second-session-key-6c2a91", "sealing-key-for-masking-4e07"
-	e := &env{t: t, dir: t.TempDir(), llm: llmtest.New(
+	e := buildEnv(t, envOptions{adjust: func(c *agentserver.Config) {
+		c.SessionKeys = []string{testKey, second}
+		c.SecretKey = sealing
+	}},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{
 			"command": "cat keys.txt", "security_risk": "LOW", "summary": "print"}}}},
-		finishCall())}
-	t.Cleanup(e.llm.Close)
-	e.work = filepath.Join(e.dir, "workspace")
-	e.cfg.SessionKeys = []string{testKey, second}
-	e.cfg.SecretKey = sealing
-	e.cfg.ConversationsDir = filepath.Join(e.dir, "conversations")
-	e.cfg.WorkspaceDir = e.work
-	e.start()
+		finishCall())
 	writeFiles(t, e.work, map[string]string{"keys.txt": "keys: " + testKey + " " + second + " " + sealing + "\n"})
 
 	id := e.create(map[string]any{"initial_message": userMessage("print keys.txt", true)}, "terminal")

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
-	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -19,13 +18,7 @@ import (
 func newEnvOnDisk(t *testing.T, replies ...llmtest.Reply) (*env, string) {
 	t.Helper()
 	disk := diskfulltest.Dir(t, 8<<20)
-	e := &env{t: t, dir: disk, llm: llmtest.New(replies...)}
-	t.Cleanup(e.llm.Close)
-	e.work = filepath.Join(disk, "workspace")
-	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(disk, "conversations"),
-		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown"}
-	e.start()
-	return e, disk
+	return buildEnv(t, envOptions{dir: disk}, replies...), disk
 }
 
 // assert507 checks a full disk's answer: 507, Retry-After and a JSON

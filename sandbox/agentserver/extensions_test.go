@@ -17,21 +17,16 @@ import (
 	"github.com/acs-project/acs/sandbox/tools/mcp/mcptest"
 )
 
-// newEnvWith is newEnv with a hook to adjust the configuration before the
-// server starts.
+// newEnvWith is newEnv with tool servers given 10 s to connect and a hook
+// to adjust the configuration before the server starts.
 func newEnvWith(t testing.TB, adjust func(*agentserver.Config), replies ...llmtest.Reply) *env {
 	t.Helper()
-	dir := t.TempDir()
-	e := &env{t: t, dir: dir, llm: llmtest.New(replies...)}
-	t.Cleanup(e.llm.Close)
-	e.work = filepath.Join(dir, "workspace")
-	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(dir, "conversations"),
-		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown", MCPConnectTimeout: 10 * time.Second}
-	if adjust != nil {
-		adjust(&e.cfg)
-	}
-	e.start()
-	return e
+	return buildEnv(t, envOptions{adjust: func(c *agentserver.Config) {
+		c.MCPConnectTimeout = 10 * time.Second
+		if adjust != nil {
+			adjust(c)
+		}
+	}}, replies...)
 }
 
 func writeFiles(t testing.TB, root string, files map[string]string) {

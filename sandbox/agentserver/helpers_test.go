@@ -31,15 +31,39 @@ type env struct {
 	work string
 }
 
-func newEnv(t testing.TB, replies ...llmtest.Reply) *env {
+// envOptions say how an env differs from the default one.
+type envOptions struct {
+	// dir holds the workspace and the conversations (a new temporary
+	// directory when "").
+	dir string
+	// adjust changes the configuration before the server starts.
+	adjust func(*agentserver.Config)
+}
+
+// buildEnv starts an agent server as o describes, whose LLM answers
+// replies: every test of the package gets its wiring from here (newEnv,
+// newEnvWith and newEnvOnDisk name its common uses).
+func buildEnv(t testing.TB, o envOptions, replies ...llmtest.Reply) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), llm: llmtest.New(replies...)}
+	if o.dir == "" {
+		o.dir = t.TempDir()
+	}
+	e := &env{t: t, dir: o.dir, llm: llmtest.New(replies...)}
 	t.Cleanup(e.llm.Close)
-	e.work = filepath.Join(e.dir, "workspace")
 	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(e.dir, "conversations"),
-		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown"}
+		WorkspaceDir: filepath.Join(e.dir, "workspace"), BuildSHA: "unknown", BuildRef: "unknown"}
+	if o.adjust != nil {
+		o.adjust(&e.cfg)
+	}
+	e.work = e.cfg.WorkspaceDir
 	e.start()
 	return e
+}
+
+// newEnv is the default env.
+func newEnv(t testing.TB, replies ...llmtest.Reply) *env {
+	t.Helper()
+	return buildEnv(t, envOptions{}, replies...)
 }
 
 func (e *env) start() {

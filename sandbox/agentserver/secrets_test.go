@@ -75,7 +75,10 @@ func TestSecretsNeverLeak(t *testing.T) {
 		return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{"command": cmd}}}}
 	}
 	finish := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "done"}}}}
-	e := &env{t: t, dir: dir, llm: llmtest.New(
+	e := buildEnv(t, envOptions{dir: dir, adjust: func(c *agentserver.Config) {
+		c.WebhookURLs = []string{hooks.URL + "/hooks"}
+		c.Masker = masker
+	}},
 		term(`echo "plain:$API_TOKEN"`),
 		term(`printf 'split:%s' "${API_TOKEN:0:6}"; sleep 0.3; printf '%s\n' "${API_TOKEN:6}"`),
 		term(`printf '{"q":"%s","l":"%s"}\n' "$(printf '%s' "$QUOTED" | sed 's/[\\"]/\\&/g')" "$LOOKED_UP"`),
@@ -85,13 +88,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		finish,
 		term(`echo "again:$API_TOKEN:$LOOKED_UP"`),
 		finish,
-	)}
-	defer e.llm.Close()
-	e.work = filepath.Join(dir, "workspace")
-	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(dir, "conversations"),
-		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown", WebhookURLs: []string{hooks.URL + "/hooks"},
-		Masker: masker}
-	e.start()
+	)
 
 	id := e.create(map[string]any{"secrets": map[string]any{
 		"API_TOKEN": token,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -34,16 +33,11 @@ func TestTracingTree(t *testing.T) {
 	defer tp.Shutdown(context.Background())
 
 	dir := t.TempDir()
-	e := &env{t: t, dir: dir, llm: llmtest.New(
+	e := buildEnv(t, envOptions{dir: dir, adjust: func(c *agentserver.Config) { c.TracerProvider = tp }},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{"command": "echo traced"}}}},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "file_editor", Arguments: map[string]any{"command": "view", "path": "/nonexistent/file"}}}},
 		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "done"}}}},
-	)}
-	defer e.llm.Close()
-	e.work = filepath.Join(dir, "workspace")
-	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(dir, "conversations"),
-		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown", TracerProvider: tp}
-	e.start()
+	)
 
 	id := e.create(map[string]any{
 		"observability_span_name": "nightly-eval",
@@ -146,18 +140,16 @@ func TestTracingMasksSecrets(t *testing.T) {
 	defer remote.Close()
 
 	dir := t.TempDir()
-	e := &env{t: t, dir: dir, llm: llmtest.New(
+	e := buildEnv(t, envOptions{dir: dir, adjust: func(c *agentserver.Config) {
+		c.TracerProvider = tp
+		c.MCPConnectTimeout = 10 * time.Second
+	}},
 		llmtest.Reply{Respond: func(*llmtest.Request) llmtest.Reply {
 			broken.Store(true) // the MCP server fails from now on
 			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "remote_echo", Arguments: map[string]any{"text": "hi"}}}}
 		}},
 		llmtest.Reply{Status: http.StatusBadRequest, Error: "the key " + secret + " is not valid here"},
-	)}
-	defer e.llm.Close()
-	e.work = filepath.Join(dir, "workspace")
-	e.cfg = agentserver.Config{SessionKeys: []string{testKey}, ConversationsDir: filepath.Join(dir, "conversations"),
-		WorkspaceDir: e.work, BuildSHA: "unknown", BuildRef: "unknown", TracerProvider: tp, MCPConnectTimeout: 10 * time.Second}
-	e.start()
+	)
 
 	e.create(map[string]any{
 		"observability_metadata": map[string]any{"team": "core"},

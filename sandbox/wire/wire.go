@@ -526,6 +526,12 @@ type ObservabilityInfo struct {
 	Metadata json.RawMessage `json:"metadata" acs:"nullable"`
 }
 
+// FinalResponse is the body of GET /api/conversations/{id}/agent_final_response
+// (and of ask_agent): the agent's text.
+type FinalResponse struct {
+	Response string `json:"response"`
+}
+
 // Success is the body of most mutating routes.
 type Success struct {
 	Success bool `json:"success"`

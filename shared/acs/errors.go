@@ -48,12 +48,16 @@ const (
 	ETIMEOUT Code = "timeout"
 	// EUPSTREAM: an agent server failed or answered an error.
 	EUPSTREAM Code = "upstream"
+	// EREFUSED: an agent server refused the request as invalid (the
+	// caller's mistake, in the agent server's words rather than as
+	// fields of the request).
+	EREFUSED Code = "refused"
 )
 
 // Codes lists every code.
 func Codes() []Code {
 	return []Code{EINTERNAL, EINVALID, EUNAUTHORIZED, EFORBIDDEN, ENOTFOUND, ECONFLICT, EGONE, ECAPACITY,
-		EUNAVAILABLE, ESTORAGEFULL, ESANDBOXFAILED, ETOOLARGE, ETIMEOUT, EUPSTREAM}
+		EUNAVAILABLE, ESTORAGEFULL, ESANDBOXFAILED, ETOOLARGE, ETIMEOUT, EUPSTREAM, EREFUSED}
 }
 
 // Error is a domain error: a code and a message meant for the user. Build
@@ -151,6 +155,8 @@ func (c Code) text() string {
 		return "sandbox failed"
 	case ETOOLARGE:
 		return "too large"
+	case EREFUSED:
+		return "refused by the agent server"
 	case "":
 		return "error"
 	}

@@ -99,7 +99,7 @@ func (a *API) Handler() http.Handler {
 	for _, rt := range Routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
-	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/api/v1/", writeNoRoute)
 	return mux
 }
 
@@ -112,8 +112,18 @@ func (a *API) RouteHandler(name string) http.Handler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
+	mux.HandleFunc("/", writeNoRoute)
 	return mux
+}
+
+// writeNoRoute answers a path no route serves.
+func writeNoRoute(w http.ResponseWriter, _ *http.Request) {
+	writeErr(w, acs.Errorf(acs.ENOTFOUND, "Not Found"))
+}
+
+// writePanic answers a request whose handler panicked.
+func writePanic(w http.ResponseWriter) {
+	v1wire.WriteError(w, &acs.Error{Code: acs.EINTERNAL}) // logged by the caller, with the stack
 }
 
 // restricted is a copy of a that has only the adapters rt declares.
@@ -127,7 +137,7 @@ func (a *API) wrap(rt Route) http.Handler {
 		defer func() {
 			if p := recover(); p != nil {
 				slog.Error("api: panic", "route", rt.Name, "panic", p, "stack", string(debug.Stack()))
-				httpjson.WriteDetail(w, http.StatusInternalServerError, "Internal Server Error")
+				writePanic(w)
 			}
 		}()
 		switch rt.Auth {

@@ -341,8 +341,8 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 
 // writeConvErr answers an error of the conversation service: content
 // holding a secret's value as 422, an agent server's failure as
-// writeAgentErr does, a full message queue as 429 with Retry-After 10,
-// anything else as writeErr does.
+// writeAgentErr does, anything else (a full message queue: ECAPACITY with
+// its own Retry-After) as writeErr does.
 func writeConvErr(w http.ResponseWriter, err error) {
 	var errs strictjson.Errors
 	var ae *conversations.AgentError
@@ -351,35 +351,37 @@ func writeConvErr(w http.ResponseWriter, err error) {
 		httpjson.WriteValidation(w, errs)
 	case errors.As(err, &ae):
 		writeAgentErr(w, ae.Err)
-	case errors.Is(err, conversations.ErrQueueFull):
-		w.Header().Set("Retry-After", "10")
-		httpjson.WriteDetail(w, http.StatusTooManyRequests, fmt.Sprintf("%d messages are already queued for this conversation; wait until it has started", acs.MaxPendingMessages))
 	default:
 		writeErr(w, err)
 	}
 }
 
-// writeAgentErr answers a failed call to an agent server: its 422 as 422,
-// its 507 (the sandbox's disk is full) as 507 with Retry-After, anything
-// else (or no answer) as 502.
+// writeAgentErr answers a failed call to an agent server (agentError).
 func writeAgentErr(w http.ResponseWriter, err error) {
 	var he *agentclient.HTTPError
-	if errors.As(err, &he) {
-		switch he.Status {
-		case http.StatusUnprocessableEntity:
-			httpjson.WriteDetail(w, http.StatusUnprocessableEntity, "The agent server refused the request: "+he.Detail)
-			return
-		case http.StatusInsufficientStorage:
-			// The sandbox's disk is full: nothing was changed there, and
-			// the caller may retry once space is freed.
-			httpjson.WriteInsufficientStorage(w, "Insufficient storage: the sandbox's disk is full, so nothing was changed; free space in the workspace or retry later")
-			return
-		}
-		httpjson.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, he.Detail))
-		return
+	if !errors.As(err, &he) {
+		slog.Warn("api: agent server unreachable", "error", err)
 	}
-	slog.Warn("api: agent server unreachable", "error", err)
-	httpjson.WriteDetail(w, http.StatusBadGateway, "Failed to reach agent server.")
+	v1wire.WriteError(w, agentError(err))
+}
+
+// agentError is the domain error of a failed call to an agent server: its
+// 422 is EREFUSED (its detail passed on), its 507 (the sandbox's disk is
+// full: nothing was changed there, and the caller may retry once space is
+// freed) ESTORAGEFULL, any other answer, or none, EUPSTREAM.
+func agentError(err error) *acs.Error {
+	var he *agentclient.HTTPError
+	if !errors.As(err, &he) {
+		return acs.Errorf(acs.EUPSTREAM, "Failed to reach agent server.")
+	}
+	switch he.Status {
+	case http.StatusUnprocessableEntity:
+		return &acs.Error{Code: acs.EREFUSED, Message: he.Detail}
+	case http.StatusInsufficientStorage:
+		return &acs.Error{Code: acs.ESTORAGEFULL,
+			Message: "Insufficient storage: the sandbox's disk is full, so nothing was changed; free space in the workspace or retry later"}
+	}
+	return acs.Errorf(acs.EUPSTREAM, "Agent server error: %d: %s", he.Status, he.Detail)
 }
 
 // downloadConversation: GET /api/v1/app-conversations/{id}/download: a zip

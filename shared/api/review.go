@@ -141,8 +141,7 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := client.Download(r.Context(), t.abs, maxFileBytes)
 	if errors.Is(err, agentclient.ErrTooLarge) {
-		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, fmt.Sprintf(
-			"%s: file larger than %d bytes (10 MiB, the most this route reads); download it from the agent server instead", t.rel, maxFileBytes))
+		writeFileTooLarge(w, t)
 		return
 	}
 	if err != nil {
@@ -210,6 +209,13 @@ func (a *API) proxyReview(w http.ResponseWriter, r *http.Request, c acs.Conversa
 	httpjson.WriteRaw(w, http.StatusOK, raw)
 }
 
+// writeFileTooLarge answers a file that readFile refuses to read (over
+// maxFileBytes).
+func writeFileTooLarge(w http.ResponseWriter, t reviewPath) {
+	writeErr(w, acs.Errorf(acs.ETOOLARGE,
+		"%s: file larger than %d bytes (10 MiB, the most this route reads); download it from the agent server instead", t.rel, maxFileBytes))
+}
+
 // writeReviewErr answers a review route whose agent-server call about t
 // failed. The agent server's refusals of the path are the caller's
 // mistakes and stay 4xx, named by t.rel: 404 (missing file) as 404; 403
@@ -231,7 +237,7 @@ func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conver
 	}
 	switch he.Status {
 	case http.StatusNotFound:
-		httpjson.WriteDetail(w, http.StatusNotFound, "File not found: "+t.rel)
+		writeErr(w, acs.Errorf(acs.ENOTFOUND, "File not found: %s", t.rel))
 	case http.StatusForbidden:
 		invalid(t.rel + " leads outside the conversation's workspace")
 	case http.StatusUnprocessableEntity:
@@ -257,12 +263,12 @@ func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conver
 		if i := strings.LastIndex(reason, ": "); i >= 0 {
 			reason = reason[i+2:]
 		}
-		httpjson.WriteDetail(w, http.StatusRequestEntityTooLarge, t.rel+": "+reason)
+		writeErr(w, &acs.Error{Code: acs.ETOOLARGE, Message: t.rel + ": " + reason})
 	case http.StatusConflict:
-		httpjson.WriteDetail(w, http.StatusConflict, detail)
+		writeErr(w, &acs.Error{Code: acs.ECONFLICT, Message: detail})
 	default:
 		slog.Warn("api: agent server failed a review read", "status", he.Status, "detail", he.Detail)
-		httpjson.WriteDetail(w, http.StatusBadGateway, fmt.Sprintf("Agent server error: %d: %s", he.Status, detail))
+		writeErr(w, acs.Errorf(acs.EUPSTREAM, "Agent server error: %d: %s", he.Status, detail))
 	}
 }
 

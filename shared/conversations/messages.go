@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -23,9 +24,10 @@ func (e *AgentError) Error() string { return "agent server: " + e.Err.Error() }
 func (e *AgentError) Unwrap() error { return e.Err }
 
 // ErrQueueFull is AddPending's answer when acs.MaxPendingMessages messages
-// are already queued for the conversation (it wraps acs.ErrCapacity).
-var ErrQueueFull = fmt.Errorf("%d messages are already queued for this conversation; wait until it has started: %w",
-	acs.MaxPendingMessages, acs.ErrCapacity)
+// are already queued for the conversation: ECAPACITY (so errors.Is with
+// acs.ErrCapacity holds), worth retrying after 10 seconds.
+var ErrQueueFull = &acs.Error{Code: acs.ECAPACITY, RetryAfter: 10 * time.Second,
+	Message: fmt.Sprintf("%d messages are already queued for this conversation; wait until it has started", acs.MaxPendingMessages)}
 
 // SecretErrors lists the text items of content (at loc + index + "text")
 // that hold the value of one of secrets (values shorter than 4 characters

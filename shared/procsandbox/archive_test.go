@@ -3,12 +3,10 @@ package procsandbox_test
 import (
 	"archive/tar"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/internal/wsarchive/wsarchivetest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/procsandbox"
 )
@@ -43,40 +42,6 @@ func pausedSandbox(t *testing.T, id string) (*procsandbox.Runtime, string) {
 	return rt, st.WorkingDir
 }
 
-type entry struct {
-	typ     byte
-	mode    int64
-	content string
-	link    string
-}
-
-func readArchive(t *testing.T, r io.Reader) (map[string]entry, []string) {
-	t.Helper()
-	gz, err := gzip.NewReader(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := tar.NewReader(gz)
-	out := map[string]entry{}
-	var order []string
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out[hdr.Name] = entry{hdr.Typeflag, hdr.Mode, string(b), hdr.Linkname}
-		order = append(order, hdr.Name)
-	}
-	return out, order
-}
-
 // Only the workspace is archived (its contents and format are wsarchive's,
 // tested there): not the sandbox's home nor the agent server's state.
 func TestArchiveWorkspaceOnly(t *testing.T) {
@@ -96,8 +61,8 @@ func TestArchiveWorkspaceOnly(t *testing.T) {
 
 	var buf bytes.Buffer
 	must(rt.Archive(context.Background(), "archive-contents", &buf))
-	got, order := readArchive(t, &buf)
-	if len(got) != 2 || got["dir/"].typ != tar.TypeDir || got["dir/top.txt"].content != "top" {
+	got, order := wsarchivetest.Read(t, buf.Bytes())
+	if len(got) != 2 || got["dir/"].Typ != tar.TypeDir || got["dir/top.txt"].Content != "top" {
 		t.Fatalf("archive holds %q, want the workspace's dir/ and dir/top.txt", order)
 	}
 }
@@ -130,8 +95,8 @@ func TestArchiveRunning(t *testing.T) {
 	if err := rt.Archive(ctx, id, &buf); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := readArchive(t, &buf)
-	if got["live.txt"].content != "live" {
+	got, _ := wsarchivetest.Read(t, buf.Bytes())
+	if got["live.txt"].Content != "live" {
 		t.Fatalf("archive of a running sandbox: %v", got)
 	}
 	for _, root := range []string{"", ".", "./", "/"} {

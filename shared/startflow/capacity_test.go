@@ -24,15 +24,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/acs-project/acs/internal/testbin"
-	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/dynamostore"
-	"github.com/acs-project/acs/shared/localqueue"
-	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sandboxes"
-	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -83,50 +78,16 @@ func capStores() []capStore {
 	return stores
 }
 
-// capEnv is a start flow under a running cap of 1 (alice's), with process
-// sandboxes.
-type capEnv struct {
-	store  acs.Store
-	reopen func() acs.Store
-	rt     *procsandbox.Runtime
-	life   *sandboxes.Lifecycle
-	svc    *startflow.Service
-	w      *startflow.Worker
-}
-
-func newCapEnv(t *testing.T, cs capStore, binary string) *capEnv {
+// newCapEnv is a start flow under a running cap of 1 (alice's), with
+// process sandboxes of binary, on the store cs opens.
+func newCapEnv(t *testing.T, cs capStore, binary string) *env {
 	t.Helper()
-	dir := t.TempDir()
-	store, reopen := cs.open(t)
-	queue, err := localqueue.Open(filepath.Join(dir, "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queue.Close() })
-	rt, err := procsandbox.New(procsandbox.Config{Binary: binary, Root: filepath.Join(dir, "sandboxes")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Close)
-	l := llmtest.New(llmtest.Reply{Text: "hello", Repeat: true})
-	t.Cleanup(l.Close)
-	cfg := llm.DefaultConfig()
-	cfg.BaseURL = &l.URL
-	if err := store.CreateUser(ctx, acs.User{ID: "alice"}); err != nil {
-		t.Fatal(err)
-	}
-	flow := startflow.Config{LLM: cfg, Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond,
-		MaxRunningSandboxes: 1}, StartupTimeout: 30 * time.Second, MaxAttempts: 2}
-	box := sealbox.FromPassphrase("capacity test passphrase")
-	life := &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: flow.Defaults().Sandboxes}
-	return &capEnv{store: store, reopen: reopen, rt: rt, life: life,
-		svc: &startflow.Service{Store: store, Queue: queue, Sealer: box, Lifecycle: life},
-		w:   &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}
+	return newEnv(t, envOptions{store: cs, binary: binary, maxRunning: 1, maxAttempts: 2})
 }
 
 // step runs the task's current step, as a delivery does (a user error ends
 // the task). It reports whether the task is done.
-func (e *capEnv) step(t *testing.T, id string) (acs.StartTask, bool) {
+func (e *env) step(t *testing.T, id string) (acs.StartTask, bool) {
 	t.Helper()
 	tk, err := e.store.GetStartTask(ctx, id)
 	if err != nil {
@@ -147,7 +108,7 @@ func (e *capEnv) step(t *testing.T, id string) (acs.StartTask, bool) {
 }
 
 // driveUntil runs the task's steps until it is done or its status is stop.
-func (e *capEnv) driveUntil(t *testing.T, id string, stop acs.StartTaskStatus) acs.StartTask {
+func (e *env) driveUntil(t *testing.T, id string, stop acs.StartTaskStatus) acs.StartTask {
 	t.Helper()
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
 		tk, err := e.store.GetStartTask(ctx, id)
@@ -164,7 +125,7 @@ func (e *capEnv) driveUntil(t *testing.T, id string, stop acs.StartTaskStatus) a
 }
 
 // start submits a start for alice and runs it until stop (or done).
-func (e *capEnv) start(t *testing.T, stop acs.StartTaskStatus) acs.StartTask {
+func (e *env) start(t *testing.T, stop acs.StartTaskStatus) acs.StartTask {
 	t.Helper()
 	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
 	if err != nil {
@@ -176,7 +137,7 @@ func (e *capEnv) start(t *testing.T, stop acs.StartTaskStatus) acs.StartTask {
 // create makes a sandbox of alice's through the lifecycle (POST
 // /api/v1/sandboxes), ready (RUNNING, agent server alive) unless the runtime
 // cannot start it.
-func (e *capEnv) create(t *testing.T) acs.Sandbox {
+func (e *env) create(t *testing.T) acs.Sandbox {
 	t.Helper()
 	sb, err := e.life.Create(ctx, acs.Sandbox{ID: acs.NewID(), OwnerID: "alice"})
 	if err != nil {
@@ -192,7 +153,7 @@ func (e *capEnv) create(t *testing.T) acs.Sandbox {
 // removeConversation is what DELETE /api/v1/app-conversations/{id} does to
 // the conversation's sandbox: its slot is released and, being the last, the
 // sandbox is removed.
-func (e *capEnv) removeConversation(t *testing.T, convID, sandboxID string) {
+func (e *env) removeConversation(t *testing.T, convID, sandboxID string) {
 	t.Helper()
 	sb, err := e.store.UpdateSandbox(ctx, sandboxID, func(s *acs.Sandbox) error { s.Release(convID); return nil })
 	if err != nil {
@@ -243,9 +204,9 @@ func TestRunningCapSlotIsGivenBack(t *testing.T) {
 	paths := []struct {
 		name   string
 		binary string
-		run    func(t *testing.T, e *capEnv) string
+		run    func(t *testing.T, e *env) string
 	}{
-		{"conversation deleted", acsBin, func(t *testing.T, e *capEnv) string {
+		{"conversation deleted", acsBin, func(t *testing.T, e *env) string {
 			tk := e.start(t, acs.TaskReady)
 			if tk.Status != acs.TaskReady {
 				t.Fatalf("start: %s %v", tk.Status, tk.Detail)
@@ -255,7 +216,7 @@ func TestRunningCapSlotIsGivenBack(t *testing.T) {
 			noSandboxes(t, e.store)
 			return "deleting the conversation (and with it its sandbox)"
 		}},
-		{"conversation deleted while its start is in flight", acsBin, func(t *testing.T, e *capEnv) string {
+		{"conversation deleted while its start is in flight", acsBin, func(t *testing.T, e *env) string {
 			tk := e.start(t, acs.TaskStartingConversation)
 			if tk.Status != acs.TaskStartingConversation {
 				t.Fatalf("start: %s %v", tk.Status, tk.Detail)
@@ -270,7 +231,7 @@ func TestRunningCapSlotIsGivenBack(t *testing.T) {
 			noSandboxes(t, e.store)
 			return "deleting the conversation during its start"
 		}},
-		{"sandbox deleted", acsBin, func(t *testing.T, e *capEnv) string {
+		{"sandbox deleted", acsBin, func(t *testing.T, e *env) string {
 			sb := e.create(t)
 			atCap(t, e.life)
 			// DELETE /api/v1/sandboxes/{id}: MISSING, then the record goes
@@ -283,7 +244,7 @@ func TestRunningCapSlotIsGivenBack(t *testing.T) {
 			}
 			return "deleting the sandbox"
 		}},
-		{"sandbox paused then its conversation deleted", acsBin, func(t *testing.T, e *capEnv) string {
+		{"sandbox paused then its conversation deleted", acsBin, func(t *testing.T, e *env) string {
 			sb := e.create(t)
 			atCap(t, e.life)
 			if _, err := e.life.Pause(ctx, sb); err != nil {
@@ -294,21 +255,21 @@ func TestRunningCapSlotIsGivenBack(t *testing.T) {
 			}
 			return "pausing the sandbox, then removing it"
 		}},
-		{"sandbox failed to start", "/nonexistent/acs", func(t *testing.T, e *capEnv) string {
+		{"sandbox failed to start", "/nonexistent/acs", func(t *testing.T, e *env) string {
 			_, err := e.life.Create(ctx, acs.Sandbox{ID: acs.NewID(), OwnerID: "alice"})
 			if err == nil || errors.Is(err, acs.ErrCapacity) {
 				t.Fatalf("create with a runtime that cannot start it: %v", err)
 			}
 			return "a sandbox the runtime could not start"
 		}},
-		{"start failed", "/nonexistent/acs", func(t *testing.T, e *capEnv) string {
+		{"start failed", "/nonexistent/acs", func(t *testing.T, e *env) string {
 			tk := e.start(t, "")
 			if tk.Status != acs.TaskError || tk.SandboxID == nil {
 				t.Fatalf("start with a runtime that cannot start sandboxes: %s %v", tk.Status, tk.Detail)
 			}
 			return "a failed start"
 		}},
-		{"reconciler cleaned up, then the conversation deleted", acsBin, func(t *testing.T, e *capEnv) string {
+		{"reconciler cleaned up, then the conversation deleted", acsBin, func(t *testing.T, e *env) string {
 			sb := e.create(t)
 			atCap(t, e.life)
 			e.life.Config.IdlePause, e.life.Config.IdleCleanup = time.Nanosecond, time.Nanosecond

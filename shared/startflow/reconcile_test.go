@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -34,7 +33,7 @@ type idleEnv struct {
 
 func newIdleEnv(t *testing.T) *idleEnv {
 	t.Helper()
-	e := &idleEnv{env: newEnv(t, testbin.ACS(t), 60*time.Second), gate: make(chan struct{})}
+	e := &idleEnv{env: newEnv(t, envOptions{timeout: 60 * time.Second}), gate: make(chan struct{})}
 	var once sync.Once
 	e.open = func() { once.Do(func() { close(e.gate) }) }
 	e.llm = llmtest.New(llmtest.Reply{Repeat: true, Respond: func(*llmtest.Request) llmtest.Reply {

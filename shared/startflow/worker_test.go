@@ -12,16 +12,9 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
-	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
-	"github.com/acs-project/acs/shared/boltstore"
-	"github.com/acs-project/acs/shared/localqueue"
-	"github.com/acs-project/acs/shared/procsandbox"
-	"github.com/acs-project/acs/shared/sandboxes"
-	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -29,49 +22,10 @@ func TestMain(m *testing.M) { testbin.Main(m) }
 
 var ctx = context.Background()
 
-type env struct {
-	store *boltstore.Store
-	queue *localqueue.Queue
-	rt    *procsandbox.Runtime
-	svc   *startflow.Service
-	w     *startflow.Worker
-}
-
 // redeliveryDelay waits the delay a step asked for before its next
 // delivery, as the queue would. Legitimate sleep: the step polls a real
 // sandbox and needs that real time to pass.
 func redeliveryDelay(delay time.Duration) { time.Sleep(delay) }
-
-func newEnv(t *testing.T, binary string, timeout time.Duration) *env {
-	t.Helper()
-	dir := t.TempDir()
-	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	queue, err := localqueue.Open(filepath.Join(dir, "q.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { queue.Close() })
-	rt, err := procsandbox.New(procsandbox.Config{Binary: binary, Root: filepath.Join(dir, "sandboxes")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Close)
-	l := llmtest.New(llmtest.Reply{Text: "hello", Repeat: true})
-	t.Cleanup(l.Close)
-	cfg := llm.DefaultConfig()
-	cfg.BaseURL = &l.URL
-	for _, u := range []string{"alice", "bob"} {
-		store.CreateUser(ctx, acs.User{ID: u})
-	}
-	flow := startflow.Config{LLM: cfg, Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}, PollInterval: 20 * time.Millisecond}, StartupTimeout: timeout}
-	box := sealbox.FromPassphrase("worker test passphrase")
-	return &env{store: store, queue: queue, rt: rt, svc: &startflow.Service{Store: store, Queue: queue, Sealer: box},
-		w: &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}
-}
 
 // drive runs steps until the task is done, each from the current stored
 // state, with an optional replay of every step from its stale snapshot.
@@ -107,7 +61,7 @@ func (e *env) drive(t *testing.T, id string, replay bool) acs.StartTask {
 }
 
 func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
-	e := newEnv(t, testbin.ACS(t), 30*time.Second)
+	e := newEnv(t, envOptions{})
 	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{
 		InitialMessage: &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("wait for my go")}, Run: false}})
 	if err != nil {
@@ -148,7 +102,7 @@ func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 }
 
 func TestExplicitSandbox(t *testing.T) {
-	e := newEnv(t, testbin.ACS(t), 30*time.Second)
+	e := newEnv(t, envOptions{})
 	first, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
 	a := e.drive(t, first.ID, false)
 	sandboxID := *a.SandboxID
@@ -180,7 +134,7 @@ func TestSandboxFailuresEndTheTask(t *testing.T) {
 		{"never ready", hang, "did not become ready"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t, tc.bin, time.Second)
+			e := newEnv(t, envOptions{binary: tc.bin, timeout: time.Second})
 			tk, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
 			done := e.drive(t, tk.ID, false)
 			if done.Status != acs.TaskError || done.Detail == nil || !strings.Contains(*done.Detail, tc.want) {
@@ -202,7 +156,7 @@ func TestSandboxFailuresEndTheTask(t *testing.T) {
 }
 
 func TestSubmitRefusesUsedConversationID(t *testing.T) {
-	e := newEnv(t, "/nonexistent", time.Second)
+	e := newEnv(t, envOptions{binary: "/nonexistent", timeout: time.Second})
 	id := strings.Repeat("1", 32)
 	e.store.CreateConversation(ctx, acs.Conversation{ID: id, OwnerID: "bob"})
 	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{ConversationID: &id})
@@ -215,7 +169,7 @@ func TestSubmitRefusesUsedConversationID(t *testing.T) {
 // after a step) continues under a fresh message, so the receive count that
 // leads to the dead-letter queue counts only deliveries without progress.
 func TestRedeliveryAfterProgressGetsAFreshMessage(t *testing.T) {
-	e := newEnv(t, "/nonexistent/acs", time.Second)
+	e := newEnv(t, envOptions{binary: "/nonexistent/acs", timeout: time.Second})
 	now := time.Now().UTC()
 	if err := e.store.CreateStartTask(ctx, acs.StartTask{ID: "t1", OwnerID: "alice", Status: acs.TaskWaitingForSandbox,
 		CreatedAt: now, UpdatedAt: now, Request: []byte(`{}`)}); err != nil {
@@ -257,7 +211,7 @@ func TestConcurrentGroupedStartsShareSandboxes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(fmt.Sprintf("%s/%d-starts/max-%d", c.strategy, c.starts, c.max), func(t *testing.T) {
-			e := newEnv(t, testbin.ACS(t), 30*time.Second)
+			e := newEnv(t, envOptions{})
 			st := acs.DefaultSettings("alice")
 			st.SandboxGroupingStrategy, st.MaxConversationsPerSandbox = c.strategy, c.max
 			if err := e.store.PutSettings(ctx, st); err != nil {

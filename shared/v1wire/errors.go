@@ -28,7 +28,8 @@ type ErrorStatus struct {
 // order of acs.Codes. EINVALID is answered with the 422 validation shape
 // ({"detail": [{"loc", "msg", "type"}]}), every other code with
 // {"detail": "<prefix><message>"}; EUNAUTHORIZED adds WWW-Authenticate when
-// the error names a Challenge.
+// the error names a Challenge. Two codes share 422: EINVALID (the
+// validation shape) and EREFUSED (a detail string).
 var ErrorStatuses = []ErrorStatus{
 	{Code: acs.EINTERNAL, Status: http.StatusInternalServerError},
 	{Code: acs.EINVALID, Status: http.StatusUnprocessableEntity},
@@ -45,6 +46,9 @@ var ErrorStatuses = []ErrorStatus{
 	{Code: acs.ETOOLARGE, Status: http.StatusRequestEntityTooLarge},
 	{Code: acs.ETIMEOUT, Status: http.StatusGatewayTimeout},
 	{Code: acs.EUPSTREAM, Status: http.StatusBadGateway},
+	// Answered as {"detail": "<prefix><message>"}, not in the validation
+	// shape: the agent server's words name no field of the request.
+	{Code: acs.EREFUSED, Status: http.StatusUnprocessableEntity, Prefix: "The agent server refused the request: "},
 }
 
 // StatusOf is the table's row for code (EINTERNAL's for a code it lacks).
@@ -111,8 +115,9 @@ func WriteError(w http.ResponseWriter, err error) {
 
 // DecodeError turns an error answer of the V1 API (or of its API Gateway)
 // back into the domain error: the code from the status (a 503 with
-// Retry-After is EUNAVAILABLE, without ESANDBOXFAILED; a 400 is EINVALID, a
-// 408 ETIMEOUT; a status outside the table EINTERNAL), the message from the
+// Retry-After is EUNAVAILABLE, without ESANDBOXFAILED; a 422 is EINVALID,
+// or EREFUSED when its detail is a string; a 400 is EINVALID, a 408
+// ETIMEOUT; a status outside the table EINTERNAL), the message from the
 // detail (without the code's prefix; for a 422, its first problem's msg, or
 // every msg joined by "; " when there are several), the field from a 422's
 // loc under "body", the challenge from WWW-Authenticate and the delay from
@@ -142,6 +147,9 @@ func DecodeError(status int, header http.Header, body []byte) *acs.Error {
 	}
 	var detail string
 	if json.Unmarshal(raw.Detail, &detail) == nil {
+		if status == http.StatusUnprocessableEntity { // in words, not fields
+			e.Code = acs.EREFUSED
+		}
 		e.Message = strings.TrimPrefix(detail, StatusOf(e.Code).Prefix)
 		return e
 	}

@@ -28,6 +28,7 @@ func TestEveryCodeHasARow(t *testing.T) {
 		acs.EINTERNAL: 500, acs.EINVALID: 422, acs.EUNAUTHORIZED: 401, acs.EFORBIDDEN: 403, acs.ENOTFOUND: 404,
 		acs.ECONFLICT: 409, acs.EGONE: 410, acs.ECAPACITY: 429, acs.EUNAVAILABLE: 503, acs.ESTORAGEFULL: 507,
 		acs.ESANDBOXFAILED: 503, acs.ETOOLARGE: 413, acs.ETIMEOUT: 504, acs.EUPSTREAM: 502,
+		acs.EREFUSED: 422,
 	}
 	for c, st := range want {
 		if got := v1wire.StatusOf(c).Status; got != st {
@@ -66,6 +67,12 @@ func TestDecodeErrorRoundTrip(t *testing.T) {
 			acs.Error{Code: acs.ESANDBOXFAILED, Message: "Sandbox is in an error state"}},
 		{"storage full", acs.ErrStorageFull,
 			acs.Error{Code: acs.ESTORAGEFULL, Message: acs.DefaultMessage(acs.ESTORAGEFULL), RetryAfter: time.Minute}},
+		{"refused by the agent server (422 in words)", fmt.Errorf("send: %w", acs.Errorf(acs.EREFUSED, `[{"msg":"a <b> & c"}]`)),
+			acs.Error{Code: acs.EREFUSED, Message: `[{"msg":"a <b> & c"}]`}},
+		{"upstream", acs.Errorf(acs.EUPSTREAM, "Agent server error: 500: boom"),
+			acs.Error{Code: acs.EUPSTREAM, Message: "Agent server error: 500: boom"}},
+		{"too large", acs.Errorf(acs.ETOOLARGE, "app/big.bin: file exceeds 10 bytes"),
+			acs.Error{Code: acs.ETOOLARGE, Message: "app/big.bin: file exceeds 10 bytes"}},
 		{"internal hides the error", fmt.Errorf("bolt: %w", fmt.Errorf("disk I/O error")),
 			acs.Error{Code: acs.EINTERNAL, Message: "Internal Server Error"}},
 	} {
