@@ -81,7 +81,16 @@ var Routes = []Route{
 	// Settings, secrets, users and keys.
 	{"get_settings", "GET", "/api/v1/settings", AuthUser, 0, (*API).getSettings},
 	{"update_settings", "POST", "/api/v1/settings", AuthUser, 0, (*API).updateSettings},
+	{"get_agent_schema", "GET", "/api/v1/settings/agent-schema", AuthUser, 0, (*API).getAgentSchema},
+	{"get_conversation_schema", "GET", "/api/v1/settings/conversation-schema", AuthUser, 0, (*API).getConversationSchema},
+	{"list_profiles", "GET", "/api/v1/settings/profiles", AuthUser, 0, (*API).listProfiles},
+	{"get_profile", "GET", "/api/v1/settings/profiles/{name}", AuthUser, 0, (*API).getProfile},
+	{"save_profile", "POST", "/api/v1/settings/profiles/{name}", AuthUser, 0, (*API).saveProfile},
+	{"delete_profile", "DELETE", "/api/v1/settings/profiles/{name}", AuthUser, 0, (*API).deleteProfile},
+	{"activate_profile", "POST", "/api/v1/settings/profiles/{name}/activate", AuthUser, 0, (*API).activateProfile},
 	{"list_secrets", "GET", "/api/v1/secrets", AuthUser, 0, (*API).listSecrets},
+	{"set_git_providers", "POST", "/api/v1/secrets/git-providers", AuthUser, 0, (*API).setGitProviders},
+	{"unset_git_providers", "DELETE", "/api/v1/secrets/git-providers/tokens", AuthUser, 0, (*API).unsetGitProviders},
 	{"create_secret", "POST", "/api/v1/secrets", AuthUser, 0, (*API).createSecret},
 	{"get_secret", "GET", "/api/v1/secrets/{name}", AuthUser, 0, (*API).getSecret},
 	{"update_secret", "PUT", "/api/v1/secrets/{name}", AuthUser, 0, (*API).updateSecret},
@@ -91,6 +100,8 @@ var Routes = []Route{
 	{"create_key", "POST", "/api/v1/keys", AuthUser, 0, (*API).createKey},
 	{"list_keys", "GET", "/api/v1/keys", AuthUser, 0, (*API).listKeys},
 	{"delete_key", "DELETE", "/api/v1/keys/{key_id}", AuthUser, 0, (*API).deleteKey},
+	// The OpenHands web frontend's configuration, profiles, schemas and pickers.
+	{"get_web_client_config", "GET", "/api/v1/web-client/config", AuthNone, 0, (*API).getWebClientConfig},
 	// Webhooks from sandboxes.
 	{"webhook_events", "POST", "/api/v1/webhooks/events/{conversation_id}", AuthSandbox, config.NeedBlobs, (*API).webhookEvents},
 	{"webhook_conversations", "POST", "/api/v1/webhooks/conversations", AuthSandbox, 0, (*API).webhookConversations},

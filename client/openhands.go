@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/acs-project/acs/sandbox/wire/settingsschema"
+	"github.com/acs-project/acs/shared/v1wire"
+)
+
+// The routes the OpenHands web frontend calls besides the conversation
+// ones.
+
+// WebClientConfig returns the web client configuration (it needs no key;
+// with one, providers_configured lists the caller's git providers).
+func (c *Client) WebClientConfig(ctx context.Context) (v1wire.WebClientConfig, error) {
+	var out v1wire.WebClientConfig
+	err := c.get(ctx, "/web-client/config", nil, &out)
+	return out, err
+}
+
+// AgentSettingsSchema returns the schema of the agent settings pages.
+func (c *Client) AgentSettingsSchema(ctx context.Context) (settingsschema.Schema, error) {
+	var out settingsschema.Schema
+	err := c.get(ctx, "/settings/agent-schema", nil, &out)
+	return out, err
+}
+
+// ConversationSettingsSchema returns the schema of the conversation
+// settings.
+func (c *Client) ConversationSettingsSchema(ctx context.Context) (settingsschema.Schema, error) {
+	var out settingsschema.Schema
+	err := c.get(ctx, "/settings/conversation-schema", nil, &out)
+	return out, err
+}
+
+// ListLLMProfiles lists the user's LLM profiles and the active one.
+func (c *Client) ListLLMProfiles(ctx context.Context) (v1wire.ProfileList, error) {
+	var out v1wire.ProfileList
+	err := c.get(ctx, "/settings/profiles", nil, &out)
+	return out, err
+}
+
+// GetLLMProfile returns one profile (its api_key is always null).
+func (c *Client) GetLLMProfile(ctx context.Context, name string) (v1wire.ProfileDetail, error) {
+	var out v1wire.ProfileDetail
+	err := c.get(ctx, "/settings/profiles/"+escape(name), nil, &out)
+	return out, err
+}
+
+// SaveLLMProfile saves (creates or replaces) a profile; a nil req saves
+// the current LLM settings.
+func (c *Client) SaveLLMProfile(ctx context.Context, name string, req *v1wire.SaveProfileRequest) (v1wire.ProfileMutation, error) {
+	var out v1wire.ProfileMutation
+	r := request{method: http.MethodPost, path: v1 + "/settings/profiles/" + escape(name), idempotent: true}
+	if req != nil {
+		r.body = req
+	}
+	err := c.t.call(ctx, r, &out)
+	return out, err
+}
+
+// ActivateLLMProfile makes a profile the user's LLM settings.
+func (c *Client) ActivateLLMProfile(ctx context.Context, name string) (v1wire.ActivateProfileResponse, error) {
+	var out v1wire.ActivateProfileResponse
+	err := c.t.call(ctx, request{method: http.MethodPost, path: v1 + "/settings/profiles/" + escape(name) + "/activate", idempotent: true}, &out)
+	return out, err
+}
+
+// DeleteLLMProfile deletes a profile (no error when there is none).
+func (c *Client) DeleteLLMProfile(ctx context.Context, name string) (v1wire.ProfileMutation, error) {
+	var out v1wire.ProfileMutation
+	err := c.t.call(ctx, request{method: http.MethodDelete, path: v1 + "/settings/profiles/" + escape(name), idempotent: true}, &out)
+	return out, err
+}
+
+// SetGitProviders stores the user's git provider tokens (a provider not
+// named is dropped; an empty token keeps the stored one).
+func (c *Client) SetGitProviders(ctx context.Context, tokens map[string]v1wire.ProviderTokenIn) (v1wire.Message, error) {
+	var out v1wire.Message
+	err := c.t.call(ctx, request{method: http.MethodPost, path: v1 + "/secrets/git-providers",
+		body: &v1wire.ProviderTokensRequest{ProviderTokens: tokens}, idempotent: true}, &out)
+	return out, err
+}
+
+// UnsetGitProviders deletes the user's git provider tokens.
+func (c *Client) UnsetGitProviders(ctx context.Context) (v1wire.Message, error) {
+	var out v1wire.Message
+	err := c.t.call(ctx, request{method: http.MethodDelete, path: v1 + "/secrets/git-providers/tokens", idempotent: true}, &out)
+	return out, err
+}
