@@ -89,3 +89,43 @@ func (c *Client) UnsetGitProviders(ctx context.Context) (v1wire.Message, error) 
 	err := c.t.call(ctx, request{method: http.MethodDelete, path: v1 + "/secrets/git-providers/tokens", idempotent: true}, &out)
 	return out, err
 }
+
+// SearchSecrets returns one page of the user's secrets (names and
+// descriptions; f may hold name__contains, limit, page_id).
+func (c *Client) SearchSecrets(ctx context.Context, f Filter) (v1wire.Page[v1wire.SecretInfo], error) {
+	var p v1wire.Page[v1wire.SecretInfo]
+	err := c.get(ctx, "/secrets/search", f, &p)
+	return p, err
+}
+
+// SearchGitRepositories returns one page of the user's repositories at a
+// provider (f: provider, query, installation_id, sort_order, limit,
+// page_id).
+func (c *Client) SearchGitRepositories(ctx context.Context, f Filter) (v1wire.Page[v1wire.Repository], error) {
+	var p v1wire.Page[v1wire.Repository]
+	err := c.get(ctx, "/git/repositories/search", f, &p)
+	return p, err
+}
+
+// SearchGitBranches returns one page of a repository's branches (f:
+// provider, repository, query, limit, page_id).
+func (c *Client) SearchGitBranches(ctx context.Context, f Filter) (v1wire.Page[v1wire.Branch], error) {
+	var p v1wire.Page[v1wire.Branch]
+	err := c.get(ctx, "/git/branches/search", f, &p)
+	return p, err
+}
+
+// SearchGitInstallations returns one page of the user's app installation
+// ids at a provider.
+func (c *Client) SearchGitInstallations(ctx context.Context, f Filter) (v1wire.Page[string], error) {
+	var p v1wire.Page[string]
+	err := c.get(ctx, "/git/installations/search", f, &p)
+	return p, err
+}
+
+// SearchSkills returns one page of the skills conversations load.
+func (c *Client) SearchSkills(ctx context.Context, f Filter) (v1wire.Page[v1wire.SkillInfo], error) {
+	var p v1wire.Page[v1wire.SkillInfo]
+	err := c.get(ctx, "/skills/search", f, &p)
+	return p, err
+}

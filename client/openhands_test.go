@@ -29,7 +29,7 @@ type webEnv struct {
 	store *boltstore.Store
 }
 
-func newWebEnv(t *testing.T, flow startflow.Config) *webEnv {
+func newWebEnv(t *testing.T, flow startflow.Config, opts ...func(*api.Deps)) *webEnv {
 	t.Helper()
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "acs.db"))
 	if err != nil {
@@ -45,7 +45,11 @@ func newWebEnv(t *testing.T, flow startflow.Config) *webEnv {
 			t.Fatal(err)
 		}
 	}
-	srv := httptest.NewServer(api.New(api.Deps{Store: store, Flow: flow, Sealer: sealbox.FromPassphrase("web test")}).Handler())
+	d := api.Deps{Store: store, Flow: flow, Sealer: sealbox.FromPassphrase("web test")}
+	for _, o := range opts {
+		o(&d)
+	}
+	srv := httptest.NewServer(api.New(d).Handler())
 	t.Cleanup(srv.Close)
 	return &webEnv{url: srv.URL, store: store}
 }
@@ -147,3 +151,25 @@ func mustJSON(v any) string {
 func ptr[T any](v T) *T { return &v }
 
 var _ = bytes.NewReader
+
+// TestSkillsSearch pages the installation's skills by name.
+func TestSkillsSearch(t *testing.T) {
+	skills := []v1wire.SkillInfo{{Name: "zeta", Type: "knowledge", Source: "user", Triggers: []string{"z"}},
+		{Name: "alpha", Type: "repo", Source: "public", Triggers: []string{}}}
+	e := newWebEnv(t, startflow.Config{}, func(d *api.Deps) {
+		d.Skills = func(context.Context) ([]v1wire.SkillInfo, error) { return skills, nil }
+	})
+	ctx := ctxFor(t, time.Minute)
+	c := client.New(e.url, bobKey)
+	p, err := c.SearchSkills(ctx, client.Filter{"limit": {"1"}})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "alpha" || p.NextPageID == nil {
+		t.Fatalf("page 1: %+v %v", p, err)
+	}
+	p, err = c.SearchSkills(ctx, client.Filter{"limit": {"1"}, "page_id": {*p.NextPageID}})
+	if err != nil || len(p.Items) != 1 || p.Items[0].Name != "zeta" || p.Items[0].Source != "user" || p.NextPageID != nil {
+		t.Fatalf("page 2: %+v %v", p, err)
+	}
+	if status, body := newWebEnv(t, startflow.Config{}).raw(t, bobKey, "GET", "/api/v1/skills/search", ""); status != 200 || body != `{"items":[],"next_page_id":null}` {
+		t.Errorf("without skills: %d %s", status, body)
+	}
+}

@@ -46,6 +46,10 @@ type Deps struct {
 	// until it is. Behind API Gateway, which buffers responses and gives up
 	// after 29 s, it is set below that.
 	StreamLimit time.Duration
+	// Skills lists the skills of the installation's user, organisation and
+	// public skill directories, which every conversation loads (GET
+	// /api/v1/skills/search); nil lists none.
+	Skills func(ctx context.Context) ([]v1wire.SkillInfo, error)
 }
 
 // API serves the V1 routes.

@@ -89,6 +89,7 @@ var Routes = []Route{
 	{"delete_profile", "DELETE", "/api/v1/settings/profiles/{name}", AuthUser, 0, (*API).deleteProfile},
 	{"activate_profile", "POST", "/api/v1/settings/profiles/{name}/activate", AuthUser, 0, (*API).activateProfile},
 	{"list_secrets", "GET", "/api/v1/secrets", AuthUser, 0, (*API).listSecrets},
+	{"search_secrets", "GET", "/api/v1/secrets/search", AuthUser, 0, (*API).searchSecrets},
 	{"set_git_providers", "POST", "/api/v1/secrets/git-providers", AuthUser, 0, (*API).setGitProviders},
 	{"unset_git_providers", "DELETE", "/api/v1/secrets/git-providers/tokens", AuthUser, 0, (*API).unsetGitProviders},
 	{"create_secret", "POST", "/api/v1/secrets", AuthUser, 0, (*API).createSecret},
@@ -102,6 +103,10 @@ var Routes = []Route{
 	{"delete_key", "DELETE", "/api/v1/keys/{key_id}", AuthUser, 0, (*API).deleteKey},
 	// The OpenHands web frontend's configuration, profiles, schemas and pickers.
 	{"get_web_client_config", "GET", "/api/v1/web-client/config", AuthNone, 0, (*API).getWebClientConfig},
+	{"search_skills", "GET", "/api/v1/skills/search", AuthUser, 0, (*API).searchSkills},
+	{"search_git_repositories", "GET", "/api/v1/git/repositories/search", AuthUser, 0, (*API).searchGitRepositories},
+	{"search_git_branches", "GET", "/api/v1/git/branches/search", AuthUser, 0, (*API).searchGitBranches},
+	{"search_git_installations", "GET", "/api/v1/git/installations/search", AuthUser, 0, (*API).searchGitInstallations},
 	// Webhooks from sandboxes.
 	{"webhook_events", "POST", "/api/v1/webhooks/events/{conversation_id}", AuthSandbox, config.NeedBlobs, (*API).webhookEvents},
 	{"webhook_conversations", "POST", "/api/v1/webhooks/conversations", AuthSandbox, 0, (*API).webhookConversations},

@@ -738,6 +738,23 @@ func vValidationCases() []vCase {
 	} {
 		add("save_profile", c.name, "", c.body, c.loc)
 	}
+	// The repository picker (query parameters).
+	for _, c := range []struct{ route, name, query, loc string }{
+		{"search_git_repositories", "no provider", "", "query.provider"},
+		{"search_git_repositories", "unknown provider", "provider=gitbucket", "query.provider"},
+		{"search_git_repositories", "limit 0", "provider=github&limit=0", "query.limit"},
+		{"search_git_repositories", "sort order unknown", "provider=github&sort_order=name", "query.sort_order"},
+		{"search_git_branches", "no repository", "provider=github", "query.repository"},
+		{"search_git_branches", "bad repository", "provider=github&repository=x", "query.repository"},
+		{"search_git_branches", "limit 101", "provider=github&repository=o/r&limit=101", "query.limit"},
+		{"search_git_installations", "no provider", "", "query.provider"},
+		{"search_git_installations", "page id text", "provider=github&page_id=x", "query.page_id"},
+		{"search_secrets", "limit 0", "limit=0", "query.limit"},
+		{"search_skills", "limit 101", "limit=101", "query.limit"},
+		{"search_secrets", "page id text", "page_id=x", "query.page_id"},
+	} {
+		add(c.route, c.name, c.query, "", c.loc)
+	}
 	// Git provider tokens.
 	for _, c := range []struct{ name, body, loc string }{
 		{"empty body", ``, "body"}, {"missing tokens", `{}`, "body.provider_tokens"},

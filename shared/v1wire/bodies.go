@@ -236,6 +236,10 @@ func (r *CreateSecretRequest) ValidateStrict() []strictjson.Error {
 	var errs []strictjson.Error
 	if msg := SecretNameProblem(r.Name); msg != "" {
 		errs = append(errs, strictjson.Error{Loc: []any{"name"}, Msg: msg, Type: "value_error"})
+	} else if r.Name == "search" {
+		// GET /api/v1/secrets/search is the secrets page, so a secret of
+		// that name could not be read back.
+		errs = append(errs, strictjson.Error{Loc: []any{"name"}, Msg: "\"search\" is reserved (GET /api/v1/secrets/search lists secrets)", Type: "value_error"})
 	}
 	errs = append(errs, valueProblems(&r.Value)...)
 	return errs
