@@ -71,6 +71,17 @@ func TestOpenHandsSettings(t *testing.T) {
 	if st.UserConsentsToAnalytics || agent["condenser"]["enabled"] != false || agent["condenser"]["max_size"] != 80.0 || !st.LLMAPIKeySet {
 		t.Errorf("after the diff: consent %v agent %s", st.UserConsentsToAnalytics, st.AgentSettings)
 	}
+	// The personal settings pages post agent_settings itself: it merges
+	// too, and an empty key keeps the stored one.
+	if status, body = e.raw(t, bobKey, "POST", "/api/v1/settings", `{"agent_settings":{"llm":{"model":"openai/other","api_key":""}}}`); status != 200 {
+		t.Fatalf("agent_settings: %d %s", status, body)
+	}
+	st, _ = c.GetSettings(ctx)
+	agent = nil
+	_ = json.Unmarshal(st.AgentSettings, &agent)
+	if st.LLMModel == nil || *st.LLMModel != "openai/other" || !st.LLMAPIKeySet || agent["condenser"]["max_size"] != 80.0 || agent["llm"]["temperature"] != 0.2 {
+		t.Errorf("after agent_settings: model %v key %v agent %s", st.LLMModel, st.LLMAPIKeySet, st.AgentSettings)
+	}
 	other, _ := client.New(e.url, adminKey).GetSettings(ctx)
 	if other.LLMModel != nil || other.Language != "en" {
 		t.Errorf("admin sees bob's settings: %+v", other)

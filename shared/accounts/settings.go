@@ -31,9 +31,9 @@ type SettingsUpdate struct {
 	// UI sets the web frontend's own fields by name (a JSON null removes
 	// one).
 	UI map[string]json.RawMessage
-	// AgentSettings and ConversationSettings replace the stored objects
-	// when Set (null clears); the *Diff forms are merge patches (RFC 7386)
-	// applied after. The LLM model, base URL and key never stay in the
+	// AgentSettings and ConversationSettings, when Set, merge into the
+	// stored objects (RFC 7386; null clears them); the *Diff forms are
+	// merged after. The LLM model, base URL and key never stay in the
 	// stored agent settings (they go through LLMModel, LLMBaseURL and
 	// LLMAPIKey).
 	AgentSettings, ConversationSettings         Raw
@@ -134,14 +134,23 @@ func (s *Service) applyUI(st *acs.Settings, u SettingsUpdate) error {
 	return nil
 }
 
-// applyObject replaces cur with set (when given) and merges diff into it.
+// applyObject merges set (when given; null clears cur first) and then
+// diff into cur: a page of the frontend that saves only its own keys never
+// drops another page's.
 func applyObject(cur json.RawMessage, set Raw, diff json.RawMessage) (json.RawMessage, error) {
-	if set.Set {
+	if set.Set && string(set.Value) == "null" {
 		cur = nil
-		if string(set.Value) != "null" {
-			cur = set.Value
+	} else if set.Set {
+		var err error
+		if cur, err = mergeObject(cur, set.Value); err != nil {
+			return nil, err
 		}
 	}
+	return mergeObject(cur, diff)
+}
+
+// mergeObject merges the JSON object diff into cur (RFC 7386).
+func mergeObject(cur, diff json.RawMessage) (json.RawMessage, error) {
 	if len(diff) == 0 || string(diff) == "null" {
 		return cur, nil
 	}

@@ -124,8 +124,9 @@ type SettingsRequest struct {
 // type-checked here: the values are kept for the UI, except the LLM model,
 // base URL and key inside agent_settings / agent_settings_diff (llm.*),
 // which set llm_model, llm_base_url and llm_api_key, and search_api_key,
-// which is sealed. agent_settings and conversation_settings replace the
-// stored objects; the *_diff forms merge into them (RFC 7386).
+// which is sealed. agent_settings and conversation_settings (and their
+// *_diff forms) merge into the stored objects (RFC 7386); a null
+// agent_settings or conversation_settings clears it.
 type OpenHandsSettingsRequest struct {
 	Language                            *string         `json:"language" acs:"nullable,maxlen=64"`
 	UserConsentsToAnalytics             *bool           `json:"user_consents_to_analytics" acs:"nullable"`
