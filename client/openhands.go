@@ -129,3 +129,12 @@ func (c *Client) SearchSkills(ctx context.Context, f Filter) (v1wire.Page[v1wire
 	err := c.get(ctx, "/skills/search", f, &p)
 	return p, err
 }
+
+// RenameLLMProfile renames a profile (ECONFLICT when the new name is
+// taken).
+func (c *Client) RenameLLMProfile(ctx context.Context, name, newName string) (v1wire.ProfileMutation, error) {
+	var out v1wire.ProfileMutation
+	err := c.t.call(ctx, request{method: http.MethodPost, path: v1 + "/settings/profiles/" + escape(name) + "/rename",
+		body: &v1wire.RenameProfileRequest{NewName: newName}}, &out)
+	return out, err
+}

@@ -152,6 +152,22 @@ func TestLLMProfilesAndSchemas(t *testing.T) {
 	if _, err := admin.DeleteLLMProfile(ctx, "work"); err != nil {
 		t.Errorf("admin delete (idempotent): %v", err)
 	}
+	// Renaming keeps the key and the active mark; a taken name is 409.
+	if _, err := c.RenameLLMProfile(ctx, "work", "empty"); statusOf(err) != 409 {
+		t.Errorf("rename onto a taken name: %v", err)
+	}
+	if _, err := c.RenameLLMProfile(ctx, "nope", "other"); statusOf(err) != 404 {
+		t.Errorf("rename an unknown profile: %v", err)
+	}
+	if m, err := c.RenameLLMProfile(ctx, "work", "job"); err != nil || m.Name != "job" {
+		t.Fatalf("rename: %+v %v", m, err)
+	}
+	if list, _ = c.ListLLMProfiles(ctx); list.ActiveProfile == nil || *list.ActiveProfile != "job" || !list.Profiles[0].APIKeySet {
+		t.Errorf("after rename: %+v", list)
+	}
+	if _, err := c.RenameLLMProfile(ctx, "job", "work"); err != nil {
+		t.Fatal(err)
+	}
 	// Deleting the active profile activates the remaining one.
 	if _, err := c.DeleteLLMProfile(ctx, "work"); err != nil {
 		t.Fatal(err)
@@ -306,5 +322,15 @@ func TestGitRepositoryPicker(t *testing.T) {
 	}
 	if _, err := c.SearchGitRepositories(ctx, client.Filter{"provider": {"github"}}); statusOf(err) != 401 {
 		t.Errorf("after unset: %v", err)
+	}
+	// DELETE /api/v1/secrets/git-providers (not a secret named so) too.
+	if _, err := c.SetGitProviders(ctx, map[string]v1wire.ProviderTokenIn{"github": {Token: ptr("ghp_valid_token")}}); err != nil {
+		t.Fatal(err)
+	}
+	if status, body := e.raw(t, bobKey, "DELETE", "/api/v1/secrets/git-providers", ""); status != 200 || !strings.Contains(body, "Unset") {
+		t.Errorf("DELETE git-providers: %d %s", status, body)
+	}
+	if st, _ := c.GetSettings(ctx); len(st.ProviderTokensSet) != 0 {
+		t.Errorf("tokens left: %v", st.ProviderTokensSet)
 	}
 }

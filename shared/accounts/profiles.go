@@ -125,3 +125,29 @@ func (s *Service) DeleteLLMProfile(ctx context.Context, userID, name string) err
 	st.UpdatedAt = s.now()
 	return s.Store.PutSettings(ctx, st)
 }
+
+// RenameLLMProfile renames the profile name to newName, keeping its key
+// and whether it is active; acs.ErrNotFound-coded when there is none,
+// acs.ErrConflict-coded when another profile has newName.
+func (s *Service) RenameLLMProfile(ctx context.Context, userID, name, newName string) error {
+	st, _, err := s.Settings(ctx, userID)
+	if err != nil {
+		return err
+	}
+	_, i, ok := st.Profile(name)
+	if !ok {
+		return profileNotFound(name)
+	}
+	if newName == name {
+		return nil
+	}
+	if _, _, taken := st.Profile(newName); taken {
+		return acs.Errorf(acs.ECONFLICT, "Profile '%s' already exists", newName)
+	}
+	st.LLMProfiles[i].Name = newName
+	if st.ActiveLLMProfile == name {
+		st.ActiveLLMProfile = newName
+	}
+	st.UpdatedAt = s.now()
+	return s.Store.PutSettings(ctx, st)
+}

@@ -166,3 +166,20 @@ func (a *API) deleteProfile(w http.ResponseWriter, r *http.Request) {
 	}
 	httpjson.WriteJSON(w, http.StatusOK, v1wire.ProfileMutation{Name: name, Message: "Profile '" + name + "' deleted"})
 }
+
+// renameProfile: POST /api/v1/settings/profiles/{name}/rename.
+func (a *API) renameProfile(w http.ResponseWriter, r *http.Request) {
+	name, ok := profileName(w, r)
+	if !ok {
+		return
+	}
+	var req v1wire.RenameProfileRequest
+	if !httpjson.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if err := a.accounts.RenameLLMProfile(r.Context(), userOf(r).ID, name, req.NewName); err != nil {
+		writeErr(w, err)
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, v1wire.ProfileMutation{Name: req.NewName, Message: "Profile '" + name + "' renamed to '" + req.NewName + "'"})
+}

@@ -724,7 +724,7 @@ func vValidationCases() []vCase {
 		add("update_settings", c.name, "", c.body, c.loc)
 	}
 	// LLM profiles: the name, then the body.
-	for _, r := range []string{"get_profile", "save_profile", "delete_profile", "activate_profile"} {
+	for _, r := range []string{"get_profile", "save_profile", "delete_profile", "activate_profile", "rename_profile"} {
 		for _, n := range []string{"bad!name", strings.Repeat("n", 65)} {
 			cs = append(cs, vCase{route: r, name: "name " + n[:4], params: map[string]string{"name": n}, loc: "path.name"})
 		}
@@ -737,6 +737,12 @@ func vValidationCases() []vCase {
 		{"unknown field", `{"bogus":1}`, "body.bogus"},
 	} {
 		add("save_profile", c.name, "", c.body, c.loc)
+	}
+	for _, c := range []struct{ name, body, loc string }{
+		{"empty body", ``, "body"}, {"missing new name", `{}`, "body.new_name"},
+		{"new name bad", `{"new_name":"a b"}`, "body.new_name"}, {"new name number", `{"new_name":1}`, "body.new_name"},
+	} {
+		add("rename_profile", c.name, "", c.body, c.loc)
 	}
 	// The repository picker (query parameters).
 	for _, c := range []struct{ route, name, query, loc string }{
@@ -841,7 +847,7 @@ var vNoInput = map[string]bool{
 	"delete_conversation": true, "download_conversation": true, "list_skills": true, "list_hooks": true,
 	"pause_sandbox": true, "resume_sandbox": true, "get_settings": true, "list_secrets": true, "get_secret": true,
 	"delete_secret": true, "get_me": true, "list_keys": true, "delete_key": true,
-	"get_agent_schema": true, "get_conversation_schema": true, "list_profiles": true, "unset_git_providers": true,
+	"get_agent_schema": true, "get_conversation_schema": true, "list_profiles": true, "unset_git_providers": true, "delete_git_providers": true,
 	"get_web_client_config": true,
 }
 

@@ -175,3 +175,17 @@ type Branch struct {
 	Protected    bool    `json:"protected"`
 	LastPushDate *string `json:"last_push_date" acs:"emitnull"`
 }
+
+// RenameProfileRequest is the body of POST
+// /api/v1/settings/profiles/{name}/rename.
+type RenameProfileRequest struct {
+	NewName string `json:"new_name" acs:"required"`
+}
+
+// ValidateStrict checks the new name's pattern.
+func (r *RenameProfileRequest) ValidateStrict() []strictjson.Error {
+	if !ProfileNameRE.MatchString(r.NewName) {
+		return []strictjson.Error{{Loc: []any{"new_name"}, Msg: "String should match pattern '^[A-Za-z0-9._-]{1,64}$'", Type: "string_pattern_mismatch"}}
+	}
+	return nil
+}
