@@ -86,14 +86,19 @@ func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Pr
 		Tracing:       tracing,
 	})
 	// Start tasks ending ERROR, counted from the log line startflow writes
-	// (in the start routes, the provisioner and the reconciler).
-	awslogs.NewMetricFilter(scope, jsii.String(id+"TasksFailed"), &awslogs.MetricFilterProps{
-		LogGroup:        out.LogGroup,
-		FilterPattern:   awslogs.FilterPattern_StringValue(jsii.String("$.msg"), jsii.String("="), jsii.String(startflow.TaskFailedLog)),
-		MetricNamespace: jsii.String(metricNamespace),
-		MetricName:      jsii.String(metricTasksFailed),
-		MetricValue:     jsii.String("1"),
-	})
+	// (in the start routes, the provisioner and the reconciler). Only the
+	// start routes among the route functions (those with the queue) can
+	// write it, so only they get the filter: one per route function would
+	// crowd the API stack past CloudFormation's 500 resources.
+	if f.Role != functions.RoleRoute || f.Need&config.NeedQueue != 0 {
+		awslogs.NewMetricFilter(scope, jsii.String(id+"TasksFailed"), &awslogs.MetricFilterProps{
+			LogGroup:        out.LogGroup,
+			FilterPattern:   awslogs.FilterPattern_StringValue(jsii.String("$.msg"), jsii.String("="), jsii.String(startflow.TaskFailedLog)),
+			MetricNamespace: jsii.String(metricNamespace),
+			MetricName:      jsii.String(metricTasksFailed),
+			MetricValue:     jsii.String("1"),
+		})
+	}
 	return out
 }
 

@@ -84,7 +84,7 @@ func serve(ctx context.Context, args []string) error {
 	}
 	flow := startflow.ConfigFrom(cfg.Common, specs)
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
-		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL})
+		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/acs-project/acs/shared/acs"
 )
@@ -27,6 +28,24 @@ type SettingsUpdate struct {
 	ConfirmationPolicySet      bool
 	ConfirmationPolicy         json.RawMessage
 	MaxConversationsPerSandbox *int
+	// UI sets the web frontend's own fields by name (a JSON null removes
+	// one).
+	UI map[string]json.RawMessage
+	// AgentSettings and ConversationSettings, when Set, merge into the
+	// stored objects (RFC 7386; null clears them); the *Diff forms are
+	// merged after. The LLM model, base URL and key never stay in the
+	// stored agent settings (they go through LLMModel, LLMBaseURL and
+	// LLMAPIKey).
+	AgentSettings, ConversationSettings         Raw
+	AgentSettingsDiff, ConversationSettingsDiff json.RawMessage
+	// SearchAPIKey is sealed before it is stored; null clears it.
+	SearchAPIKey Field
+}
+
+// Raw is an optional, nullable JSON object of a partial update.
+type Raw struct {
+	Set   bool
+	Value json.RawMessage
 }
 
 // Settings returns the user's settings and whether they were ever saved (the
@@ -71,9 +90,144 @@ func (s *Service) UpdateSettings(ctx context.Context, userID string, u SettingsU
 	if u.MaxConversationsPerSandbox != nil {
 		st.MaxConversationsPerSandbox = *u.MaxConversationsPerSandbox
 	}
+	if err := s.applyUI(&st, u); err != nil {
+		return acs.Settings{}, err
+	}
+	if u.LLMModel.Set || u.LLMBaseURL.Set || u.LLMAPIKey.Set {
+		reconcileActiveProfile(&st)
+	}
 	st.UpdatedAt = s.now()
 	if err := s.Store.PutSettings(ctx, st); err != nil {
 		return acs.Settings{}, err
 	}
 	return st, nil
+}
+
+// applyUI applies the web frontend's fields of u to st.
+func (s *Service) applyUI(st *acs.Settings, u SettingsUpdate) error {
+	for k, v := range u.UI {
+		if string(v) == "null" {
+			delete(st.UI, k)
+			continue
+		}
+		if st.UI == nil {
+			st.UI = map[string]json.RawMessage{}
+		}
+		st.UI[k] = v
+	}
+	var err error
+	if st.AgentSettings, err = applyObject(st.AgentSettings, u.AgentSettings, u.AgentSettingsDiff); err != nil {
+		return err
+	}
+	st.AgentSettings = withoutLLMSecrets(st.AgentSettings)
+	if st.ConversationSettings, err = applyObject(st.ConversationSettings, u.ConversationSettings, u.ConversationSettingsDiff); err != nil {
+		return err
+	}
+	if u.SearchAPIKey.Set {
+		st.SearchAPIKeySealed = ""
+		if u.SearchAPIKey.Value != nil && *u.SearchAPIKey.Value != "" {
+			if st.SearchAPIKeySealed, err = s.Sealer.Seal(*u.SearchAPIKey.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// applyObject merges set (when given; null clears cur first) and then
+// diff into cur: a page of the frontend that saves only its own keys never
+// drops another page's.
+func applyObject(cur json.RawMessage, set Raw, diff json.RawMessage) (json.RawMessage, error) {
+	if set.Set && string(set.Value) == "null" {
+		cur = nil
+	} else if set.Set {
+		var err error
+		if cur, err = mergeObject(cur, set.Value); err != nil {
+			return nil, err
+		}
+	}
+	return mergeObject(cur, diff)
+}
+
+// mergeObject merges the JSON object diff into cur (RFC 7386).
+func mergeObject(cur, diff json.RawMessage) (json.RawMessage, error) {
+	if len(diff) == 0 || string(diff) == "null" {
+		return cur, nil
+	}
+	var target, patch map[string]any
+	if len(cur) > 0 {
+		if err := json.Unmarshal(cur, &target); err != nil {
+			return nil, fmt.Errorf("read stored settings object: %w", err)
+		}
+	}
+	if err := json.Unmarshal(diff, &patch); err != nil {
+		return nil, acs.Errorf(acs.EINVALID, "settings diff must be a JSON object")
+	}
+	out, err := json.Marshal(MergePatch(target, patch))
+	if err != nil {
+		return nil, fmt.Errorf("encode settings object: %w", err)
+	}
+	return out, nil
+}
+
+// MergePatch applies patch to target as RFC 7386 describes (null removes a
+// key; objects merge recursively; anything else replaces) and returns the
+// result (target is modified).
+func MergePatch(target, patch map[string]any) map[string]any {
+	if target == nil {
+		target = map[string]any{}
+	}
+	for k, pv := range patch {
+		switch pv := pv.(type) {
+		case nil:
+			delete(target, k)
+		case map[string]any:
+			tv, _ := target[k].(map[string]any)
+			target[k] = MergePatch(tv, pv)
+		default:
+			target[k] = pv
+		}
+	}
+	return target
+}
+
+// withoutLLMSecrets drops llm.model, llm.base_url and llm.api_key from
+// agent settings (ACS keeps them in their own, sealed, fields).
+func withoutLLMSecrets(agent json.RawMessage) json.RawMessage {
+	if len(agent) == 0 {
+		return agent
+	}
+	var m map[string]any
+	if json.Unmarshal(agent, &m) != nil {
+		return agent
+	}
+	if llm, ok := m["llm"].(map[string]any); ok {
+		delete(llm, "model")
+		delete(llm, "base_url")
+		delete(llm, "api_key")
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return agent
+	}
+	return out
+}
+
+// reconcileActiveProfile clears the active profile when the LLM settings
+// no longer match it.
+func reconcileActiveProfile(st *acs.Settings) {
+	if st.ActiveLLMProfile == "" {
+		return
+	}
+	p, _, ok := st.Profile(st.ActiveLLMProfile)
+	if !ok || !sameString(p.Model, st.LLMModel) || !sameString(p.BaseURL, st.LLMBaseURL) || p.APIKeySealed != st.LLMAPIKeySealed {
+		st.ActiveLLMProfile = ""
+	}
+}
+
+func sameString(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
 }

@@ -23,6 +23,68 @@ type Settings struct {
 	ConfirmationPolicy         json.RawMessage `json:"confirmation_policy,omitempty"`
 	MaxConversationsPerSandbox int             `json:"max_conversations_per_sandbox"`
 	UpdatedAt                  time.Time       `json:"updated_at"`
+	// UI holds the OpenHands web frontend's own settings (language,
+	// analytics consent, git identity, …) by name, as validated JSON: ACS
+	// keeps them for the UI and does not act on them.
+	UI map[string]json.RawMessage `json:"ui,omitempty"`
+	// AgentSettings and ConversationSettings are the frontend's nested
+	// settings objects (JSON objects). The LLM fields ACS uses live in
+	// LLMModel, LLMBaseURL and LLMAPIKeySealed, never in these; no secret
+	// is kept in them.
+	AgentSettings        json.RawMessage `json:"agent_settings,omitempty"`
+	ConversationSettings json.RawMessage `json:"conversation_settings,omitempty"`
+	// SearchAPIKeySealed is the frontend's search API key, sealed.
+	SearchAPIKeySealed string `json:"search_api_key_sealed,omitempty"`
+	// LLMProfiles are the user's saved LLM configurations, by name;
+	// ActiveLLMProfile names the one whose values LLMModel, LLMBaseURL and
+	// LLMAPIKeySealed hold ("" when none, or when they were edited since).
+	LLMProfiles      []LLMProfile `json:"llm_profiles,omitempty"`
+	ActiveLLMProfile string       `json:"active_llm_profile,omitempty"`
+	// ProviderTokens are the user's git provider tokens (sealed): they
+	// clone selected_repository and list repositories.
+	ProviderTokens []ProviderToken `json:"provider_tokens,omitempty"`
+}
+
+// LLMProfile is a saved LLM configuration. The key is sealed and never
+// returned; Config keeps the profile's other LLM fields (a JSON object
+// without model, base_url or api_key) for the UI.
+type LLMProfile struct {
+	Name         string          `json:"name"`
+	Model        *string         `json:"model,omitempty"`
+	BaseURL      *string         `json:"base_url,omitempty"`
+	APIKeySealed string          `json:"api_key_sealed,omitempty"`
+	Config       json.RawMessage `json:"config,omitempty"`
+}
+
+// MaxLLMProfiles caps a user's saved LLM profiles.
+const MaxLLMProfiles = 50
+
+// ProviderToken is a git provider's token (sealed, never returned) and
+// the host it is for ("" for the provider's public host).
+type ProviderToken struct {
+	Provider string `json:"provider"`
+	Host     string `json:"host,omitempty"`
+	Sealed   string `json:"sealed"`
+}
+
+// ProviderToken returns the user's token record for provider.
+func (s Settings) ProviderToken(provider string) (ProviderToken, bool) {
+	for _, t := range s.ProviderTokens {
+		if t.Provider == provider {
+			return t, true
+		}
+	}
+	return ProviderToken{}, false
+}
+
+// Profile returns the user's profile name.
+func (s Settings) Profile(name string) (LLMProfile, int, bool) {
+	for i, p := range s.LLMProfiles {
+		if p.Name == name {
+			return p, i, true
+		}
+	}
+	return LLMProfile{}, -1, false
 }
 
 // DefaultSettings are a user's settings before they save any.

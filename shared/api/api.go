@@ -58,6 +58,10 @@ type Deps struct {
 
 	// oidc caches the issuer's discovery across the API's route copies.
 	oidc *oidcCache
+	// Skills lists the skills of the installation's user, organisation and
+	// public skill directories, which every conversation loads (GET
+	// /api/v1/skills/search); nil lists none.
+	Skills func(ctx context.Context) ([]v1wire.SkillInfo, error)
 }
 
 // API serves the V1 routes.

@@ -2,6 +2,9 @@ package api
 
 import (
 	"net/http"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/httpjson"
@@ -104,4 +107,77 @@ func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+}
+
+// offsetPage reads page_id (a decimal offset this API issued) and limit
+// (1..100, default def) and returns the window of n items and the next
+// page_id ("" on the last page); ok false when it answered 422.
+func offsetPage(w http.ResponseWriter, q *httpjson.Query, n, def int) (lo, hi int, next string, ok bool) {
+	limit := q.Int("limit", def, 1, 100)
+	if p := q.String("page_id"); p != nil {
+		v, err := strconv.Atoi(*p)
+		if err != nil || v < 0 {
+			writeBadPageID(w)
+			return 0, 0, "", false
+		}
+		lo = v
+	}
+	if !q.OK(w) {
+		return 0, 0, "", false
+	}
+	lo = min(lo, n)
+	hi = min(lo+limit, n)
+	if hi < n {
+		next = strconv.Itoa(hi)
+	}
+	return lo, hi, next, true
+}
+
+// searchSecrets: GET /api/v1/secrets/search ({items: [{name,
+// description}], next_page_id}, by name; name__contains filters,
+// case-insensitively). Values are never returned.
+func (a *API) searchSecrets(w http.ResponseWriter, r *http.Request) {
+	q := httpjson.NewQuery(r)
+	var contains string
+	if c := q.String("name__contains"); c != nil {
+		contains = strings.ToLower(*c)
+	}
+	list, err := a.accounts.Secrets(r.Context(), userOf(r).ID)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	items := []v1wire.SecretInfo{}
+	for _, s := range list {
+		if contains == "" || strings.Contains(strings.ToLower(s.Name), contains) {
+			sj := secretJSON(s)
+			items = append(items, v1wire.SecretInfo{Name: s.Name, Description: sj.Description})
+		}
+	}
+	lo, hi, next, ok := offsetPage(w, q, len(items), 100)
+	if !ok {
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, pageOf(items[lo:hi], next))
+}
+
+// searchSkills: GET /api/v1/skills/search ({items: [{name, type, source,
+// triggers}], next_page_id}, by name).
+func (a *API) searchSkills(w http.ResponseWriter, r *http.Request) {
+	q := httpjson.NewQuery(r)
+	items := []v1wire.SkillInfo{}
+	if a.d.Skills != nil {
+		list, err := a.d.Skills(r.Context())
+		if err != nil {
+			writeErr(w, err)
+			return
+		}
+		items = append(items, list...)
+	}
+	sort.Slice(items, func(i, j int) bool { return items[i].Name < items[j].Name })
+	lo, hi, next, ok := offsetPage(w, q, len(items), 100)
+	if !ok {
+		return
+	}
+	httpjson.WriteJSON(w, http.StatusOK, pageOf(items[lo:hi], next))
 }

@@ -708,8 +708,68 @@ func vValidationCases() []vCase {
 		{"policy threshold number", `{"confirmation_policy":{"kind":"ConfirmRisky","threshold":3}}`, "body.confirmation_policy.threshold"},
 		{"policy threshold on NeverConfirm", `{"confirmation_policy":{"kind":"NeverConfirm","threshold":"HIGH"}}`, "body.confirmation_policy.threshold"},
 		{"policy confirm_unknown string", `{"confirmation_policy":{"kind":"ConfirmRisky","confirm_unknown":"yes"}}`, "body.confirmation_policy.confirm_unknown"},
+		// The OpenHands web frontend's fields keep their types.
+		{"language number", `{"language":1}`, "body.language"},
+		{"analytics consent string", `{"user_consents_to_analytics":"yes"}`, "body.user_consents_to_analytics"},
+		{"budget string", `{"max_budget_per_task":"ten"}`, "body.max_budget_per_task"},
+		{"budget negative", `{"max_budget_per_task":-1}`, "body.max_budget_per_task"},
+		{"git user name number", `{"git_user_name":5}`, "body.git_user_name"},
+		{"disabled skills string", `{"disabled_skills":"a"}`, "body.disabled_skills"},
+		{"agent settings diff list", `{"agent_settings_diff":[]}`, "body.agent_settings_diff"},
+		{"agent settings llm string", `{"agent_settings_diff":{"llm":"gpt"}}`, "body.agent_settings_diff.llm"},
+		{"agent settings llm model number", `{"agent_settings_diff":{"llm":{"model":5}}}`, "body.agent_settings_diff.llm.model"},
+		{"agent settings llm base url ftp", `{"agent_settings":{"llm":{"base_url":"ftp://x"}}}`, "body.llm_base_url"},
+		{"conversation settings diff string", `{"conversation_settings_diff":"x"}`, "body.conversation_settings_diff"},
 	} {
 		add("update_settings", c.name, "", c.body, c.loc)
+	}
+	// LLM profiles: the name, then the body.
+	for _, r := range []string{"get_profile", "save_profile", "delete_profile", "activate_profile", "rename_profile"} {
+		for _, n := range []string{"bad!name", strings.Repeat("n", 65)} {
+			cs = append(cs, vCase{route: r, name: "name " + n[:4], params: map[string]string{"name": n}, loc: "path.name"})
+		}
+	}
+	for _, c := range []struct{ name, body, loc string }{
+		{"llm string", `{"llm":"x"}`, "body.llm"}, {"llm model number", `{"llm":{"model":1}}`, "body.llm.model"},
+		{"llm model blank", `{"llm":{"model":" "}}`, "body.llm.model"},
+		{"llm base url ftp", `{"llm":{"base_url":"ftp://x"}}`, "body.llm.base_url"},
+		{"include secrets string", `{"include_secrets":"no"}`, "body.include_secrets"},
+		{"unknown field", `{"bogus":1}`, "body.bogus"},
+	} {
+		add("save_profile", c.name, "", c.body, c.loc)
+	}
+	for _, c := range []struct{ name, body, loc string }{
+		{"empty body", ``, "body"}, {"missing new name", `{}`, "body.new_name"},
+		{"new name bad", `{"new_name":"a b"}`, "body.new_name"}, {"new name number", `{"new_name":1}`, "body.new_name"},
+	} {
+		add("rename_profile", c.name, "", c.body, c.loc)
+	}
+	// The repository picker (query parameters).
+	for _, c := range []struct{ route, name, query, loc string }{
+		{"search_git_repositories", "no provider", "", "query.provider"},
+		{"search_git_repositories", "unknown provider", "provider=gitbucket", "query.provider"},
+		{"search_git_repositories", "limit 0", "provider=github&limit=0", "query.limit"},
+		{"search_git_repositories", "sort order unknown", "provider=github&sort_order=name", "query.sort_order"},
+		{"search_git_branches", "no repository", "provider=github", "query.repository"},
+		{"search_git_branches", "bad repository", "provider=github&repository=x", "query.repository"},
+		{"search_git_branches", "limit 101", "provider=github&repository=o/r&limit=101", "query.limit"},
+		{"search_git_installations", "no provider", "", "query.provider"},
+		{"search_git_installations", "page id text", "provider=github&page_id=x", "query.page_id"},
+		{"search_secrets", "limit 0", "limit=0", "query.limit"},
+		{"search_skills", "limit 101", "limit=101", "query.limit"},
+		{"search_secrets", "page id text", "page_id=x", "query.page_id"},
+	} {
+		add(c.route, c.name, c.query, "", c.loc)
+	}
+	// Git provider tokens.
+	for _, c := range []struct{ name, body, loc string }{
+		{"empty body", ``, "body"}, {"missing tokens", `{}`, "body.provider_tokens"},
+		{"unknown provider", `{"provider_tokens":{"gitbucket":{"token":"x"}}}`, "body.provider_tokens.gitbucket"},
+		{"token number", `{"provider_tokens":{"github":{"token":5}}}`, "body.provider_tokens.github.token"},
+		{"unknown field", `{"provider_tokens":{"github":{"token":"t","bogus":1}}}`, "body.provider_tokens.github.bogus"},
+		{"tokens list", `{"provider_tokens":[]}`, "body.provider_tokens"},
+	} {
+		add("set_git_providers", c.name, "", c.body, c.loc)
 	}
 	// Secrets.
 	for _, c := range []struct{ name, body, loc string }{
@@ -790,6 +850,8 @@ var vNoInput = map[string]bool{
 	// The sign-in pages take HTML forms and answer HTML pages (their
 	// refusals are tested in signin_test.go).
 	"login_page": true, "login": true, "login_oidc": true, "login_oidc_callback": true, "logout_page": true, "logout": true,
+	"get_agent_schema": true, "get_conversation_schema": true, "list_profiles": true, "unset_git_providers": true, "delete_git_providers": true,
+	"get_web_client_config": true,
 }
 
 func (e *vEnv) send(c vCase) vResp {

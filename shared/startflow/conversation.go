@@ -25,10 +25,24 @@ func (w *Worker) conversationSecrets(ctx context.Context, t acs.StartTask) (map[
 	return MergeSecrets(ctx, w.Store, w.Sealer, t.OwnerID, t.SealedSecrets)
 }
 
-// MergeSecrets opens the owner's stored secrets and the sealed
-// per-conversation ones (which win on a name clash).
+// MergeSecrets opens the owner's git provider tokens (as <PROVIDER>_TOKEN,
+// e.g. GITHUB_TOKEN, which also clones selected_repository), stored
+// secrets and the sealed per-conversation ones; later ones win on a name
+// clash.
 func MergeSecrets(ctx context.Context, st acs.Store, sealer acs.Sealer, owner string, sealed map[string]string) (map[string]string, error) {
 	out := map[string]string{}
+	settings, err := st.GetSettings(ctx, owner)
+	if err != nil && !errors.Is(err, acs.ErrNotFound) {
+		return nil, fmt.Errorf("load settings: %w", err)
+	}
+	for _, t := range settings.ProviderTokens {
+		v, err := sealer.Open(t.Sealed)
+		if err != nil {
+			slog.Warn("startflow: a git provider token does not open (was the key changed?)", "provider", t.Provider, "error", err)
+			continue
+		}
+		out[strings.ToUpper(t.Provider)+"_TOKEN"] = v
+	}
 	stored, err := st.ListSecrets(ctx, owner)
 	if err != nil {
 		return nil, fmt.Errorf("load stored secrets: %w", err)

@@ -157,14 +157,21 @@ type Step struct {
 
 // Settings is the stored acs.Settings.
 type Settings struct {
-	UserID                     string               `json:"user_id"`
-	SandboxGroupingStrategy    acs.GroupingStrategy `json:"sandbox_grouping_strategy"`
-	LLMModel                   *string              `json:"llm_model,omitempty"`
-	LLMBaseURL                 *string              `json:"llm_base_url,omitempty"`
-	LLMAPIKeySealed            string               `json:"llm_api_key_sealed,omitempty"`
-	ConfirmationPolicy         json.RawMessage      `json:"confirmation_policy,omitempty"`
-	MaxConversationsPerSandbox int                  `json:"max_conversations_per_sandbox"`
-	UpdatedAt                  time.Time            `json:"updated_at"`
+	UserID                     string                     `json:"user_id"`
+	SandboxGroupingStrategy    acs.GroupingStrategy       `json:"sandbox_grouping_strategy"`
+	LLMModel                   *string                    `json:"llm_model,omitempty"`
+	LLMBaseURL                 *string                    `json:"llm_base_url,omitempty"`
+	LLMAPIKeySealed            string                     `json:"llm_api_key_sealed,omitempty"`
+	ConfirmationPolicy         json.RawMessage            `json:"confirmation_policy,omitempty"`
+	MaxConversationsPerSandbox int                        `json:"max_conversations_per_sandbox"`
+	UpdatedAt                  time.Time                  `json:"updated_at"`
+	UI                         map[string]json.RawMessage `json:"ui,omitempty"`
+	AgentSettings              json.RawMessage            `json:"agent_settings,omitempty"`
+	ConversationSettings       json.RawMessage            `json:"conversation_settings,omitempty"`
+	SearchAPIKeySealed         string                     `json:"search_api_key_sealed,omitempty"`
+	LLMProfiles                []acs.LLMProfile           `json:"llm_profiles,omitempty"`
+	ActiveLLMProfile           string                     `json:"active_llm_profile,omitempty"`
+	ProviderTokens             []acs.ProviderToken        `json:"provider_tokens,omitempty"`
 }
 
 // Secret is the stored acs.Secret.

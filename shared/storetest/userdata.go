@@ -57,6 +57,13 @@ func testSettings(t *testing.T, s acs.SettingsStore) {
 	st.ConfirmationPolicy = json.RawMessage(`{"kind":"AlwaysConfirm","note":"a <b> & c"}`)
 	st.MaxConversationsPerSandbox = 7
 	st.UpdatedAt = at(1)
+	st.UI = map[string]json.RawMessage{"language": json.RawMessage(`"fr"`), "mcp_config": json.RawMessage(`{"a":[1,"<x>"]}`)}
+	st.AgentSettings = json.RawMessage(`{"llm":{"temperature":0.5},"condenser":{"enabled":false}}`)
+	st.ConversationSettings = json.RawMessage(`{"max_iterations":9}`)
+	st.SearchAPIKeySealed = "sealed-search"
+	st.LLMProfiles = []acs.LLMProfile{{Name: "b", Model: strp("m-b"), APIKeySealed: "sealed-b", Config: json.RawMessage(`{"top_p":1}`)}, {Name: "a", BaseURL: strp("http://a")}}
+	st.ActiveLLMProfile = "b"
+	st.ProviderTokens = []acs.ProviderToken{{Provider: "github", Host: "github.com", Sealed: "sealed-gh"}}
 	must(t, s.PutSettings(ctx, st))
 	got, err := s.GetSettings(ctx, "u1")
 	must(t, err)
@@ -66,6 +73,16 @@ func testSettings(t *testing.T, s acs.SettingsStore) {
 		t.Fatalf("settings %+v", got)
 	}
 	sameJSON(t, got.ConfirmationPolicy, st.ConfirmationPolicy)
+	sameJSON(t, got.UI["mcp_config"], st.UI["mcp_config"])
+	sameJSON(t, got.AgentSettings, st.AgentSettings)
+	sameJSON(t, got.ConversationSettings, st.ConversationSettings)
+	if len(got.UI) != 2 || string(got.UI["language"]) != `"fr"` || got.SearchAPIKeySealed != "sealed-search" || got.ActiveLLMProfile != "b" ||
+		len(got.LLMProfiles) != 2 || got.LLMProfiles[0].Name != "b" || *got.LLMProfiles[0].Model != "m-b" || got.LLMProfiles[0].APIKeySealed != "sealed-b" ||
+		got.LLMProfiles[1].BaseURL == nil || *got.LLMProfiles[1].BaseURL != "http://a" ||
+		len(got.ProviderTokens) != 1 || got.ProviderTokens[0] != st.ProviderTokens[0] {
+		t.Fatalf("web frontend settings %+v", got)
+	}
+	sameJSON(t, got.LLMProfiles[0].Config, st.LLMProfiles[0].Config)
 
 	// Put replaces the whole record.
 	repl := acs.DefaultSettings("u1")
@@ -76,7 +93,8 @@ func testSettings(t *testing.T, s acs.SettingsStore) {
 	must(t, err)
 	if got.LLMModel != nil || got.LLMBaseURL == nil || *got.LLMBaseURL != "http://llm.local" ||
 		got.SandboxGroupingStrategy != acs.NoGrouping || got.LLMAPIKeySealed != "" || len(got.ConfirmationPolicy) != 0 ||
-		got.MaxConversationsPerSandbox != acs.DefaultMaxConversationsPerSandbox || !got.UpdatedAt.Equal(at(2)) {
+		got.MaxConversationsPerSandbox != acs.DefaultMaxConversationsPerSandbox || !got.UpdatedAt.Equal(at(2)) ||
+		got.UI != nil || got.AgentSettings != nil || got.LLMProfiles != nil || got.ProviderTokens != nil || got.SearchAPIKeySealed != "" {
 		t.Fatalf("replaced settings %+v", got)
 	}
 	_, err = s.GetSettings(ctx, "u2")

@@ -7,6 +7,7 @@ package v1wire
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/acs-project/acs/events"
@@ -75,6 +76,34 @@ type Settings struct {
 	ConfirmationPolicy         json.RawMessage `json:"confirmation_policy" acs:"nullable,emitnull"`
 	MaxConversationsPerSandbox int             `json:"max_conversations_per_sandbox"`
 	UpdatedAt                  *events.Time    `json:"updated_at" acs:"emitnull"`
+	OpenHandsSettings
+}
+
+// OpenHandsSettings are the OpenHands web frontend's settings fields, as
+// GET /api/v1/settings answers them after ACS's own. Secrets are never
+// returned: llm_api_key_set, search_api_key_set and provider_tokens_set
+// (provider to host) say what is stored. agent_settings.llm carries the
+// LLM model and base URL ACS uses, with api_key null.
+type OpenHandsSettings struct {
+	Language                            string             `json:"language"`
+	UserConsentsToAnalytics             bool               `json:"user_consents_to_analytics"`
+	EnableSoundNotifications            bool               `json:"enable_sound_notifications"`
+	EnableProactiveConversationStarters bool               `json:"enable_proactive_conversation_starters"`
+	EnableSolvabilityAnalysis           bool               `json:"enable_solvability_analysis"`
+	MaxBudgetPerTask                    *float64           `json:"max_budget_per_task" acs:"emitnull"`
+	GitUserName                         *string            `json:"git_user_name" acs:"emitnull"`
+	GitUserEmail                        *string            `json:"git_user_email" acs:"emitnull"`
+	GitFullClone                        bool               `json:"git_full_clone"`
+	RemoteRuntimeResourceFactor         *int               `json:"remote_runtime_resource_factor" acs:"emitnull"`
+	DisabledSkills                      []string           `json:"disabled_skills"`
+	V1Enabled                           bool               `json:"v1_enabled"`
+	SearchAPIKeySet                     bool               `json:"search_api_key_set"`
+	ProviderTokensSet                   map[string]*string `json:"provider_tokens_set"`
+	AgentSettings                       json.RawMessage    `json:"agent_settings"`
+	ConversationSettings                json.RawMessage    `json:"conversation_settings"`
+	// UI holds the other frontend fields saved (agent, confirmation_mode,
+	// mcp_config, …); they are answered as top-level fields.
+	UI map[string]json.RawMessage `json:"-"`
 }
 
 // SettingsRequest is the body of POST /api/v1/settings: a partial update.
@@ -87,7 +116,58 @@ type SettingsRequest struct {
 	LLMAPIKey                  strictjson.Optional   `json:"llm_api_key"`
 	ConfirmationPolicy         strictjson.Optional   `json:"confirmation_policy"`
 	MaxConversationsPerSandbox *int                  `json:"max_conversations_per_sandbox" acs:"ge=1,le=1000"`
+	OpenHandsSettingsRequest
 }
+
+// OpenHandsSettingsRequest are the OpenHands web frontend's writable
+// settings fields (it posts its whole settings object). They are only
+// type-checked here: the values are kept for the UI, except the LLM model,
+// base URL and key inside agent_settings / agent_settings_diff (llm.*),
+// which set llm_model, llm_base_url and llm_api_key, and search_api_key,
+// which is sealed. agent_settings and conversation_settings (and their
+// *_diff forms) merge into the stored objects (RFC 7386); a null
+// agent_settings or conversation_settings clears it.
+type OpenHandsSettingsRequest struct {
+	Language                            *string         `json:"language" acs:"nullable,maxlen=64"`
+	UserConsentsToAnalytics             *bool           `json:"user_consents_to_analytics" acs:"nullable"`
+	EnableSoundNotifications            *bool           `json:"enable_sound_notifications" acs:"nullable"`
+	EnableProactiveConversationStarters *bool           `json:"enable_proactive_conversation_starters" acs:"nullable"`
+	EnableSolvabilityAnalysis           *bool           `json:"enable_solvability_analysis" acs:"nullable"`
+	MaxBudgetPerTask                    *float64        `json:"max_budget_per_task" acs:"nullable,ge=0"`
+	GitUserName                         *string         `json:"git_user_name" acs:"nullable,maxlen=256"`
+	GitUserEmail                        *string         `json:"git_user_email" acs:"nullable,maxlen=256"`
+	GitFullClone                        *bool           `json:"git_full_clone" acs:"nullable"`
+	RemoteRuntimeResourceFactor         *int            `json:"remote_runtime_resource_factor" acs:"nullable,ge=1,le=8"`
+	DisabledSkills                      []string        `json:"disabled_skills" acs:"nullable"`
+	V1Enabled                           *bool           `json:"v1_enabled" acs:"nullable"`
+	UserVersion                         *int            `json:"user_version" acs:"nullable"`
+	Email                               *string         `json:"email" acs:"nullable,maxlen=320"`
+	EmailVerified                       *bool           `json:"email_verified" acs:"nullable"`
+	SandboxBaseContainerImage           *string         `json:"sandbox_base_container_image" acs:"nullable,maxlen=512"`
+	SandboxRuntimeContainerImage        *string         `json:"sandbox_runtime_container_image" acs:"nullable,maxlen=512"`
+	SearchAPIKey                        *string         `json:"search_api_key" acs:"nullable,maxlen=4096"`
+	Agent                               *string         `json:"agent" acs:"nullable,maxlen=128"`
+	ConfirmationMode                    *bool           `json:"confirmation_mode" acs:"nullable"`
+	SecurityAnalyzer                    *string         `json:"security_analyzer" acs:"nullable,maxlen=128"`
+	MaxIterations                       *int            `json:"max_iterations" acs:"nullable,ge=1"`
+	EnableDefaultCondenser              *bool           `json:"enable_default_condenser" acs:"nullable"`
+	CondenserMaxSize                    *int            `json:"condenser_max_size" acs:"nullable,ge=1"`
+	MCPConfig                           json.RawMessage `json:"mcp_config" acs:"nullable,object"`
+	RegisteredMarketplaces              json.RawMessage `json:"registered_marketplaces" acs:"nullable"`
+	AgentSettings                       json.RawMessage `json:"agent_settings" acs:"nullable,object"`
+	AgentSettingsDiff                   json.RawMessage `json:"agent_settings_diff" acs:"nullable,object"`
+	ConversationSettings                json.RawMessage `json:"conversation_settings" acs:"nullable,object"`
+	ConversationSettingsDiff            json.RawMessage `json:"conversation_settings_diff" acs:"nullable,object"`
+}
+
+// UIFields are the OpenHandsSettingsRequest fields kept as they are given
+// (for the UI); the rest are handled by name.
+var UIFields = []string{"language", "user_consents_to_analytics", "enable_sound_notifications",
+	"enable_proactive_conversation_starters", "enable_solvability_analysis", "max_budget_per_task",
+	"git_user_name", "git_user_email", "git_full_clone", "remote_runtime_resource_factor", "disabled_skills",
+	"v1_enabled", "user_version", "email", "email_verified", "sandbox_base_container_image",
+	"sandbox_runtime_container_image", "agent", "confirmation_mode", "security_analyzer", "max_iterations",
+	"enable_default_condenser", "condenser_max_size", "mcp_config", "registered_marketplaces"}
 
 // User is a user.
 type User struct {
@@ -157,6 +237,10 @@ func (r *CreateSecretRequest) ValidateStrict() []strictjson.Error {
 	var errs []strictjson.Error
 	if msg := SecretNameProblem(r.Name); msg != "" {
 		errs = append(errs, strictjson.Error{Loc: []any{"name"}, Msg: msg, Type: "value_error"})
+	} else if r.Name == "search" {
+		// GET /api/v1/secrets/search is the secrets page, so a secret of
+		// that name could not be read back.
+		errs = append(errs, strictjson.Error{Loc: []any{"name"}, Msg: "\"search\" is reserved (GET /api/v1/secrets/search lists secrets)", Type: "value_error"})
 	}
 	errs = append(errs, valueProblems(&r.Value)...)
 	return errs
@@ -211,4 +295,35 @@ type HookList struct {
 // browser sessions were ended.
 type RevokedSessions struct {
 	Revoked int `json:"revoked"`
+}
+
+// settingsFields is Settings without its encoder.
+type settingsFields Settings
+
+// AppendStrictJSON implements strictjson.ValueEncoder: the fields, then the
+// other web frontend fields the user saved (UI), as top-level keys.
+func (s Settings) AppendStrictJSON(b []byte) ([]byte, error) {
+	enc, err := strictjson.Marshal(settingsFields(s))
+	if err != nil || len(s.UI) == 0 {
+		return append(b, enc...), err
+	}
+	var have map[string]json.RawMessage
+	if err := json.Unmarshal(enc, &have); err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(s.UI))
+	for k := range s.UI {
+		if _, dup := have[k]; !dup {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	b = append(b, enc[:len(enc)-1]...)
+	for _, k := range keys {
+		b = append(b, ',')
+		b = strictjson.AppendString(b, k)
+		b = append(b, ':')
+		b = append(b, s.UI[k]...)
+	}
+	return append(b, '}'), nil
 }
