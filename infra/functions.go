@@ -60,17 +60,27 @@ func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Pr
 	out.LogGroup = awslogs.NewLogGroup(scope, jsii.String(id+"Logs"), &awslogs.LogGroupProps{
 		Retention: p.LogRetention, RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
 	})
+	// The grants are the role's inline policy, not a separate
+	// AWS::IAM::Policy: one resource fewer per function keeps the API stack,
+	// with one function per route, under CloudFormation's 500 resources.
+	statements := grants(f, d, p, out.LogGroup, si)
+	if p.XRay {
+		// X-Ray has no resource-level permissions: "*" is its only
+		// resource. Granted here (not by the function construct, which
+		// would add a separate policy resource) and tracing switched on
+		// below.
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Effect: awsiam.Effect_ALLOW, Actions: jsii.Strings("xray:PutTelemetryRecords", "xray:PutTraceSegments"), Resources: jsii.Strings("*"),
+		}))
+	}
 	out.Role = awsiam.NewRole(scope, jsii.String(id+"Role"), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("ACS function " + f.Name),
+		InlinePolicies: &map[string]awsiam.PolicyDocument{
+			"grants": awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &statements}),
+		},
 	})
-	for _, st := range grants(f, d, p, out.LogGroup, si) {
-		out.Role.AddToPolicy(st)
-	}
 	tracing := awslambda.Tracing_DISABLED
-	if p.XRay {
-		tracing = awslambda.Tracing_ACTIVE
-	}
 	out.Lambda = awslambda.NewFunction(scope, jsii.String(id), &awslambda.FunctionProps{
 		Description:   jsii.String(describe(f)),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
@@ -85,6 +95,9 @@ func newFunction(scope constructs.Construct, f functions.Function, d *Data, p Pr
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 		Tracing:       tracing,
 	})
+	if p.XRay {
+		out.Lambda.Node().DefaultChild().(awslambda.CfnFunction).AddPropertyOverride(jsii.String("TracingConfig.Mode"), jsii.String("Active"))
+	}
 	// Start tasks ending ERROR, counted from the log line startflow writes
 	// (in the start routes, the provisioner and the reconciler). Only the
 	// start routes among the route functions (those with the queue) can
@@ -292,8 +305,7 @@ func grants(f functions.Function, d *Data, p Props, logs awslogs.LogGroup, si *s
 	if f.Need&config.NeedSignIn != 0 && si != nil && si.secret != nil {
 		out = append(out, st([]string{"secretsmanager:GetSecretValue"}, si.secret.arn))
 	}
-	// With tracing=xray, the function construct adds xray:PutTraceSegments
-	// and xray:PutTelemetryRecords on "*": X-Ray has no resource-level
-	// permissions, so "*" is its only resource.
+	// With tracing=xray, newFunction adds xray:PutTraceSegments and
+	// xray:PutTelemetryRecords on "*".
 	return out
 }

@@ -153,7 +153,7 @@ func TestSignInWithCognito(t *testing.T) {
 	for _, st := range []string{APIStack, ProvisioningStack} {
 		for _, r := range readTemplate(t, s.dir, st)["Resources"].(map[string]any) {
 			r := r.(map[string]any)
-			if r["Type"] == "AWS::IAM::Policy" && strings.Contains(jsonString(r["Properties"]), `"Ref":"OidcClientSecret`) {
+			if (r["Type"] == "AWS::IAM::Policy" || r["Type"] == "AWS::IAM::Role") && strings.Contains(jsonString(r["Properties"]), `"Ref":"OidcClientSecret`) {
 				readers++
 			}
 		}

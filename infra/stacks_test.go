@@ -248,17 +248,24 @@ func grantsOf(t *testing.T, raw map[string]any, role, logGroup string) map[strin
 	g := map[string][]string{}
 	res := raw["Resources"].(map[string]any)
 	found := false
-	for _, r := range res {
+	var docs []any
+	for id, r := range res {
 		r := r.(map[string]any)
-		if r["Type"] != "AWS::IAM::Policy" {
-			continue
+		props, _ := r["Properties"].(map[string]any)
+		switch {
+		case r["Type"] == "AWS::IAM::Policy" && jsonString(props["Roles"]) == jsonString([]any{map[string]any{"Ref": role}}):
+			docs = append(docs, props["PolicyDocument"])
+		case r["Type"] == "AWS::IAM::Role" && id == role:
+			for _, p := range listOf(props["Policies"]) {
+				if p, ok := p.(map[string]any); ok {
+					docs = append(docs, p["PolicyDocument"])
+				}
+			}
 		}
-		props := r["Properties"].(map[string]any)
-		if jsonString(props["Roles"]) != jsonString([]any{map[string]any{"Ref": role}}) {
-			continue
-		}
+	}
+	for _, doc := range docs {
 		found = true
-		for _, st := range props["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+		for _, st := range doc.(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
 			if st["Effect"] != "Allow" {
 				t.Errorf("role %s: statement %v", role, st)
