@@ -207,6 +207,8 @@ func (f *fzServe) samples() map[string]string {
 		"update_secret":             `{"value":"fuzz-secret-value-3","description":"d"}`,
 		"create_user":               `{"name":"n"}`,
 		"create_key":                `{"name":"n"}`,
+		"save_profile":              `{"llm":{"model":"openai/m","base_url":"http://127.0.0.1:9","api_key":"fuzz-profile-key-4"}}`,
+		"rename_profile":            `{"new_name":"renamed"}`,
 		"webhook_events":            `[{"kind":"PauseEvent","id":"p1","timestamp":"2026-01-01T00:00:00Z","source":"user"},{"kind":"ConversationStateUpdateEvent","id":"s1","timestamp":"2026-01-01T00:00:01Z","source":"environment","key":"execution_status","value":"idle"}]`,
 		"webhook_conversations":     `{"id":"` + f.convA + `","execution_status":"idle","title":"x","updated_at":"2026-01-01T00:00:00Z","tags":{"a":"b"}}`,
 	}
@@ -475,7 +477,12 @@ func TestFuzzServeTenancyMatrix(t *testing.T) {
 		"get_events": {"id=" + f.eventA},
 	}
 	for _, rt := range api.Routes {
-		if rt.Auth != api.AuthUser {
+		// A profile name names a profile in the caller's own settings:
+		// saving under alice's name creates bob's own profile, and deleting
+		// is idempotent, so neither can reach alice's (her settings are
+		// compared unchanged at the end; the profile routes' isolation is
+		// TestLLMProfilesAndSchemas's).
+		if rt.Auth != api.AuthUser || rt.Name == "save_profile" || rt.Name == "delete_profile" {
 			continue
 		}
 		var names []string

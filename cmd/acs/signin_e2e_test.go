@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,24 +27,6 @@ import (
 // (chromedp) and, for OpenID Connect, the real provider scripts/test.sh
 // starts (ACS_TEST_OIDC_ISSUER; its client is acs-test / acs-test-secret,
 // see scripts/oidc-provider.mjs).
-
-// syncBuffer is an output buffer safe to read while the child writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // signInServe is an `acs serve` whose console the test reads.
 type signInServe struct {
