@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -360,6 +363,227 @@ func routesOnce(t *testing.T, e *awsEnv, convID, sbID, taskID string) {
 	e.ok(admin.DeleteConversation(ctx, *done.AppConversationID), 200, "delete_conversation")
 	_, err = admin.SearchEvents(ctx, *done.AppConversationID, nil)
 	e.fails(err, 404, "a deleted conversation's events")
+
+	webClientRoutesOnce(t, e)
+	signInRoutesOnce(t, e)
+}
+
+// webClientRoutesOnce calls the routes of the OpenHands web frontend:
+// its configuration, the settings schemas, LLM profiles, secret and skill
+// search, git providers and the git pickers.
+func webClientRoutesOnce(t *testing.T, e *awsEnv) {
+	ctx := t.Context()
+	admin := e.api(adminKey)
+
+	cfg, err := e.api("").WebClientConfig(ctx)
+	e.ok(err, 200, "get_web_client_config without a key")
+	if cfg.AppMode != "oss" || cfg.AuthURL == nil || *cfg.AuthURL != "/login" || len(cfg.ProvidersConfigured) != 0 {
+		t.Fatalf("web client config %s", mustJSON(cfg))
+	}
+	as, err := admin.AgentSettingsSchema(ctx)
+	e.ok(err, 200, "get_agent_schema")
+	if len(as.Sections) == 0 {
+		t.Fatalf("agent schema without sections: %s", mustJSON(as))
+	}
+	cs, err := admin.ConversationSettingsSchema(ctx)
+	e.ok(err, 200, "get_conversation_schema")
+	if len(cs.Sections) == 0 {
+		t.Fatalf("conversation schema without sections: %s", mustJSON(cs))
+	}
+
+	// LLM profiles: save the current LLM settings, read, rename, activate,
+	// delete.
+	saved, err := admin.SaveLLMProfile(ctx, "e2e", nil)
+	e.ok(err, 201, "save_profile")
+	if saved.Name != "e2e" {
+		t.Fatalf("save_profile %+v", saved)
+	}
+	pl, err := admin.ListLLMProfiles(ctx)
+	e.ok(err, 200, "list_profiles")
+	if len(pl.Profiles) != 1 || pl.Profiles[0].Name != "e2e" || pl.Profiles[0].Model == nil || *pl.Profiles[0].Model != "openai/e2e-model" {
+		t.Fatalf("list_profiles %s", mustJSON(pl))
+	}
+	pd, err := admin.GetLLMProfile(ctx, "e2e")
+	e.ok(err, 200, "get_profile")
+	if pd.Name != "e2e" || !strings.Contains(string(pd.Config), "openai/e2e-model") || strings.Contains(string(pd.Config), "sk-e2e") {
+		t.Fatalf("get_profile %s", mustJSON(pd))
+	}
+	renamed, err := admin.RenameLLMProfile(ctx, "e2e", "e2e-renamed")
+	e.ok(err, 200, "rename_profile")
+	if renamed.Name != "e2e-renamed" {
+		t.Fatalf("rename_profile %+v", renamed)
+	}
+	_, err = admin.GetLLMProfile(ctx, "e2e")
+	e.fails(err, 404, "a renamed profile's old name")
+	act, err := admin.ActivateLLMProfile(ctx, "e2e-renamed")
+	e.ok(err, 200, "activate_profile")
+	if act.Model == nil || *act.Model != "openai/e2e-model" {
+		t.Fatalf("activate_profile %s", mustJSON(act))
+	}
+	_, err = admin.DeleteLLMProfile(ctx, "e2e-renamed")
+	e.ok(err, 200, "delete_profile")
+	if pl, err = admin.ListLLMProfiles(ctx); err != nil || len(pl.Profiles) != 0 {
+		t.Fatalf("profiles after delete_profile: %s %v", mustJSON(pl), err)
+	}
+
+	// Secret and skill search.
+	_, err = admin.CreateSecret(ctx, &v1wire.CreateSecretRequest{Name: "SEARCH_ME", Value: "searched-value-123"})
+	e.ok(err, 201, "create_secret")
+	found, err := admin.SearchSecrets(ctx, client.Filter{"name__contains": {"SEARCH"}})
+	e.ok(err, 200, "search_secrets")
+	if len(found.Items) != 1 || found.Items[0].Name != "SEARCH_ME" || strings.Contains(mustJSON(found), "searched-value") {
+		t.Fatalf("search_secrets %s", mustJSON(found))
+	}
+	e.ok(admin.DeleteSecret(ctx, "SEARCH_ME"), 200, "delete_secret")
+	skills, err := admin.SearchSkills(ctx, nil)
+	e.ok(err, 200, "search_skills")
+	if skills.Items == nil && !strings.Contains(mustJSON(skills), `"items":[]`) {
+		t.Fatalf("search_skills %s", mustJSON(skills))
+	}
+
+	// The git pickers without a provider token: 401 from the function.
+	github := client.Filter{"provider": {"github"}}
+	_, err = admin.SearchGitRepositories(ctx, github)
+	e.fails(err, 401, "search_git_repositories without a token")
+	_, err = admin.SearchGitBranches(ctx, client.Filter{"provider": {"github"}, "repository": {"acme/widgets"}})
+	e.fails(err, 401, "search_git_branches without a token")
+	_, err = admin.SearchGitInstallations(ctx, github)
+	e.fails(err, 401, "search_git_installations without a token")
+
+	// Git provider tokens: stored sealed (read from the table), unset and
+	// deleted; the web client config (an open route, which resolves the
+	// caller's key itself) lists them.
+	providers := func() string {
+		t.Helper()
+		st, err := e.store.GetSettings(context.Background(), api.AdminID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []string
+		for _, p := range st.ProviderTokens {
+			if strings.Contains(p.Sealed, "ghp_") {
+				t.Fatalf("a provider token stored unsealed: %s", mustJSON(st.ProviderTokens))
+			}
+			ps = append(ps, p.Provider)
+		}
+		cfg, err := admin.WebClientConfig(ctx)
+		e.ok(err, 200, "get_web_client_config with a key")
+		if got := fmt.Sprint(cfg.ProvidersConfigured); got != fmt.Sprint(ps) {
+			t.Fatalf("web client config lists providers %s, stored %v", got, ps)
+		}
+		return fmt.Sprint(ps)
+	}
+	tok := "ghp_e2e-token-0123456789"
+	_, err = admin.SetGitProviders(ctx, map[string]v1wire.ProviderTokenIn{"github": {Token: &tok}})
+	e.ok(err, 200, "set_git_providers")
+	if got := providers(); got != "[github]" {
+		t.Fatalf("providers after set_git_providers: %s", got)
+	}
+	_, err = admin.UnsetGitProviders(ctx)
+	e.ok(err, 200, "unset_git_providers")
+	if got := providers(); got != "[]" {
+		t.Fatalf("providers after unset_git_providers: %s", got)
+	}
+	_, err = admin.SetGitProviders(ctx, map[string]v1wire.ProviderTokenIn{"github": {Token: &tok}})
+	e.ok(err, 200, "set_git_providers again")
+	want(t, e.admin("DELETE", "/api/v1/secrets/git-providers", nil), 200, "delete_git_providers")
+	if got := providers(); got != "[]" {
+		t.Fatalf("providers after delete_git_providers: %s", got)
+	}
+}
+
+// browser sends a request through the gateway as a browser would: with
+// headers (a cookie, an Origin, a form's content type) and without
+// following redirects.
+func (e *awsEnv) browser(method, path, form string, header map[string]string) resp {
+	e.t.Helper()
+	var body io.Reader
+	if form != "" {
+		body = strings.NewReader(form)
+	}
+	req, err := http.NewRequest(method, e.url+path, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if form != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	c := &http.Client{Timeout: 60 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return resp{res.StatusCode, res.Header, b}
+}
+
+// page checks an HTML page's status and that it shows text.
+func page(t *testing.T, r resp, code int, text, what string) {
+	t.Helper()
+	if r.status != code || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || !strings.Contains(string(r.body), text) {
+		t.Fatalf("%s: %d %s %s, want %d HTML showing %q", what, r.status, r.header.Get("Content-Type"), r.body, code, text)
+	}
+}
+
+// signInRoutesOnce signs a browser in with the admin key, uses the
+// session through the gateway, and ends it (revoke_sessions), then signs
+// in and out again.
+func signInRoutesOnce(t *testing.T, e *awsEnv) {
+	ctx := t.Context()
+	page(t, e.browser("GET", "/login", "", nil), 200, `name="api_key"`, "login_page")
+	page(t, e.browser("GET", "/login/oidc", "", nil), 404, "not configured", "login_oidc without an issuer")
+	page(t, e.browser("GET", "/login/oidc/callback?code=x", "", nil), 401, "did not start here", "login_oidc_callback without state")
+	page(t, e.browser("GET", "/logout", "", nil), 200, "not signed in", "logout_page")
+
+	origin := map[string]string{"Origin": e.url}
+	form := url.Values{"api_key": {adminKey}, "next": {"/somewhere"}}.Encode()
+	page(t, e.browser("POST", "/login", form, nil), 403, "Cross-site", "login without an Origin")
+	signIn := func() string {
+		t.Helper()
+		r := e.browser("POST", "/login", form, origin)
+		var session string
+		for _, c := range (&http.Response{Header: r.header}).Cookies() {
+			if c.Name == api.SessionCookie {
+				session = c.Value
+			}
+		}
+		if r.status != 303 || r.header.Get("Location") != "/somewhere" || session == "" {
+			t.Fatalf("login: %d %v %s, want 303 to /somewhere with an %s cookie", r.status, r.header, r.body, api.SessionCookie)
+		}
+		return api.SessionCookie + "=" + session
+	}
+	cookie := map[string]string{"Cookie": signIn()}
+
+	// The session authenticates API requests through the gateway.
+	r := e.browser("GET", "/api/v1/users/me", "", cookie)
+	var me v1wire.User
+	r.into(t, &me)
+	if r.status != 200 || me.ID != api.AdminID {
+		t.Fatalf("get_me with the session cookie: %d %s", r.status, r.body)
+	}
+	page(t, e.browser("GET", "/logout", "", cookie), 200, `id="user">admin<`, "logout_page signed in")
+	n, err := e.api(adminKey).RevokeSessions(ctx, "me")
+	e.ok(err, 200, "revoke_sessions")
+	if n != 1 {
+		t.Fatalf("revoke_sessions ended %d sessions, want 1", n)
+	}
+	if r := e.browser("GET", "/api/v1/users/me", "", cookie); r.status != 401 {
+		t.Fatalf("get_me with a revoked session: %d %s, want 401", r.status, r.body)
+	}
+
+	// Sign in again and out with the button.
+	cookie = map[string]string{"Cookie": signIn(), "Origin": e.url}
+	r = e.browser("POST", "/logout", "", cookie)
+	if r.status != 303 || r.header.Get("Location") != "/login?signed_out=1" || !strings.Contains(strings.Join(r.header.Values("Set-Cookie"), "\n"), api.SessionCookie+"=;") {
+		t.Fatalf("logout: %d %v %s, want 303 to /login?signed_out=1 clearing the cookie", r.status, r.header, r.body)
+	}
+	if r := e.browser("GET", "/api/v1/users/me", "", cookie); r.status != 401 {
+		t.Fatalf("get_me after logout: %d %s, want 401", r.status, r.body)
+	}
 }
 
 func mustJSON(v any) string {

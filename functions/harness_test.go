@@ -153,7 +153,9 @@ func newAWSEnv(t *testing.T, o envOptions) *awsEnv {
 	e.llm = llmtest.New(o.replies...)
 	t.Cleanup(e.llm.Close)
 
-	e.gw = &lambdatest.Gateway{Responses: map[string]lambdatest.GatewayResponse{}}
+	// As deployed (infra: authorizer cache off): no identity source, so a
+	// browser's cookie-only request reaches the authorizer.
+	e.gw = &lambdatest.Gateway{Responses: map[string]lambdatest.GatewayResponse{}, IdentitySources: lambdatest.NoIdentitySources}
 	for _, r := range apigw.GatewayResponses {
 		e.gw.Responses[r.Type] = lambdatest.GatewayResponse{StatusCode: r.StatusCode, Body: r.Body, Headers: r.Headers}
 	}

@@ -32,8 +32,10 @@ func WebClientConfig(providers []string) v1wire.WebClientConfig {
 func (a *API) getWebClientConfig(w http.ResponseWriter, r *http.Request) {
 	var providers []string
 	u, ok := acs.UserFrom(r.Context())
+	// An open route: behind API Gateway no authorizer runs for it, so it
+	// resolves the caller's key or session itself (in every deployment).
 	_, cookieErr := r.Cookie(SessionCookie)
-	if !ok && !a.d.ContextAuthOnly && (r.Header.Get("Authorization") != "" || cookieErr == nil) {
+	if !ok && (r.Header.Get("Authorization") != "" || cookieErr == nil) {
 		if au, _, err := a.authenticateUser(r); err == nil {
 			u, ok = au, true
 		}
