@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,32 +29,14 @@ func TestMain(m *testing.M) {
 
 const apiKey = "e2e-admin-key-0123456789"
 
-// syncBuffer is an output buffer safe to read while the child writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // acsServe is a running `acs serve` child process.
 type acsServe struct {
 	t       testing.TB
 	cmd     *exec.Cmd
 	url     string
 	dataDir string
-	log     *syncBuffer // its console, safe to read while it runs
-	status  *lastStatus // of the answers the api clients got
+	log     *testwait.Buffer // its console, safe to read while it runs
+	status  *lastStatus      // of the answers the api clients got
 }
 
 func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
@@ -65,7 +46,7 @@ func startServe(t testing.TB, dataDir, llmURL string, env ...string) *acsServe {
 	cmd.Env = append(os.Environ(), "ACS_ADDR=127.0.0.1:0", "ACS_DATA_DIR="+dataDir, "ACS_API_KEY="+apiKey,
 		"LLM_BASE_URL="+llmURL, "LLM_MODEL=openai/e2e-model", "LLM_API_KEY=sk-e2e")
 	cmd.Env = append(cmd.Env, env...)
-	log := &syncBuffer{}
+	log := &testwait.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ import (
 // signInServe is an `acs serve` whose console the test reads.
 type signInServe struct {
 	url string
-	out *syncBuffer
+	out *testwait.Buffer
 }
 
 var linkRE = regexp.MustCompile(`http://\S+/login\?token=\S+`)
@@ -43,7 +43,7 @@ func startSignInServe(t *testing.T, env ...string) *signInServe {
 	cmd.Env = append(os.Environ(), "ACS_ADDR=127.0.0.1:0", "ACS_DATA_DIR="+t.TempDir(), "ACS_API_KEY="+apiKey,
 		"LLM_MODEL=openai/e2e-model", "LLM_API_KEY=sk-e2e")
 	cmd.Env = append(cmd.Env, env...)
-	out := &syncBuffer{}
+	out := &testwait.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

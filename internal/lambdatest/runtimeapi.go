@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -30,7 +29,7 @@ func StartRuntimeAPI(t testing.TB, key string) (url, root string) {
 	root, addrFile := filepath.Join(dir, "sandboxes"), filepath.Join(dir, "addr")
 	cmd := exec.Command(testbin.ACS(t), "runtime-api", "--addr", "127.0.0.1:0", "--addr-file", addrFile, "--root", root)
 	cmd.Env = append(os.Environ(), "ACS_RUNTIME_API_KEY="+key)
-	log := &lockedBuffer{}
+	log := &testwait.Buffer{}
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -57,25 +56,6 @@ func StartRuntimeAPI(t testing.TB, key string) (url, root string) {
 		t.Fatalf("acs runtime-api did not start:\n%s", log.String())
 	}
 	return url, root
-}
-
-// lockedBuffer is a buffer a process's output can be written to while it
-// is read.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Answer is an HTTP answer as Call read it.

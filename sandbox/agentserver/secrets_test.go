@@ -65,7 +65,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	}))
 	defer hooks.Close()
 
-	var logs lockedBuffer
+	var logs testwait.Buffer
 	masker := secrets.NewMasker()
 	prev := slog.Default()
 	slog.SetDefault(slog.New(masker.Handler(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
@@ -96,7 +96,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 		"LOOKED_UP": map[string]any{"kind": "LookupSecret", "url": lookup.URL + "/v", "headers": map[string]string{"Authorization": lookCred}},
 	}}, "terminal")
 
-	var frames lockedBuffer
+	var frames testwait.Buffer
 	ws, err := e.dial(t, id, "session_api_key="+testKey, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -310,27 +310,4 @@ func mustJSON(v any) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
 	return b.Bytes()
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) Bytes() []byte {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return bytes.Clone(l.b.Bytes())
-}
-
-func (l *lockedBuffer) Len() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Len()
 }
