@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/wire/settingsschema"
 )
 
@@ -258,4 +259,115 @@ func TestProfiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSwitchLLM: switch_llm and switch_profile change the model of the
+// next LLM call; the info shows it; metrics stay keyed by usage_id; keys
+// never show.
+func TestSwitchLLM(t *testing.T) {
+	e := newEnv(t, llmtest.Reply{Text: "one"}, llmtest.Reply{Text: "two"}, llmtest.Reply{Text: "three"})
+	id := e.create(nil)
+	e.call("POST", "/api/conversations/"+id+"/events", userMessage("hi", true))
+	e.waitStatus(id, "finished")
+
+	const key2 = "sk-switched-key-abcdef12"
+	r := e.call("POST", "/api/conversations/"+id+"/switch_llm", map[string]any{"llm": map[string]any{
+		"model": "openai/second-model", "base_url": e.llm.URL, "api_key": key2, "num_retries": 0, "usage_id": "agent"}})
+	if r.status != 200 || string(r.body) != `{"success":true}` {
+		t.Fatalf("switch_llm: %d %s", r.status, r.body)
+	}
+	info := e.call("GET", "/api/conversations/"+id, nil)
+	var got struct {
+		Agent struct {
+			LLM struct {
+				Model  string `json:"model"`
+				APIKey string `json:"api_key"`
+			} `json:"llm"`
+		} `json:"agent"`
+		Stats struct {
+			UsageToMetrics map[string]any `json:"usage_to_metrics"`
+		} `json:"stats"`
+	}
+	info.json(t, &got)
+	if got.Agent.LLM.Model != "openai/second-model" || strings.Contains(string(info.body), key2) {
+		t.Fatalf("info after switch_llm: %s", info.body)
+	}
+	e.call("POST", "/api/conversations/"+id+"/events", userMessage("again", true))
+	e.waitStatus(id, "finished")
+	reqs := e.llm.Requests()
+	if len(reqs) != 2 || reqs[0].Model != "test-model" || reqs[1].Model != "second-model" ||
+		reqs[1].Header.Get("Authorization") != "Bearer "+key2 {
+		t.Fatalf("LLM calls: %d, models %q", len(reqs), models(reqs))
+	}
+	e.call("GET", "/api/conversations/"+id, nil).json(t, &got)
+	if len(got.Stats.UsageToMetrics) != 1 || got.Stats.UsageToMetrics["agent"] == nil {
+		t.Fatalf("metrics not kept by usage_id: %v", got.Stats.UsageToMetrics)
+	}
+
+	// switch_profile: the profile's model, the conversation's usage_id.
+	if r := e.call("POST", "/api/profiles/third", map[string]any{"llm": map[string]any{
+		"model": "openai/third-model", "base_url": e.llm.URL, "api_key": "sk-third-key-abcdef", "num_retries": 0}}); r.status != 201 {
+		t.Fatalf("save: %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/api/conversations/"+id+"/switch_profile", map[string]any{"profile_name": "third"}); r.status != 200 {
+		t.Fatalf("switch_profile: %d %s", r.status, r.body)
+	}
+	e.call("POST", "/api/conversations/"+id+"/events", userMessage("third", true))
+	e.waitStatus(id, "finished")
+	reqs = e.llm.Requests()
+	if len(reqs) != 3 || reqs[2].Model != "third-model" {
+		t.Fatalf("after switch_profile: models %q", models(reqs))
+	}
+	e.call("GET", "/api/conversations/"+id, nil).json(t, &got)
+	if got.Agent.LLM.Model != "openai/third-model" || len(got.Stats.UsageToMetrics) != 1 {
+		t.Fatalf("after switch_profile: model %s, metrics %v", got.Agent.LLM.Model, got.Stats.UsageToMetrics)
+	}
+	// The switch is persisted.
+	e.restart()
+	e.call("GET", "/api/conversations/"+id, nil).json(t, &got)
+	if got.Agent.LLM.Model != "openai/third-model" {
+		t.Fatalf("after restart: %s", got.Agent.LLM.Model)
+	}
+	// No key reached an event.
+	for _, ev := range e.allEvents(id) {
+		b, _ := json.Marshal(ev)
+		if strings.Contains(string(b), key2) || strings.Contains(string(b), "sk-third-key-abcdef") {
+			t.Fatalf("event carries a key: %s", b)
+		}
+	}
+
+	unknown := "/api/conversations/00000000-0000-0000-0000-000000000001"
+	errs := []struct {
+		name, path string
+		body       any
+		status     int
+	}{
+		{"switch_llm unknown conversation", unknown + "/switch_llm", map[string]any{"llm": map[string]any{"model": "m"}}, 404},
+		{"switch_llm without llm", "/api/conversations/" + id + "/switch_llm", map[string]any{}, 422},
+		{"switch_llm bad field", "/api/conversations/" + id + "/switch_llm", map[string]any{"llm": map[string]any{"model": "m", "top_p": 7}}, 422},
+		{"switch_llm not JSON", "/api/conversations/" + id + "/switch_llm", "nope", 422},
+		{"switch_profile unknown profile", "/api/conversations/" + id + "/switch_profile", map[string]any{"profile_name": "ghost"}, 404},
+		{"switch_profile bad profile name", "/api/conversations/" + id + "/switch_profile", map[string]any{"profile_name": "../x"}, 404},
+		{"switch_profile unknown conversation", unknown + "/switch_profile", map[string]any{"profile_name": "third"}, 404},
+		{"switch_profile without a name", "/api/conversations/" + id + "/switch_profile", map[string]any{}, 422},
+		{"switch_acp_model on an Agent conversation", "/api/conversations/" + id + "/switch_acp_model", map[string]any{"model": "x"}, 400},
+		{"switch_acp_model without model", "/api/conversations/" + id + "/switch_acp_model", map[string]any{}, 422},
+		{"switch_acp_model unknown conversation", unknown + "/switch_acp_model", map[string]any{"model": "x"}, 404},
+	}
+	for _, tc := range errs {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.call("POST", tc.path, tc.body)
+			if r.status != tc.status || !strings.Contains(string(r.body), `"detail"`) {
+				t.Fatalf("%d %s, want %d", r.status, r.body, tc.status)
+			}
+		})
+	}
+}
+
+func models(reqs []*llmtest.Request) []string {
+	var out []string
+	for _, r := range reqs {
+		out = append(out, r.Model)
+	}
+	return out
 }

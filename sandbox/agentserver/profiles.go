@@ -15,6 +15,7 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -290,6 +291,9 @@ func (s *Server) profileRoutes(api func(string, http.HandlerFunc)) {
 	api("DELETE /api/profiles/{name}", s.deleteProfile)
 	api("POST /api/profiles/{name}/activate", s.activateProfile)
 	api("POST /api/profiles/{name}/rename", s.renameProfile)
+	api("POST /api/conversations/{id}/switch_profile", s.withConversation(s.switchProfile))
+	api("POST /api/conversations/{id}/switch_llm", s.withConversation(s.switchLLM))
+	api("POST /api/conversations/{id}/switch_acp_model", s.withConversation(s.switchACPModel))
 }
 
 // profileName returns the {name} path value, or answers 422.
@@ -420,7 +424,7 @@ func (s *Server) saveProfile(w http.ResponseWriter, r *http.Request) {
 	if !s.openSealed(w, &req.LLM, "body", "llm") {
 		return
 	}
-	if !req.IncludeSecrets {
+	if req.IncludeSecrets != nil && !*req.IncludeSecrets {
 		for _, f := range credentials(&req.LLM) {
 			*f = nil
 		}
@@ -480,6 +484,57 @@ func (s *Server) renameProfile(w http.ResponseWriter, r *http.Request) {
 		msg = fmt.Sprintf("Profile '%s' unchanged (same name)", name)
 	}
 	httpjson.WriteJSON(w, http.StatusOK, wire.ProfileMutation{Name: req.NewName, Message: msg})
+}
+
+// switchProfile makes the conversation's next LLM calls use a saved
+// profile; the agent's usage_id is kept, so its metrics go on accumulating
+// under the same key.
+func (s *Server) switchProfile(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.SwitchProfileRequest
+	if !httpjson.DecodeBody(w, r, &req, false) {
+		return
+	}
+	cfg, err := s.profiles.load(req.ProfileName)
+	if err != nil {
+		profileError(w, req.ProfileName, err)
+		return
+	}
+	if a := c.Request().Agent; a != nil {
+		cfg.UsageID = a.LLM.UsageID
+	}
+	if err := c.SwitchLLM(r.Context(), cfg); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+// switchLLM makes the conversation's next LLM calls use the given LLM
+// configuration (credentials sealed by this server are opened first). The
+// caller owns usage_id: metrics are kept by it.
+func (s *Server) switchLLM(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.SwitchLLMRequest
+	if !httpjson.DecodeBody(w, r, &req, false) {
+		return
+	}
+	if !s.openSealed(w, &req.LLM, "body", "llm") {
+		return
+	}
+	if err := c.SwitchLLM(r.Context(), req.LLM); err != nil {
+		conversationError(w, err)
+		return
+	}
+	ok(w)
+}
+
+// switchACPModel switches the model of an ACP conversation. ACS runs no
+// ACP agents, so every conversation answers 400.
+func (s *Server) switchACPModel(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
+	var req wire.SwitchACPModelRequest
+	if !httpjson.DecodeBody(w, r, &req, false) {
+		return
+	}
+	httpjson.WriteDetail(w, http.StatusBadRequest, "switch_acp_model is only supported for ACP conversations; this conversation's agent is not an ACP agent (use switch_llm)")
 }
 
 // exposesProfileSecrets reports a request for a profile's credentials in

@@ -77,8 +77,9 @@ type ProfileDetail struct {
 // SaveProfileRequest is the body of POST /api/profiles/{name}.
 type SaveProfileRequest struct {
 	LLM llmconfig.Config `json:"llm" acs:"required"`
-	// IncludeSecrets stores the API key with the profile (default true).
-	IncludeSecrets bool `json:"include_secrets" acs:"default=true"`
+	// IncludeSecrets false saves the profile without its credentials
+	// (absent or null: with them).
+	IncludeSecrets *bool `json:"include_secrets"`
 }
 
 // ProfileMutation answers saving, deleting and renaming a profile.
