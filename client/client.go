@@ -89,6 +89,8 @@ type request struct {
 	body   any // encoded with strictjson (absent Optional fields omitted)
 	// idempotent requests may be retried on 429 and 503.
 	idempotent bool
+	// header is sent with the request.
+	header http.Header
 }
 
 // send performs r and returns the successful answer (status < 400), whose
@@ -116,6 +118,9 @@ func (t *transport) send(ctx context.Context, r request) (*http.Response, error)
 		}
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range r.header {
+			req.Header[k] = v
 		}
 		if t.auth != nil {
 			t.auth(req)

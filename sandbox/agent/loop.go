@@ -379,7 +379,8 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	}
 	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
 	specs := c.toolsForLLM()
-	cfg := c.client.Config()
+	client := c.client // SwitchLLM may replace it once the lock is released
+	cfg := client.Config()
 	c.mu.Unlock()
 
 	var onDelta func(llm.Delta)
@@ -388,7 +389,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	}
 	llmStart := time.Now()
 	sctx, span := c.llmSpan(ctx, cfg, "agent")
-	resp, err := c.client.Complete(sctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	resp, err := client.Complete(sctx, llm.Request{Messages: view, Tools: specs}, onDelta)
 	endLLMSpan(span, resp, err)
 	c.llmNanos.Add(int64(time.Since(llmStart)))
 	c.clearRateLimit(ctx)

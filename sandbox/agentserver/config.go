@@ -54,6 +54,20 @@ type Config struct {
 	// TracerProvider makes the conversations' spans; nil uses the global
 	// provider.
 	TracerProvider trace.TracerProvider
+	// ProfilesDir holds the saved LLM profiles (ACS_PROFILES_DIR; default
+	// "profiles" next to the conversations directory).
+	ProfilesDir string
+	// LLMModel (LLM_MODEL) and LLMModels (ACS_LLM_MODELS, comma-separated)
+	// are the models /api/llm/models lists as configured (verified).
+	LLMModel  string
+	LLMModels []string
+	// LLMBaseURL (LLM_BASE_URL) and LLMAPIKey (LLM_API_KEY) are the
+	// OpenAI-compatible endpoint whose /models /api/llm/models adds, when
+	// no active profile names one.
+	LLMBaseURL, LLMAPIKey string
+	// DesktopURL (ACS_DESKTOP_URL) is the sandbox desktop's URL; empty:
+	// there is no desktop (/api/desktop/url answers 503).
+	DesktopURL string
 	// BuildSHA and BuildRef identify the build.
 	BuildSHA, BuildRef string
 }
@@ -144,6 +158,23 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.IdleTimeoutSeconds = &n
 		}
 	}
+	cfg.ProfilesDir = getenv("ACS_PROFILES_DIR")
+	if cfg.ProfilesDir == "" {
+		cfg.ProfilesDir = filepath.Join(filepath.Dir(cfg.ConversationsDir), "profiles")
+	}
+	if abs, err := filepath.Abs(cfg.ProfilesDir); err == nil {
+		cfg.ProfilesDir = abs
+	}
+	cfg.LLMModel, cfg.LLMBaseURL, cfg.LLMAPIKey = getenv("LLM_MODEL"), getenv("LLM_BASE_URL"), getenv("LLM_API_KEY")
+	for _, m := range strings.Split(getenv("ACS_LLM_MODELS"), ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			cfg.LLMModels = append(cfg.LLMModels, m)
+		}
+	}
+	if v := cfg.LLMBaseURL; v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+		problems = append(problems, "LLM_BASE_URL must be an http(s) URL")
+	}
+	cfg.DesktopURL = getenv("ACS_DESKTOP_URL")
 	cfg.BuildSHA, cfg.BuildRef = orUnknown(getenv("OPENHANDS_BUILD_GIT_SHA")), orUnknown(getenv("OPENHANDS_BUILD_GIT_REF"))
 	if len(problems) > 0 {
 		sort.Strings(problems)

@@ -54,6 +54,9 @@ type Server struct {
 
 	mu    sync.RWMutex
 	convs map[uuid.UUID]*agent.Conversation
+
+	profiles *profileStore
+	models   modelCache // the LLM endpoint's model list
 }
 
 // New loads the conversations persisted under cfg.ConversationsDir and
@@ -107,6 +110,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start the bash API: %w", err)
 	}
 	s.bash = bash
+	if cfg.ProfilesDir == "" {
+		s.cfg.ProfilesDir = filepath.Join(filepath.Dir(cfg.ConversationsDir), "profiles")
+	}
+	s.profiles = &profileStore{dir: s.cfg.ProfilesDir, cipher: s.cipher, masker: s.masker}
+	s.masker.Add(cfg.LLMAPIKey)
 	entries, err := os.ReadDir(cfg.ConversationsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -157,6 +165,12 @@ func (s *Server) Handler() http.Handler {
 			// could only corrupt it. It masks each file's content, and the
 			// entry names, before compressing instead (workspaceArchive):
 			// an agent can write a secret into a file.
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		if exposesProfileSecrets(r) {
+			// The caller asked for a profile's credentials in clear
+			// (GET /api/profiles/{name}, X-Expose-Secrets: plaintext).
 			s.mux.ServeHTTP(w, r)
 			return
 		}
@@ -260,6 +274,8 @@ func (s *Server) routes() {
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
 	api("GET /api/workspace/archive", s.workspaceArchive)
+	s.metaRoutes(api)
+	s.profileRoutes(api)
 	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
 	gitreview.Routes(m, s.roots, wrap)
 	s.bash.Routes(m, wrap)
@@ -368,7 +384,7 @@ func (s *Server) workspaceArchive(w http.ResponseWriter, r *http.Request) {
 func (s *Server) stateInWorkspace() []string {
 	ws := resolvePath(s.cfg.WorkspaceDir)
 	var out []string
-	for _, d := range []string{s.cfg.ConversationsDir, s.cfg.BashEventsDir} {
+	for _, d := range []string{s.cfg.ConversationsDir, s.cfg.BashEventsDir, s.cfg.ProfilesDir} {
 		if d == "" {
 			continue
 		}
