@@ -134,7 +134,7 @@ type Conversation struct {
 	mu      sync.Mutex
 	meta    meta
 	st      state
-	history []events.Event // events the LLM sees on the active branch, in log order
+	history []events.Event    // events the LLM sees on the active branch, in log order
 	parent  map[string]string // the tree: each event's parent ("" for a root), see tree.go
 	head    string            // leaf_event_id: the event the next one follows ("" for the empty tree)
 	tools   []tools.Tool
