@@ -43,5 +43,5 @@ type GoalStatus struct {
 // /api/conversations/{id}/navigate: the event to make the conversation's
 // head, or null for the empty tree.
 type NavigateConversationRequest struct {
-	EventID *string `json:"event_id"`
+	EventID *string `json:"event_id" acs:"emitnull"`
 }
