@@ -2,6 +2,8 @@ package agentserver_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -176,5 +178,30 @@ func TestNavigateBadRequests(t *testing.T) {
 	e.call("GET", "/api/conversations/"+id, nil).json(t, &info)
 	if info["leaf_event_id"] != a1 {
 		t.Fatalf("leaf: %v, want %s", info["leaf_event_id"], a1)
+	}
+}
+
+// TestNavigateSurvivesACrash copies the conversations directory while the
+// server runs (what a power cut would leave: only what was fsynced) and
+// opens the copy: the head and the branch are there.
+func TestNavigateSurvivesACrash(t *testing.T) {
+	e := newEnv(t, echoReply())
+	id := e.create(nil)
+	a1 := e.turn(id, "one")
+	e.turn(id, "two")
+	e.navigate(id, a1)
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "conversations"), os.DirFS(e.cfg.ConversationsDir)); err != nil {
+		t.Fatal(err)
+	}
+	c := buildEnv(t, envOptions{dir: dir}, echoReply())
+	var info map[string]any
+	c.call("GET", "/api/conversations/"+id, nil).json(t, &info)
+	if info["leaf_event_id"] != a1 {
+		t.Fatalf("leaf after a crash: %v, want %s", info["leaf_event_id"], a1)
+	}
+	c.turn(id, "three") // the conversation's LLM is e's
+	if got := fmt.Sprint(contextOf(t, e.llm)); got != "[user:one assistant:re: one user:three]" {
+		t.Fatalf("context after a crash: %s", got)
 	}
 }
