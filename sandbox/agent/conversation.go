@@ -79,6 +79,9 @@ type state struct {
 	// UnannouncedSecrets are the names of secrets added after the system
 	// prompt was sent; the next user message tells the LLM about them.
 	UnannouncedSecrets []string `json:"unannounced_secrets"`
+
+	// Goal is the status of the goal loop (see goal.go).
+	Goal *wire.GoalStatus `json:"goal"`
 }
 
 // Transient is a frame sent to live subscribers only (never persisted).
@@ -131,7 +134,9 @@ type Conversation struct {
 	mu      sync.Mutex
 	meta    meta
 	st      state
-	history []events.Event // events the LLM sees, in log order
+	history []events.Event    // events the LLM sees on the active branch, in log order
+	parent  map[string]string // the tree: each event's parent ("" for a root), see tree.go
+	head    string            // leaf_event_id: the event the next one follows ("" for the empty tree)
 	tools   []tools.Tool
 	byName  map[string]tools.Tool
 	client  *llm.Client
@@ -170,6 +175,8 @@ type Conversation struct {
 	pauseAsked bool
 	cancelRun  context.CancelFunc
 	runDone    chan struct{}
+	// goalLoopRun is the goal loop in progress (nil: none).
+	goalLoopRun *goalRun
 
 	subMu sync.Mutex
 	subs  map[chan Transient]struct{}
@@ -272,6 +279,13 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 		c.Close()
 		return nil, err
 	}
+	c.mu.Lock()
+	err = c.recoverGoalLocked(ctx)
+	c.mu.Unlock()
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -297,6 +311,7 @@ func (c *Conversation) open(ctx context.Context) error {
 		return err
 	}
 	c.log = l
+	byID := map[string]events.Event{}
 	for i := 0; i < l.Len(); i += 500 {
 		batch, err := l.ReadFrom(i, 500)
 		if err != nil {
@@ -310,10 +325,15 @@ func (c *Conversation) open(ctx context.Context) error {
 				return fmt.Errorf("load conversation %s: stored event: %w", c.id, err)
 			}
 			if inView(ev) {
-				c.history = append(c.history, ev)
+				byID[ev.EventBase().ID] = ev
 			}
+			c.treeAddLocked(ev)
 			c.replayLocked(ev)
 		}
+	}
+	if err := c.rebuildHistoryLocked(byID); err != nil {
+		l.Close()
+		return err
 	}
 	req := c.meta.Request
 	c.startTrace(ctx)
@@ -445,12 +465,18 @@ func (c *Conversation) emitLocked(ctx context.Context, evs ...events.Event) erro
 	if err := c.log.Append(context.WithoutCancel(ctx), evs...); err != nil {
 		return fmt.Errorf("append events: %w", err)
 	}
+	navigated := false
 	for _, ev := range evs {
-		if inView(ev) {
+		if c.treeAddLocked(ev) {
+			navigated = true
+		} else if !navigated && inView(ev) {
 			c.history = append(c.history, ev)
 		}
 	}
 	c.st.UpdatedAt = events.Now()
+	if navigated {
+		return c.rebuildHistoryLocked(nil)
+	}
 	return nil
 }
 
@@ -556,6 +582,11 @@ func (c *Conversation) replayLocked(ev events.Event) {
 					c.st.BlockedMessages = v
 				}
 			}
+		case "goal":
+			var v wire.GoalStatus
+			if decodeJSON(e.Value, &v) == nil {
+				c.st.Goal = &v
+			}
 		case "activated_knowledge_skills":
 			var v []string
 			if decodeJSON(e.Value, &v) == nil {
@@ -624,15 +655,9 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 	agentCfg := req.Agent.Redact()
 	combined := c.st.Stats.Combined()
 	var lastEvent *string
-	if n := c.log.Len(); n > 0 {
-		if b, err := c.log.ReadFrom(n-1, 1); err == nil && len(b) == 1 {
-			if v, err := strictjson.Parse(b[0]); err == nil {
-				if idv, ok := v.Get("id"); ok {
-					s := idv.Str
-					lastEvent = &s
-				}
-			}
-		}
+	if c.head != "" {
+		head := c.head
+		lastEvent = &head
 	}
 	tags := copyMap(c.meta.Tags)
 	info := wire.ConversationInfo{
@@ -645,7 +670,7 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 		LastUserMessageID: c.st.LastUserMessageID, LeafEventID: lastEvent,
 		Stats:          c.st.Stats.Clone(),
 		SecretRegistry: wire.SecretRegistry{SecretSources: wire.RedactSecrets(req.Secrets)},
-		AgentState:     copyMap(c.st.AgentState), HookConfig: req.HookConfig,
+		AgentState:     copyMap(c.st.AgentState), HookConfig: req.HookConfig, Goal: copyGoal(c.st.Goal),
 		Title: c.meta.Title, Metrics: &combined,
 		CreatedAt: c.meta.CreatedAt, UpdatedAt: c.st.UpdatedAt, Tags: tags,
 		ParentConversationID: req.ParentConversationID, SubConversationIDs: []string{},
@@ -672,10 +697,15 @@ func (c *Conversation) Close() error {
 	c.closed = true
 	cancel, done := c.cancelRun, c.runDone
 	setupCancel, setupDone := c.setupCancel, c.setupDone
+	goal := c.goalLoopRun
 	if c.stateDirty {
 		c.logErr(c.writeStateLocked())
 	}
 	c.mu.Unlock()
+	if goal != nil {
+		goal.cancel()
+		<-goal.done
+	}
 	if cancel != nil {
 		cancel()
 		select {

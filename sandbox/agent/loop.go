@@ -21,7 +21,19 @@ import (
 // SendMessage appends a user message. A finished or stuck conversation
 // becomes idle. With run=true a run starts, or, when one is in progress, the
 // running loop picks the message up (it is never lost).
+//
+// A goal loop in progress is stopped first: the user's message supersedes
+// it (it can be resumed).
 func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequest) (*events.MessageEvent, error) {
+	if err := c.StopGoal(ctx); err != nil {
+		return nil, err
+	}
+	return c.sendMessage(ctx, req)
+}
+
+// sendMessage is SendMessage without stopping the goal loop (the loop's own
+// messages).
+func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequest) (*events.MessageEvent, error) {
 	if err := c.awaitSetup(ctx); err != nil {
 		return nil, err
 	}

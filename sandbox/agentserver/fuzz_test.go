@@ -332,6 +332,10 @@ func (f *fzServer) routes() []fzRoute {
 		{name: "bash_socket", method: "GET", path: "/sockets/bash-events", params: []string{"resend_mode", "resend_all", "session_api_key"}, open: true},
 		{name: "events_socket", method: "GET", path: "/sockets/events/{id}", params: []string{"resend_mode", "resend_all", "after_timestamp", "session_api_key"}, open: true},
 		{name: "unknown", method: "GET", path: "/api/no-such-route"},
+		{name: "navigate", method: "POST", path: "/api/conversations/{id}/navigate", sample: `{"event_id":"` + f.eventID + `"}`, reads: true},
+		{name: "goal", method: "POST", path: "/api/conversations/{id}/goal", sample: `{"objective":"fuzz the goal","max_iterations":1}`, reads: true, costly: true},
+		{name: "goal_resume", method: "POST", path: "/api/conversations/{id}/goal/resume", costly: true},
+		{name: "goal_stop", method: "POST", path: "/api/conversations/{id}/goal/stop"},
 		// Last: each valid request makes a conversation, which every
 		// later listing would pay for. A fork names its id, so that only
 		// the first valid one copies the history (then 409).

@@ -269,6 +269,10 @@ func (s *Server) routes() {
 	api("POST /api/conversations/{id}/condense", s.withConversation(noBody((*agent.Conversation).RequestCondensation)))
 	api("GET /api/conversations/{id}/agent_final_response", s.withConversation(s.finalResponse))
 	api("POST /api/conversations/{id}/fork", s.withConversation(s.fork))
+	api("POST /api/conversations/{id}/navigate", s.withConversation(s.navigate))
+	api("POST /api/conversations/{id}/goal", s.withConversation(s.startGoal))
+	api("POST /api/conversations/{id}/goal/resume", s.withConversation(noBody((*agent.Conversation).ResumeGoal)))
+	api("POST /api/conversations/{id}/goal/stop", s.withConversation(noBody((*agent.Conversation).StopGoal)))
 	api("POST /api/skills", s.listSkills)
 	api("POST /api/hooks", s.listHooks)
 	api("GET /api/tools/", s.listTools)
@@ -670,8 +674,11 @@ func conversationError(w http.ResponseWriter, err error) {
 	case diskfull.Is(err):
 		slog.Error("conversation operation failed: disk full", "error", err)
 		httpjson.WriteInsufficientStorage(w, diskFullDetail)
-	case errors.Is(err, agent.ErrAlreadyRunning), errors.Is(err, agent.ErrNotWaiting), errors.Is(err, agent.ErrNoCondenser):
+	case errors.Is(err, agent.ErrAlreadyRunning), errors.Is(err, agent.ErrNotWaiting), errors.Is(err, agent.ErrNoCondenser),
+		errors.Is(err, agent.ErrGoalRunning):
 		httpjson.WriteDetail(w, http.StatusConflict, err.Error())
+	case errors.Is(err, agent.ErrNoResumableGoal), errors.Is(err, agent.ErrEmptyObjective):
+		httpjson.WriteDetail(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, agent.ErrClosed):
 		httpjson.WriteDetail(w, http.StatusNotFound, "Conversation not found")
 	case errors.As(err, new(*agent.SecretsError)):

@@ -497,7 +497,7 @@ type ConversationInfo struct {
 	BlockedActions           map[string]string  `json:"blocked_actions"`
 	BlockedMessages          map[string]string  `json:"blocked_messages"`
 	LastUserMessageID        *string            `json:"last_user_message_id"`
-	LeafEventID              *string            `json:"leaf_event_id"`
+	LeafEventID              *string            `json:"leaf_event_id" acs:"emitnull"`
 	Stats                    Stats              `json:"stats"`
 	SecretRegistry           SecretRegistry     `json:"secret_registry"`
 	AgentState               map[string]string  `json:"agent_state"`
@@ -517,6 +517,9 @@ type ConversationInfo struct {
 	LaunchedAgentProfile     json.RawMessage    `json:"launched_agent_profile" acs:"nullable"`
 	ClientTools              json.RawMessage    `json:"client_tools" acs:"nullable"`
 	Observability            *ObservabilityInfo `json:"observability"`
+	// Goal is the status of the conversation's goal loop (absent when it
+	// never had one).
+	Goal *GoalStatus `json:"goal"`
 }
 
 // ObservabilityInfo echoes the conversation's tracing settings.
