@@ -25,3 +25,10 @@ func (a *Agent) GetBashEvents(ctx context.Context, ids ...string) ([]json.RawMes
 	}
 	return raw, nil
 }
+
+// DownloadTrajectory returns a conversation's trajectory: a zip of its
+// persisted record (meta.json, state.json, events/event-NNNNN-<id>.json),
+// its secrets masked. An unknown conversation is an *Error with status 404.
+func (a *Agent) DownloadTrajectory(ctx context.Context, convID string) ([]byte, error) {
+	return a.t.bytes(ctx, request{method: http.MethodGet, path: "/api/file/download-trajectory/" + escape(convID), idempotent: true})
+}

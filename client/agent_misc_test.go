@@ -1,14 +1,18 @@
 package client_test
 
 import (
+	"archive/zip"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/bashapi"
 )
 
@@ -48,5 +52,60 @@ func TestAgentGetBashEvents(t *testing.T) {
 	var ce *client.Error
 	if _, err := ag.GetBashEvents(ctx, make([]string, 101)...); !errors.As(err, &ce) || ce.Status != 422 {
 		t.Fatalf("101 ids: %v", err)
+	}
+}
+
+// TestAgentDownloadTrajectory downloads a finished conversation's
+// trajectory through the typed client: a zip holding its meta, state and
+// every event, the LLM key masked; an unknown conversation is a 404.
+func TestAgentDownloadTrajectory(t *testing.T) {
+	ag, _, llm := newAgentServer(t)
+	ctx := ctxFor(t, time.Minute)
+	info, err := ag.CreateConversation(ctx, startRequestFor(t, llm, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ag.SendMessage(ctx, info.ID, message("hello")); err != nil {
+		t.Fatal(err)
+	}
+	testwait.For(t, 30*time.Second, "the run to finish", func() bool {
+		c, err := ag.GetConversation(ctx, info.ID)
+		return err == nil && c.ExecutionStatus == "finished"
+	})
+	n, err := ag.CountEvents(ctx, info.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ag.DownloadTrajectory(ctx, info.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatalf("not a zip: %v", err)
+	}
+	names := map[string]bool{}
+	evCount := 0
+	for _, f := range zr.File {
+		names[f.Name] = true
+		if strings.HasPrefix(f.Name, "events/") {
+			evCount++
+		}
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(rc)
+		rc.Close()
+		if bytes.Contains(data, []byte("sk-test")) {
+			t.Errorf("%s holds the LLM key", f.Name)
+		}
+	}
+	if !names["meta.json"] || !names["state.json"] || evCount != n || n == 0 {
+		t.Fatalf("entries %v: %d events, want %d", names, evCount, n)
+	}
+	var ce *client.Error
+	if _, err := ag.DownloadTrajectory(ctx, "7d4b1e7c-1f0a-4a57-9e61-2a8c4f3b9d10"); !errors.As(err, &ce) || ce.Status != 404 {
+		t.Fatalf("unknown conversation: %v", err)
 	}
 }

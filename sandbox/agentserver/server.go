@@ -152,7 +152,7 @@ func (s *Server) Handler() http.Handler {
 	masked := s.masker.Middleware(s.mux)
 	return s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.canonicalWorkspace(r)
-		if r.URL.Path == "/api/workspace/archive" {
+		if r.URL.Path == "/api/workspace/archive" || strings.HasPrefix(r.URL.Path, trajectoryPrefix) {
 			// The workspace archive is compressed binary: masking its bytes
 			// could only corrupt it. It masks each file's content, and the
 			// entry names, before compressing instead (workspaceArchive):
@@ -260,6 +260,7 @@ func (s *Server) routes() {
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
 	api("GET /api/workspace/archive", s.workspaceArchive)
+	api("GET "+trajectoryPrefix+"{id}", s.withConversation(s.downloadTrajectory))
 	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
 	gitreview.Routes(m, s.roots, wrap)
 	s.bash.Routes(m, wrap)
