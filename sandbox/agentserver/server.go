@@ -299,7 +299,7 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 		Uptime: int64(time.Since(s.started).Seconds()), IdleTime: int64(time.Since(time.Unix(0, s.active.Load())).Seconds()),
 		Title: "OpenHands Agent Server", Version: Version, SDKVersion: Version, ToolsVersion: Version, WorkspaceVersion: Version,
 		BuildGitSHA: s.cfg.BuildSHA, BuildGitRef: s.cfg.BuildRef, GoVersion: runtime.Version(),
-		UsableTools:               tools.Names(),
+		UsableTools:               s.usableTools(),
 		RuntimeIdleTimeoutSeconds: s.cfg.IdleTimeoutSeconds,
 		Capabilities:              []string{},
 		Implementation:            "acs", Started: s.started.UTC().Format(time.RFC3339), ProcessID: os.Getpid(),
