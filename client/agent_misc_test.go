@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +109,54 @@ func TestAgentDownloadTrajectory(t *testing.T) {
 	var ce *client.Error
 	if _, err := ag.DownloadTrajectory(ctx, "7d4b1e7c-1f0a-4a57-9e61-2a8c4f3b9d10"); !errors.As(err, &ce) || ce.Status != 404 {
 		t.Fatalf("unknown conversation: %v", err)
+	}
+}
+
+// TestAgentInstalledSkills manages an installed skill through the typed
+// client: install, list, disable, refresh, uninstall; a skill that is not
+// installed is a 404 for refresh.
+func TestAgentInstalledSkills(t *testing.T) {
+	ag, _, _ := newAgentServer(t)
+	ctx := ctxFor(t, time.Minute)
+	src := filepath.Join(t.TempDir(), "notes")
+	write := func(body string) {
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(src, "SKILL.md"), []byte("---\nname: note-taking\ndescription: "+body+"\n---\nTake notes.\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("first")
+	sk, err := ag.InstallSkill(ctx, client.InstallSkillRequest{Source: src})
+	if err != nil || sk.Name != "note-taking" || !sk.Enabled || sk.Description != "first" {
+		t.Fatalf("install: %+v %v", sk, err)
+	}
+	if _, err := ag.InstallSkill(ctx, client.InstallSkillRequest{Source: src}); client.StatusOf(err) != 409 {
+		t.Fatalf("install twice: %v", err)
+	}
+	if err := ag.SetSkillEnabled(ctx, "note-taking", false); err != nil {
+		t.Fatal(err)
+	}
+	write("second")
+	sk, err = ag.RefreshSkill(ctx, "note-taking")
+	if err != nil || sk.Description != "second" || sk.Enabled {
+		t.Fatalf("refresh: %+v %v", sk, err)
+	}
+	if got, err := ag.InstalledSkill(ctx, "note-taking"); err != nil || got.Description != "second" {
+		t.Fatalf("get: %+v %v", got, err)
+	}
+	list, err := ag.InstalledSkills(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != "note-taking" {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	if err := ag.UninstallSkill(ctx, "note-taking"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ag.RefreshSkill(ctx, "note-taking"); client.StatusOf(err) != 404 {
+		t.Fatalf("refresh after uninstall: %v", err)
+	}
+	if _, err := ag.InstalledSkill(ctx, "Not_A_Name"); client.StatusOf(err) != 422 {
+		t.Fatalf("bad name: %v", err)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/acs-project/acs/sandbox/fileapi"
 	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/secrets"
+	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -51,6 +52,8 @@ type Server struct {
 	// ownMasked is how many of the masker's values are the server's own
 	// session keys (see workspaceArchive).
 	ownMasked int
+	// installed manages the installed skills (skillsinstalled.go).
+	installed *skills.Installed
 
 	mu    sync.RWMutex
 	convs map[uuid.UUID]*agent.Conversation
@@ -107,6 +110,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("start the bash API: %w", err)
 	}
 	s.bash = bash
+	s.installed = skills.NewInstalled(installedSkillsDir(s.cfg))
 	entries, err := os.ReadDir(cfg.ConversationsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -256,6 +260,7 @@ func (s *Server) routes() {
 	api("GET /api/conversations/{id}/agent_final_response", s.withConversation(s.finalResponse))
 	api("POST /api/conversations/{id}/fork", s.withConversation(s.fork))
 	api("POST /api/skills", s.listSkills)
+	s.installedSkillRoutes(api)
 	api("POST /api/hooks", s.listHooks)
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
