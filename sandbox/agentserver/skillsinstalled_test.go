@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/acs-project/acs/sandbox/agentserver"
 )
 
 type installedSkill struct {
@@ -193,5 +195,52 @@ func TestInstalledSkillsBadInput(t *testing.T) {
 				t.Fatalf("the answer holds the source's credentials: %s", r.body)
 			}
 		})
+	}
+}
+
+// TestInstalledSkillsLoadAsUserSkills: an enabled installed skill is a user
+// skill (POST /api/skills with load_user), a disabled one is not, and a
+// user skill of the same name wins.
+func TestInstalledSkillsLoadAsUserSkills(t *testing.T) {
+	user := t.TempDir()
+	e := buildEnv(t, envOptions{adjust: func(c *agentserver.Config) { c.SkillDirs.User = user }})
+	src := filepath.Join(t.TempDir(), "s")
+	writeSkill(t, src, "lint-rules", "Installed lint rules", "Run the linter.")
+	if r := e.call("POST", "/api/skills/install", map[string]any{"source": src}); r.status != 200 {
+		t.Fatalf("install: %d %s", r.status, r.body)
+	}
+	if _, err := os.Stat(filepath.Join(user, "installed", "lint-rules", "SKILL.md")); err != nil {
+		t.Fatalf("not installed under the user skills directory: %v", err)
+	}
+	find := func() (string, bool) {
+		t.Helper()
+		var resp struct {
+			Skills []struct {
+				Name, Source, Description string
+			} `json:"skills"`
+		}
+		e.call("POST", "/api/skills", map[string]any{"load_public": false, "load_org": false, "load_project": false}).json(t, &resp)
+		for _, s := range resp.Skills {
+			if s.Name == "lint-rules" {
+				return s.Source + ":" + s.Description, true
+			}
+		}
+		return "", false
+	}
+	if got, ok := find(); !ok || got != "user:Installed lint rules" {
+		t.Fatalf("enabled installed skill: %q %v", got, ok)
+	}
+	if r := e.call("PATCH", "/api/skills/installed/lint-rules", map[string]any{"enabled": false}); r.status != 200 {
+		t.Fatalf("disable: %d %s", r.status, r.body)
+	}
+	if got, ok := find(); ok {
+		t.Fatalf("disabled installed skill still loads: %q", got)
+	}
+	if r := e.call("PATCH", "/api/skills/installed/lint-rules", map[string]any{"enabled": true}); r.status != 200 {
+		t.Fatalf("enable: %d %s", r.status, r.body)
+	}
+	writeSkill(t, filepath.Join(user, "lint-rules"), "lint-rules", "The user's own", "Mine.")
+	if got, _ := find(); got != "user:The user's own" {
+		t.Fatalf("a user skill of the same name does not win: %q", got)
 	}
 }

@@ -376,3 +376,43 @@ func isGitRepo(dir string) bool {
 	_, err = os.Stat(filepath.Join(dir, "HEAD"))
 	return err == nil
 }
+
+// LoadUser loads the user skills of dir (LoadDir with SourceUser) and then,
+// as OpenHands does, the enabled skills installed in dir/installed, which
+// yield to a user skill of the same name. Installed skills that fail to
+// load are reported as problems.
+func LoadUser(dir string) ([]Skill, []Problem) {
+	sks, probs := LoadDir(dir, SourceUser)
+	m := NewInstalled(filepath.Join(dir, "installed"))
+	recs, err := m.load()
+	if err != nil {
+		return sks, append(probs, Problem{File: filepath.Join(m.dir, metaFile), Error: err.Error()})
+	}
+	seen := map[string]bool{}
+	for _, sk := range sks {
+		seen[sk.Name] = true
+	}
+	names := make([]string, 0, len(recs))
+	for n := range recs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if !recs[n].Enabled || seen[n] {
+			continue
+		}
+		md := findSkillMD(filepath.Join(m.dir, n))
+		if md == "" {
+			continue
+		}
+		sk, err := loadSkillFile(md, true)
+		if err != nil {
+			probs = append(probs, Problem{File: md, Error: err.Error()})
+			continue
+		}
+		sk.Source = SourceUser
+		seen[n] = true
+		sks = append(sks, sk)
+	}
+	return sks, probs
+}
