@@ -63,6 +63,9 @@ func TestInstalledSkills(t *testing.T) {
 	if sk.Name != "pdf-tools" || !sk.Enabled || sk.Source != src || sk.Description != "Work with PDFs" || sk.InstalledAt == "" || sk.ResolvedRef != nil {
 		t.Fatalf("installed %s", r.body)
 	}
+	if !strings.Contains(string(r.body), `"resolved_ref":null`) || !strings.Contains(string(r.body), `"repo_path":null`) || !strings.Contains(string(r.body), `"version":""`) {
+		t.Fatalf("installed skill lacks OpenHands' null fields: %s", r.body)
+	}
 	if b, err := os.ReadFile(filepath.Join(sk.InstallPath, "SKILL.md")); err != nil || !strings.Contains(string(b), "pdftotext") {
 		t.Fatalf("installed copy: %q %v", b, err)
 	}

@@ -42,8 +42,8 @@ type InstalledSkill struct {
 	Description string  `json:"description"`
 	Enabled     bool    `json:"enabled"`
 	Source      string  `json:"source"`
-	ResolvedRef *string `json:"resolved_ref"`
-	RepoPath    *string `json:"repo_path"`
+	ResolvedRef *string `json:"resolved_ref" acs:"emitnull"`
+	RepoPath    *string `json:"repo_path" acs:"emitnull"`
 	InstalledAt string  `json:"installed_at"`
 	InstallPath string  `json:"install_path"`
 }
@@ -210,7 +210,8 @@ func (m *Installed) Uninstall(name string) error {
 // (https://, ssh://, git@host:path, file:// of a repository) or GitHub
 // shorthand github:owner/repo; ref is a branch or tag to check out;
 // repoPath the skill's directory inside the repository. Errors: ErrFetch,
-// ErrInvalidSkill, ErrAlreadyInstalled (a skill of that name is installed
+// ErrInvalidSkill (also for a skill directory holding a special file),
+// ErrAlreadyInstalled (a skill of that name is installed
 // and force is false; with force it is replaced, keeping its enabled
 // state), or an I/O error.
 func (m *Installed) Install(ctx context.Context, source string, ref, repoPath *string, force bool) (InstalledSkill, error) {
@@ -278,6 +279,10 @@ func (m *Installed) installLocked(ctx context.Context, source string, ref, repoP
 	}
 	defer os.RemoveAll(staged)
 	if err := os.CopyFS(staged, os.DirFS(fetched)); err != nil {
+		if errors.Is(err, fs.ErrInvalid) {
+			// A special file (a FIFO, a device): not a skill to install.
+			return InstalledSkill{}, ErrInvalidSkill
+		}
 		return InstalledSkill{}, fmt.Errorf("install skill %s: copy: %w", sk.Name, err)
 	}
 	os.RemoveAll(filepath.Join(staged, ".git"))
@@ -352,7 +357,7 @@ func (m *Installed) fetch(ctx context.Context, source string, ref, repoPath *str
 	repo := filepath.Join(tmp, "repo")
 	args = append(args, "--", gitURL, repo)
 	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_SSH_COMMAND=ssh -o BatchMode=yes")
 	if err := cmd.Run(); err != nil {
 		return "", nil, ErrFetch
 	}
