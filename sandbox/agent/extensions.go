@@ -173,7 +173,13 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 		if dir == "" {
 			return
 		}
-		sk, probs := skills.LoadDir(dir, source)
+		var sk []skills.Skill
+		var probs []skills.Problem
+		if source == skills.SourceUser {
+			sk, probs = skills.LoadUser(dir) // with the enabled installed skills
+		} else {
+			sk, probs = skills.LoadDir(dir, source)
+		}
 		layers = append(layers, sk)
 		for _, pr := range probs {
 			problem("SkillLoadError", "skill file %s: %s", pr.File, pr.Error)

@@ -70,6 +70,11 @@ type Config struct {
 	DesktopURL string
 	// BuildSHA and BuildRef identify the build.
 	BuildSHA, BuildRef string
+	// NoBrowser turns the browser tools off (ACS_BROWSER_TOOLS=false, e.g.
+	// from a sandbox spec's initial_env): server_info then leaves
+	// browser_tool_set out of usable_tools, as it does when no Chromium is
+	// found, so V1 starts do not give agents the browser.
+	NoBrowser bool
 }
 
 // indexed collects PREFIX_0, PREFIX_1, ... until the first gap.
@@ -175,6 +180,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		problems = append(problems, "LLM_BASE_URL must be an http(s) URL")
 	}
 	cfg.DesktopURL = getenv("ACS_DESKTOP_URL")
+	if v := getenv("ACS_BROWSER_TOOLS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			problems = append(problems, "ACS_BROWSER_TOOLS must be true or false")
+		}
+		cfg.NoBrowser = !b
+	}
 	cfg.BuildSHA, cfg.BuildRef = orUnknown(getenv("OPENHANDS_BUILD_GIT_SHA")), orUnknown(getenv("OPENHANDS_BUILD_GIT_REF"))
 	if len(problems) > 0 {
 		sort.Strings(problems)

@@ -32,6 +32,7 @@ import (
 	"github.com/acs-project/acs/sandbox/fileapi"
 	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/secrets"
+	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -51,6 +52,8 @@ type Server struct {
 	// ownMasked is how many of the masker's values are the server's own
 	// session keys (see workspaceArchive).
 	ownMasked int
+	// installed manages the installed skills (skillsinstalled.go).
+	installed *skills.Installed
 
 	mu    sync.RWMutex
 	convs map[uuid.UUID]*agent.Conversation
@@ -115,6 +118,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.profiles = &profileStore{dir: s.cfg.ProfilesDir, cipher: s.cipher, masker: s.masker}
 	s.masker.Add(cfg.LLMAPIKey)
+	s.installed = skills.NewInstalled(installedSkillsDir(s.cfg))
 	entries, err := os.ReadDir(cfg.ConversationsDir)
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -160,7 +164,7 @@ func (s *Server) Handler() http.Handler {
 	masked := s.masker.Middleware(s.mux)
 	return s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.canonicalWorkspace(r)
-		if r.URL.Path == "/api/workspace/archive" {
+		if r.URL.Path == "/api/workspace/archive" || strings.HasPrefix(r.URL.Path, trajectoryPrefix) {
 			// The workspace archive is compressed binary: masking its bytes
 			// could only corrupt it. It masks each file's content, and the
 			// entry names, before compressing instead (workspaceArchive):
@@ -274,12 +278,14 @@ func (s *Server) routes() {
 	api("POST /api/conversations/{id}/goal/resume", s.withConversation(noBody((*agent.Conversation).ResumeGoal)))
 	api("POST /api/conversations/{id}/goal/stop", s.withConversation(noBody((*agent.Conversation).StopGoal)))
 	api("POST /api/skills", s.listSkills)
+	s.installedSkillRoutes(api)
 	api("POST /api/hooks", s.listHooks)
 	api("GET /api/tools/", s.listTools)
 	api("GET /api/tools", s.listTools)
 	api("GET /api/workspace/archive", s.workspaceArchive)
 	s.metaRoutes(api)
 	s.profileRoutes(api)
+	api("GET "+trajectoryPrefix+"{id}", s.withConversation(s.downloadTrajectory))
 	wrap := func(h http.HandlerFunc) http.Handler { return s.auth(h) }
 	gitreview.Routes(m, s.roots, wrap)
 	s.bash.Routes(m, wrap)
@@ -318,7 +324,7 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 		Uptime: int64(time.Since(s.started).Seconds()), IdleTime: int64(time.Since(time.Unix(0, s.active.Load())).Seconds()),
 		Title: "OpenHands Agent Server", Version: Version, SDKVersion: Version, ToolsVersion: Version, WorkspaceVersion: Version,
 		BuildGitSHA: s.cfg.BuildSHA, BuildGitRef: s.cfg.BuildRef, GoVersion: runtime.Version(),
-		UsableTools:               tools.Names(),
+		UsableTools:               s.usableTools(),
 		RuntimeIdleTimeoutSeconds: s.cfg.IdleTimeoutSeconds,
 		Capabilities:              []string{},
 		Implementation:            "acs", Started: s.started.UTC().Format(time.RFC3339), ProcessID: os.Getpid(),

@@ -2,6 +2,7 @@ package bashapi
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 
@@ -17,6 +18,7 @@ import (
 //	POST   /api/bash/execute_bash_command    ExecuteBashRequest -> 200 final BashOutput
 //	GET    /api/bash/bash_events/search      -> 200 {"items":[...],"next_page_id":...}
 //	GET    /api/bash/bash_events/{event_id}  -> 200 event | 404 {"detail":...}
+//	GET    /api/bash/bash_events/            ["id", ...] body -> 200 [event | null, ...]
 //	DELETE /api/bash/bash_events             -> 200 {"cleared_count":n}
 //
 // Request bodies are decoded strictly (422 with pydantic-style errors). A cwd
@@ -31,6 +33,7 @@ func (s *Service) Routes(mux *http.ServeMux, wrap func(http.HandlerFunc) http.Ha
 	mux.Handle("POST /api/bash/execute_bash_command", wrap(s.handleExecute))
 	mux.Handle("GET /api/bash/bash_events/search", wrap(s.handleSearch))
 	mux.Handle("GET /api/bash/bash_events/{event_id}", wrap(s.handleGet))
+	mux.Handle("GET /api/bash/bash_events/{$}", wrap(s.handleBatchGet))
 	mux.Handle("DELETE /api/bash/bash_events", wrap(s.handleClear))
 }
 
@@ -153,6 +156,42 @@ func (s *Service) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpjson.WriteRaw(w, http.StatusOK, b)
+}
+
+// MaxBatchIDs bounds the ids of one batch get.
+const MaxBatchIDs = 100
+
+// handleBatchGet serves GET /api/bash/bash_events/: the ids come, as
+// OpenHands' clients send them, as a JSON list of strings in the body (or
+// as repeated event_ids query parameters). It answers the events in request
+// order, null for an id that names no event (malformed ids included). No
+// ids at all is 422 missing at body; more than MaxBatchIDs is 422.
+func (s *Service) handleBatchGet(w http.ResponseWriter, r *http.Request) {
+	q := httpjson.NewQuery(r)
+	ids := q.Strings("event_ids")
+	if len(ids) == 0 {
+		var body []string
+		if !httpjson.DecodeBody(w, r, &body, false) {
+			return
+		}
+		ids = body
+	}
+	if len(ids) > MaxBatchIDs {
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body"}, Msg: fmt.Sprintf("List should have at most %d items after validation, not %d", MaxBatchIDs, len(ids)), Type: "too_long"}})
+		return
+	}
+	b := []byte{'['}
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if ev, ok := s.Get(id); ok {
+			b = append(b, ev...)
+		} else {
+			b = append(b, "null"...)
+		}
+	}
+	httpjson.WriteRaw(w, http.StatusOK, append(b, ']'))
 }
 
 func (s *Service) handleClear(w http.ResponseWriter, r *http.Request) {

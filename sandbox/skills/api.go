@@ -79,7 +79,8 @@ const WorkerURLPrefix = "WORKER_"
 //
 //   - sandbox: Dirs.Sandbox (always, when set) plus a generated repo skill
 //     "work_hosts" listing the request's WORKER_* exposed URLs;
-//   - public, user, org: Dirs.Public, Dirs.User, Dirs.Org when the matching
+//   - public, user, org: Dirs.Public, Dirs.User (with its enabled
+//     installed skills, LoadUser), Dirs.Org when the matching
 //     load_* flag is set;
 //   - project: LoadDir(*ProjectDir, "project") when LoadProject is set and
 //     ProjectDir is non-empty; a project directory that does not exist is
@@ -115,7 +116,7 @@ func Handle(req Request, dirs Dirs) Response {
 		add(SourcePublic, sks, probs)
 	}
 	if req.LoadUser && dirs.User != "" {
-		sks, probs := LoadDir(dirs.User, SourceUser)
+		sks, probs := LoadUser(dirs.User)
 		add(SourceUser, sks, probs)
 	}
 	if req.LoadOrg && dirs.Org != "" {

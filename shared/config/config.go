@@ -192,6 +192,11 @@ type Common struct {
 	MaxAttempts int
 	// Tools are the tools every agent gets (DefaultTools).
 	Tools []string
+	// BrowserTools adds the browser tool set (browser_tool_set) to the
+	// tools of conversations started through the V1 API when the sandbox's
+	// agent server reports it usable (it can run Chromium), as OpenHands
+	// V1 does (ACS_BROWSER_TOOLS, default true).
+	BrowserTools bool
 	// SignIn is how people sign in from a browser.
 	SignIn SignIn
 }
@@ -353,6 +358,13 @@ func (p *parser) common() Common {
 		if _, err := ParseSpecs(c.Specs, nil); err != nil {
 			p.problem("%v", err)
 		}
+	}
+	if v := p.getenv("ACS_BROWSER_TOOLS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			p.problem("ACS_BROWSER_TOOLS must be true or false")
+		}
+		c.BrowserTools = b
 	}
 	c.SignIn = p.signIn()
 	return c

@@ -94,6 +94,7 @@ func Defaults() Common {
 		Visibility:            DefaultVisibility,
 		MaxAttempts:           DefaultMaxAttempts,
 		Tools:                 DefaultTools(),
+		BrowserTools:          true,
 		SignIn:                SignIn{SessionTTL: DefaultSessionTTL, OIDC: OIDC{Name: DefaultOIDCName, CreateUsers: true}},
 	}
 }

@@ -180,6 +180,9 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	if err != nil {
 		return err
 	}
+	if req.AgentType != "plan" && w.cfg().BrowserTools && browserUsable(ctx, client) {
+		addTool(areq.Agent, BrowserToolSet)
+	}
 	now := w.now()
 	title := req.Title
 	if title == nil {
@@ -269,4 +272,33 @@ func sendOnce(ctx context.Context, store acs.Store, client *agentclient.Client, 
 	}
 	m := *msg
 	return sandboxes.DeliverMessage(ctx, store, client, convID, &m)
+}
+
+// BrowserToolSet is the agent server's browser tool set (browser_navigate,
+// browser_get_content, ... driving the sandbox's Chromium).
+const BrowserToolSet = "browser_tool_set"
+
+// browserUsable asks the sandbox's agent server whether it can run the
+// browser tools: its /server_info lists browser_tool_set in usable_tools
+// only when it found Chromium (and its sandbox did not turn the browser off
+// with ACS_BROWSER_TOOLS=false). A server that cannot say counts as no.
+func browserUsable(ctx context.Context, c *agentclient.Client) bool {
+	var info struct {
+		UsableTools []string `json:"usable_tools"`
+	}
+	if err := c.Get(ctx, "/server_info", &info); err != nil {
+		slog.Info("startflow: the agent server's usable tools are unknown; starting without the browser", "error", err)
+		return false
+	}
+	return slices.Contains(info.UsableTools, BrowserToolSet)
+}
+
+// addTool appends the named tool to the agent's tools unless it is there.
+func addTool(a *wire.Agent, name string) {
+	for _, t := range a.Tools {
+		if t.Name == name {
+			return
+		}
+	}
+	a.Tools = append(a.Tools, wire.ToolRef{Name: name, Params: []byte("{}")})
 }

@@ -28,6 +28,9 @@ type Config struct {
 	LLM llmconfig.Config
 	// Tools are the tools every agent gets.
 	Tools []string
+	// BrowserTools adds browser_tool_set to a default agent's tools when
+	// the sandbox's agent server lists it in usable_tools.
+	BrowserTools bool
 	// GitHost is where selected_repository is cloned from.
 	GitHost string
 	// StartupTimeout bounds waiting for a sandbox.
@@ -643,5 +646,6 @@ func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 		Visibility:     c.Visibility,
 		MaxAttempts:    c.MaxAttempts,
 		Tools:          append([]string(nil), c.Tools...),
+		BrowserTools:   c.BrowserTools,
 	}
 }
