@@ -36,10 +36,11 @@ import (
 )
 
 // lcBind returns s reporting to t (so a subtest's failures stop the
-// subtest, not its parent).
+// subtest, not its parent), with its own record of the last status.
 func lcBind(s *acsServe, t *testing.T) *acsServe {
 	c := *s
 	c.t = t
+	c.status = &lastStatus{} // parallel subtests must not read each other's answers
 	return &c
 }
 
