@@ -93,13 +93,19 @@ func Main(ctx context.Context, args []string, io IO) int {
 	if io.Getenv == nil {
 		io.Getenv = os.Getenv
 	}
-	a := &app{io: io, color: io.StdoutTTY && io.Getenv("NO_COLOR") == "" && io.Getenv("TERM") != "dumb"}
+	a := &app{io: io, color: colorOn(io)}
 	if len(args) == 0 || !Has(args[0]) {
 		fmt.Fprintf(io.Stderr, "acs: unknown command %q (run \"acs help\")\n", strings.Join(args[:min(1, len(args))], ""))
 		return ExitUsage
 	}
 	err := commands[args[0]].run(ctx, a, args[1:])
 	return a.report(err)
+}
+
+// colorOn says whether output is colored: on a terminal, unless NO_COLOR
+// is set (https://no-color.org) or TERM is dumb.
+func colorOn(io IO) bool {
+	return io.StdoutTTY && io.Getenv("NO_COLOR") == "" && io.Getenv("TERM") != "dumb"
 }
 
 // app is one run of a command: its IO and its connection to the server.
