@@ -11,7 +11,9 @@ import (
 func ptr[T any](v T) *T { return &v }
 
 func TestRenderer(t *testing.T) {
-	base := func(src events.Source) events.Base { return events.Base{ID: events.NewID(), Timestamp: events.Now(), Source: src} }
+	base := func(src events.Source) events.Base {
+		return events.Base{ID: events.NewID(), Timestamp: events.Now(), Source: src}
+	}
 	old, new := "a\nb\nc\n", "a\nB\nc\n"
 	for _, tc := range []struct {
 		name string
