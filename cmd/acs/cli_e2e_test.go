@@ -109,7 +109,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	r := cli(t, home, "", nil, "start", "Say hi in the shell and write notes/result.md").ok(t, "start")
 	r.contains(t, "start", "Starting (task ", "WORKING", "WAITING_FOR_SANDBOX", "PREPARING_REPOSITORY", "RUNNING_SETUP_SCRIPT",
 		"SETTING_UP_GIT_HOOKS", "SETTING_UP_SKILLS", "STARTING_CONVERSATION", "READY", "total ", "is READY in sandbox ",
-		"Placement: ", "user: Say hi in the shell", "$ echo shell says hi && pwd", "shell says hi",
+		"Placement: ", "user: Say hi in the shell", "agent $ echo shell says hi && pwd", "shell says hi",
 		"+++ b/", "notes/result.md", "+The agent was here.", "agent (done): Ran a command and wrote notes/result.md.", "— finished")
 	if regexp.MustCompile(`✓ STARTING_CONVERSATION\s+\d+(ms|\.\ds)`).FindString(r.stdout) == "" {
 		t.Fatalf("start: no step time:\n%s", r.stdout)
@@ -137,7 +137,7 @@ func TestCLIEndToEnd(t *testing.T) {
 
 	// watch of a finished conversation prints its history and exits 0.
 	cli(t, home, "", nil, "watch", id).ok(t, "watch").contains(t, "watch", "user: Say hi in the shell",
-		"$ echo shell says hi && pwd", "shell says hi", "agent (done): Ran a command", "— finished")
+		"agent $ echo shell says hi && pwd", "shell says hi", "agent (done): Ran a command", "— finished")
 	// --json: one event a line, each once.
 	lines := strings.Split(strings.TrimSpace(cli(t, home, "", nil, "watch", id, "--json").ok(t, "watch --json").stdout), "\n")
 	seen := map[string]bool{}
@@ -159,7 +159,7 @@ func TestCLIEndToEnd(t *testing.T) {
 
 	// send --watch follows the new run only.
 	r = cli(t, home, "", nil, "send", id, "How long are the notes?", "--watch").ok(t, "send")
-	r.contains(t, "send", "Sent to "+id, "user: How long are the notes?", "$ wc -l < notes/result.md", "3",
+	r.contains(t, "send", "Sent to "+id, "user: How long are the notes?", "agent $ wc -l < notes/result.md", "3",
 		"agent (done): The notes have 3 lines.", "— finished")
 	if strings.Contains(r.stdout, "Say hi in the shell") {
 		t.Fatalf("send --watch repeats the history:\n%s", r.stdout)
@@ -216,7 +216,7 @@ func TestCLIEndToEnd(t *testing.T) {
 	}
 	cli(t, home, "", nil, "sandboxes", "pause", shown.SandboxID).ok(t, "sandboxes pause")
 	s.waitConv(apiKey, id, "PAUSED", func(c *convInfo) bool { return c.SandboxStatus == "PAUSED" })
-	cli(t, home, "", nil, "watch", id).ok(t, "watch a paused conversation").contains(t, "watch paused", "$ echo shell says hi",
+	cli(t, home, "", nil, "watch", id).ok(t, "watch a paused conversation").contains(t, "watch paused", "agent $ echo shell says hi",
 		"is PAUSED: its agent is not running")
 	cli(t, home, "", nil, "resume", id).ok(t, "resume").contains(t, "resume", "Resumed "+id+": sandbox RUNNING, agent finished.")
 

@@ -152,7 +152,7 @@ func (r *Renderer) action(e *events.ActionEvent) {
 	}
 	switch a := e.Action.(type) {
 	case *events.TerminalAction:
-		r.printf("%s %s\n", r.style(styleBold+styleCyan, "$"), firstLineRest(a.Command))
+		r.printf("%s %s\n", r.style(styleBold+styleCyan, "agent $"), firstLineRest(a.Command))
 	case *events.FileEditorAction:
 		r.printf("%s %s %s\n", r.style(styleCyan, "edit:"), a.Command, a.Path)
 	case *events.PlanningFileEditorAction:

@@ -26,7 +26,7 @@ func TestRenderer(t *testing.T) {
 			"agent: Done.\n"},
 		{"command with a thought", &events.ActionEvent{Base: base("agent"), Thought: []events.TextContent{{Text: "Let me look."}},
 			Action: &events.TerminalAction{Command: "ls -la"}, ToolName: "terminal"},
-			"agent: Let me look.\n$ ls -la\n"},
+			"agent: Let me look.\nagent $ ls -la\n"},
 		{"command output", &events.ObservationEvent{Base: base("environment"), ToolName: "terminal",
 			Observation: &events.TerminalObservation{ObservationBase: events.ObservationBase{Content: []events.Content{events.TextItem("one\ntwo\n")}}, ExitCode: ptr(2)}},
 			"  one\n  two\n  [exit 2]\n"},
