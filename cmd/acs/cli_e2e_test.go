@@ -3,17 +3,24 @@ package main_test
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/acs-project/acs/events"
+	acscli "github.com/acs-project/acs/internal/cli"
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -278,4 +285,129 @@ func TestCLIStartFailure(t *testing.T) {
 		t.Fatalf("start in an unknown sandbox: %+v", r)
 	}
 	r.contains(t, "failed start", "Starting (task ", "WORKING", "✗ ERROR", "total ")
+}
+
+// dropNet dials through connections the test can drop as a network
+// failure would, holding new dials while the network is down.
+type dropNet struct {
+	mu    sync.Mutex
+	conns []net.Conn
+	dials int
+	gate  chan struct{} // nil: up
+}
+
+func (d *dropNet) client() *http.Client {
+	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		d.mu.Lock()
+		gate := d.gate
+		d.mu.Unlock()
+		if gate != nil {
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+		if err == nil {
+			d.mu.Lock()
+			d.conns, d.dials = append(d.conns, c), d.dials+1
+			d.mu.Unlock()
+		}
+		return c, err
+	}}}
+}
+
+// down closes every connection and holds new dials until up is called.
+func (d *dropNet) down() (up func()) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	gate := make(chan struct{})
+	d.gate = gate
+	for _, c := range d.conns {
+		c.Close()
+	}
+	d.conns = nil
+	return func() {
+		d.mu.Lock()
+		d.gate = nil
+		d.mu.Unlock()
+		close(gate)
+	}
+}
+
+// acs watch resumes after its connections drop: what the agent did while
+// the network was down is shown once it is back, each event once, and
+// watch exits 0 when the agent finishes.
+func TestCLIWatchResumesAfterADroppedConnection(t *testing.T) {
+	release := make(chan struct{})
+	llm := llmtest.New(
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{
+			"command": "echo before-the-drop", "security_risk": "LOW", "summary": "one"}}}},
+		llmtest.Reply{Respond: func(*llmtest.Request) llmtest.Reply {
+			<-release // the agent waits here until the network is down
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{
+				"command": "echo during-the-drop", "security_risk": "LOW", "summary": "two"}}}}
+		}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "Done despite the network."}}}},
+	)
+	defer llm.Close()
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	s := startServe(t, t.TempDir(), llm.URL)
+	tk := s.start(apiKey, map[string]any{"initial_message": msg("Echo twice")})
+	if tk.Status != "READY" {
+		t.Fatalf("start: %s %s", tk.Status, deref(tk.Detail))
+	}
+	id := *tk.AppConversationID
+
+	d := &dropNet{}
+	out, errOut := &testwait.Buffer{}, &testwait.Buffer{}
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	code := make(chan int, 1)
+	go func() {
+		code <- acscli.Main(ctx, []string{"watch", id}, acscli.IO{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut,
+			Getenv: func(k string) string {
+				return map[string]string{"ACS_URL": s.url, "ACS_API_KEY": apiKey}[k]
+			}, ConfigDir: t.TempDir(), HTTPClient: d.client()})
+	}()
+	testwait.For(t, 60*time.Second, "watch to show the first command's output", func() bool {
+		return strings.Contains(out.String(), "  before-the-drop\n")
+	})
+	up := d.down()
+	unblock()
+	s.waitConv(apiKey, id, "finished", func(c *convInfo) bool { return deref(c.ExecutionStatus) == "finished" })
+	if strings.Contains(out.String(), "during-the-drop") {
+		t.Fatalf("watch saw events while the network was down:\n%s", out)
+	}
+	up()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("watch exited %d\nstdout:\n%s\nstderr:\n%s", c, out, errOut)
+		}
+	case <-ctx.Done():
+		t.Fatalf("watch did not exit after the agent finished\nstdout:\n%s\nstderr:\n%s", out, errOut)
+	}
+	got := out.String()
+	for _, want := range []string{"agent $ echo before-the-drop", "  before-the-drop\n", "agent $ echo during-the-drop",
+		"  during-the-drop\n", "agent (done): Done despite the network."} {
+		if strings.Count(got, want) != 1 {
+			t.Fatalf("%q appears %d times, want once:\n%s\n%s", want, strings.Count(got, want), got, errOut)
+		}
+	}
+	if !strings.HasSuffix(got, "agent (done): Done despite the network.\n— finished\n") {
+		t.Fatalf("watch does not end with the agent's reply and finished:\n%s", got)
+	}
+	if i, j := strings.Index(got, "before-the-drop"), strings.Index(got, "during-the-drop"); i > j {
+		t.Fatalf("events out of order:\n%s", got)
+	}
+	d.mu.Lock()
+	dials := d.dials
+	d.mu.Unlock()
+	if dials < 2 {
+		t.Fatalf("%d dials: watch never reconnected", dials)
+	}
 }

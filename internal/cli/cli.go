@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"sort"
 	"strings"
@@ -43,6 +44,9 @@ type IO struct {
 	StdinTTY, StdoutTTY bool
 	// ConfigDir is where config.json is kept ("" : os.UserConfigDir()/acs).
 	ConfigDir string
+	// HTTPClient sends the requests to the control plane and the agent
+	// servers, and dials their WebSockets (nil: http.DefaultClient).
+	HTTPClient *http.Client
 }
 
 // Std is the process's own IO.
@@ -260,8 +264,16 @@ func (a *app) connect() error {
 		return errors.New("not logged in: run \"acs login\" (or set ACS_URL and ACS_API_KEY)")
 	}
 	a.url = cfg.URL
-	a.c = client.New(cfg.URL, cfg.APIKey)
+	a.c = client.New(cfg.URL, cfg.APIKey, a.httpOpts()...)
 	return nil
+}
+
+// httpOpts are the client options of a.io.HTTPClient.
+func (a *app) httpOpts() []client.Option {
+	if a.io.HTTPClient == nil {
+		return nil
+	}
+	return []client.Option{client.WithHTTPClient(a.io.HTTPClient)}
 }
 
 // sub dispatches a command with subcommands (acs sandboxes ls, ...).

@@ -138,7 +138,7 @@ func runLogin(ctx context.Context, a *app, args []string) error {
 	if !strings.HasPrefix(*url, "http://") && !strings.HasPrefix(*url, "https://") {
 		return &usageError{cmd: "login", msg: fmt.Sprintf("--url %q must start with http:// or https://", *url)}
 	}
-	c := client.New(*url, strings.TrimSpace(*key))
+	c := client.New(*url, strings.TrimSpace(*key), a.httpOpts()...)
 	me, err := c.Me(ctx)
 	if err != nil {
 		return fmt.Errorf("check the key against %s: %w", *url, err)

@@ -556,7 +556,7 @@ func (a *app) agentOf(ctx context.Context, id string) (v1wire.Conversation, *cli
 	if c.ConversationURL == nil || c.SessionAPIKey == nil {
 		return c, nil, fmt.Errorf("conversation %s is not running: its sandbox %s is %s", id, c.SandboxID, c.SandboxStatus)
 	}
-	ag, err := client.AgentOf(c)
+	ag, err := client.AgentOf(c, a.httpOpts()...)
 	return c, ag, err
 }
 
@@ -614,7 +614,7 @@ func runResume(ctx context.Context, a *app, args []string) error {
 			}
 		}
 	}
-	ag, err := client.AgentOf(c)
+	ag, err := client.AgentOf(c, a.httpOpts()...)
 	if err != nil {
 		return err
 	}

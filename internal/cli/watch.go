@@ -128,7 +128,7 @@ func (a *app) followFrom(ctx context.Context, id string, skip map[string]bool) e
 			}
 			return nil
 		}
-		agent, err := client.AgentOf(conv)
+		agent, err := client.AgentOf(conv, a.httpOpts()...)
 		if err != nil {
 			return err
 		}
@@ -162,17 +162,18 @@ func (a *app) followFrom(ctx context.Context, id string, skip map[string]bool) e
 func (w *watcher) live(ctx context.Context, agent *client.Agent) (done, delivered bool, err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	caughtUp := false
 	for ev, serr := range agent.Subscribe(ctx, w.id, client.SubscribeOptions{}) {
 		if serr != nil {
 			err = serr
 			continue
 		}
 		delivered = true
-		if !caughtUp {
-			// The first frame is the snapshot taken as the subscription
-			// began: what happened before it is in the agent's log.
-			caughtUp = true
+		if e, ok := ev.(*events.ConversationStateUpdateEvent); ok && e.Key == "full_state" {
+			// Each connection (the first, and each after a drop) starts
+			// with a snapshot of the current state: what happened before
+			// it and was not shown yet is in the agent's log, shown first
+			// so the snapshot's status comes after the events that led to
+			// it.
 			if cerr := w.catchUp(ctx, agent); cerr != nil {
 				return false, delivered, cerr
 			}
