@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/acs-project/acs/events"
 	acscli "github.com/acs-project/acs/internal/cli"
@@ -409,5 +412,76 @@ func TestCLIWatchResumesAfterADroppedConnection(t *testing.T) {
 	d.mu.Unlock()
 	if dials < 2 {
 		t.Fatalf("%d dials: watch never reconnected", dials)
+	}
+}
+
+// onTerminal runs the acs command line on a pseudo-terminal (stdin and
+// stdout), typing each of input after the prompt it waits for, and
+// returns everything the terminal showed and the exit code.
+func onTerminal(t *testing.T, configHome string, env []string, input [][2]string, args ...string) (string, int) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), testbin.ACS(t), args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ACS_") && !strings.HasPrefix(kv, "NO_COLOR=") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") && !strings.HasPrefix(kv, "TERM=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, append([]string{"XDG_CONFIG_HOME=" + configHome, "TERM=xterm"}, env...)...)
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tty.Close()
+	out := &testwait.Buffer{}
+	copied := make(chan struct{})
+	go func() { io.Copy(out, tty); close(copied) }() // ends with EIO when the command exits
+	for _, in := range input {
+		testwait.For(t, 30*time.Second, "the prompt "+in[0], func() bool { return strings.Contains(out.String(), in[0]) })
+		if _, err := tty.WriteString(in[1] + "\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = cmd.Wait()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-copied:
+	case <-time.After(10 * time.Second):
+	}
+	return out.String(), code
+}
+
+// On a terminal: login asks for the URL and the key (not echoed), start
+// draws its progress in place, output is colored unless NO_COLOR is set.
+func TestCLIOnATerminal(t *testing.T) {
+	llm := llmtest.New(script()...)
+	defer llm.Close()
+	s := startServe(t, t.TempDir(), llm.URL)
+	home := t.TempDir()
+
+	shown, code := onTerminal(t, home, nil, [][2]string{{"Server URL [http://127.0.0.1:3000]: ", s.url}, {"API key: ", apiKey}}, "login")
+	if code != 0 || !strings.Contains(shown, "Logged in to "+s.url) {
+		t.Fatalf("interactive login: exit %d\n%s", code, shown)
+	}
+	if strings.Contains(shown, apiKey) {
+		t.Fatalf("the key was echoed:\n%s", shown)
+	}
+
+	shown, code = onTerminal(t, home, nil, nil, "start", "Say hi in the shell and write notes/result.md")
+	if code != 0 || !strings.Contains(shown, "\r\x1b[K") || !strings.Contains(shown, "\x1b[") || !strings.Contains(shown, "Ran a command and wrote notes/result.md.") {
+		t.Fatalf("start on a terminal: exit %d\n%q", code, shown)
+	}
+	var list []v1wire.Conversation
+	if err := json.Unmarshal([]byte(cli(t, home, "", nil, "ls", "--json").ok(t, "ls").stdout), &list); err != nil || len(list) != 1 {
+		t.Fatalf("ls --json: %v %+v", err, list)
+	}
+	shown, code = onTerminal(t, home, []string{"NO_COLOR=1"}, nil, "watch", list[0].ID)
+	if code != 0 || strings.Contains(shown, "\x1b[") || !strings.Contains(shown, "agent (done): Ran a command") {
+		t.Fatalf("watch with NO_COLOR: exit %d\n%q", code, shown)
 	}
 }

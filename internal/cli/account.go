@@ -170,10 +170,7 @@ func runSettings(ctx context.Context, a *app, args []string) error {
 					return &usageError{cmd: "settings set", msg: fmt.Sprintf("want key=value, got %q", kv)}
 				}
 				if !ok {
-					if a.io.StdinTTY {
-						fmt.Fprintf(a.io.Stderr, "%s: ", k)
-					}
-					if v, err = readHidden(a.io, in); err != nil {
+					if v, err = readHidden(a.io, in, k+": "); err != nil {
 						return fmt.Errorf("read %s: %w", k, err)
 					}
 				}
@@ -366,10 +363,7 @@ func runSecrets(ctx context.Context, a *app, args []string) error {
 				return &usageError{cmd: "secrets set", msg: "the secret needs a name"}
 			}
 			if !ok {
-				if a.io.StdinTTY {
-					fmt.Fprintf(a.io.Stderr, "Value of %s: ", name)
-				}
-				if value, err = readHidden(a.io, bufio.NewReader(a.io.Stdin)); err != nil {
+				if value, err = readHidden(a.io, bufio.NewReader(a.io.Stdin), "Value of "+name+": "); err != nil {
 					return fmt.Errorf("read the value: %w", err)
 				}
 			}

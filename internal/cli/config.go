@@ -127,8 +127,7 @@ func runLogin(ctx context.Context, a *app, args []string) error {
 		if !a.io.StdinTTY {
 			return &usageError{cmd: "login", msg: "--api-key is required when stdin is not a terminal"}
 		}
-		fmt.Fprint(a.io.Stderr, "API key: ")
-		v, err := readHidden(a.io, in)
+		v, err := readHidden(a.io, in, "API key: ")
 		if err != nil {
 			return fmt.Errorf("read the API key: %w", err)
 		}
@@ -178,9 +177,10 @@ func runLogout(_ context.Context, a *app, args []string) error {
 	return nil
 }
 
-// readHidden reads one line; on a terminal, with echo turned off (stty),
-// so a key or secret typed is never shown.
-func readHidden(st IO, in *bufio.Reader) (string, error) {
+// readHidden writes prompt (on a terminal) and reads one line; on a
+// terminal, with echo turned off (stty) before the prompt is shown, so a
+// key or secret typed is never displayed.
+func readHidden(st IO, in *bufio.Reader, prompt string) (string, error) {
 	if st.StdinTTY {
 		if f, ok := st.Stdin.(*os.File); ok {
 			off := exec.Command("stty", "-echo")
@@ -194,6 +194,7 @@ func readHidden(st IO, in *bufio.Reader) (string, error) {
 				}()
 			}
 		}
+		fmt.Fprint(st.Stderr, prompt)
 	}
 	line, err := in.ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
