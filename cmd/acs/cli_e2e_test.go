@@ -485,3 +485,38 @@ func TestCLIOnATerminal(t *testing.T) {
 		t.Fatalf("watch with NO_COLOR: exit %d\n%q", code, shown)
 	}
 }
+
+// acs pause stops the agent after its step in flight; watch then says it
+// is paused; acs resume runs it on to the end.
+func TestCLIPauseAndResume(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	unblock := func() { once.Do(func() { close(release) }) }
+	defer unblock()
+	llm := llmtest.New(
+		llmtest.Reply{Respond: func(*llmtest.Request) llmtest.Reply {
+			<-release
+			return llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "terminal", Arguments: map[string]any{
+				"command": "echo first-step", "security_risk": "LOW", "summary": "one"}}}}
+		}},
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "finish", Arguments: map[string]any{"message": "Finished after the pause."}}}},
+	)
+	defer llm.Close()
+	s := startServe(t, t.TempDir(), llm.URL)
+	home := t.TempDir()
+	env := []string{"ACS_URL=" + s.url, "ACS_API_KEY=" + apiKey}
+	r := cli(t, home, "", env, "start", "Take two steps", "--detach").ok(t, "start --detach")
+	id := regexp.MustCompile(`acs watch (\S+)`).FindStringSubmatch(r.stdout)
+	if id == nil {
+		t.Fatalf("start --detach names no conversation:\n%s", r.stdout)
+	}
+	testwait.For(t, 30*time.Second, "the agent to call the LLM", func() bool { return len(llm.Requests()) >= 1 })
+	cli(t, home, "", env, "pause", id[1]).ok(t, "pause").contains(t, "pause", "Paused "+id[1]+".")
+	unblock()
+	s.waitConv(apiKey, id[1], "paused", func(c *convInfo) bool { return deref(c.ExecutionStatus) == "paused" })
+	cli(t, home, "", env, "watch", id[1]).ok(t, "watch paused").contains(t, "watch paused", "— paused",
+		"the agent is paused (continue with \"acs resume "+id[1]+"\")")
+	cli(t, home, "", env, "resume", id[1]).ok(t, "resume").contains(t, "resume", "Resumed "+id[1]+": sandbox RUNNING, agent running.")
+	cli(t, home, "", env, "watch", id[1]).ok(t, "watch after resume").contains(t, "watch after resume",
+		"agent (done): Finished after the pause.", "— finished")
+}
