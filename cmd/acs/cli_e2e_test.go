@@ -288,6 +288,15 @@ func TestCLIStartFailure(t *testing.T) {
 		t.Fatalf("start in an unknown sandbox: %+v", r)
 	}
 	r.contains(t, "failed start", "Starting (task ", "WORKING", "✗ ERROR", "total ")
+
+	// --json: the start task, one line, and the same one-line error.
+	r = cli(t, home, "", env, "start", "hi", "--sandbox", "nope", "--json")
+	var tk v1wire.StartTask
+	if err := json.Unmarshal([]byte(r.stdout), &tk); err != nil || r.code != 1 || tk.Status != "ERROR" ||
+		!strings.Contains(deref(tk.Detail), "Sandbox not found") || strings.Count(r.stdout, "\n") != 1 ||
+		!strings.HasPrefix(r.stderr, "acs: start failed: ") {
+		t.Fatalf("start --json: %v %+v", err, r)
+	}
 }
 
 // dropNet dials through connections the test can drop as a network
