@@ -5,6 +5,9 @@
 //	acs llmtest        a scripted OpenAI-compatible LLM for trying ACS without a model
 //	acs runtime-api    process sandboxes behind the runtime API (a stand-in for Kubernetes)
 //	acs version        print the version
+//
+// and the user command line (login, start, watch, send, ls, ...: package
+// internal/cli).
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acs-project/acs/internal/cli"
 	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/initproc"
@@ -38,6 +42,11 @@ func main() {
 	setupLogging()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if cli.Has(os.Args[1]) {
+		code := cli.Main(ctx, os.Args[1:], cli.Std())
+		stop()
+		os.Exit(code)
+	}
 	var err error
 	switch os.Args[1] {
 	case "serve":
@@ -73,6 +82,8 @@ Commands:
   runtime-api    serve process sandboxes over the runtime API (ACS_RUNTIME_API_KEY)
   version        print the version
 
+Use ACS from the command line (after "acs login"):
+`+cli.Commands()+`
 Run "acs <command> -h" for a command's flags.
 `)
 }
