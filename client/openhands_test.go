@@ -96,7 +96,9 @@ func TestWebClientConfig(t *testing.T) {
 	}
 	want := map[string]any{"app_mode": "oss", "posthog_client_key": nil, "providers_configured": []any{},
 		"maintenance_start_time": nil, "auth_url": "/login", "recaptcha_site_key": nil, "faulty_models": []any{},
-		"error_message": nil, "github_app_slug": nil}
+		"error_message": nil, "github_app_slug": nil,
+		// No LLM health source (as in a Lambda function): unknown, no banner.
+		"llm": map[string]any{"checked_at": nil, "detail": "not checked", "status": "unknown"}}
 	for k, v := range want {
 		got, ok := m[k]
 		if !ok {

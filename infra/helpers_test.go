@@ -75,6 +75,8 @@ func testProps(t *testing.T) Props {
 		t.Fatal(err)
 	}
 	p.AssetDir = stubAssets(t, p.Routes)
+	// No UI files: the web stack deploys none (TestWebStack gives it some).
+	p.WebDir = filepath.Join(t.TempDir(), "no-web-ui")
 	return p
 }
 

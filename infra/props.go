@@ -28,6 +28,10 @@ type Props struct {
 	// AssetDir holds the functions' zips, <name>.zip (`make lambdas`:
 	// dist/lambda).
 	AssetDir string
+	// WebDir holds the web UI's static files, deployed to the web stack's
+	// bucket (webDir, default web/static; none deployed when it does not
+	// exist).
+	WebDir string
 	// Stage is the API stage's name (stage, default "prod").
 	Stage string
 	// DomainName and CertificateARN give the API a custom domain
@@ -103,7 +107,7 @@ type Props struct {
 var ContextKeys = []string{"stage", "domainName", "certificateArn", "eksCluster", "eksEndpoint", "eksCaData",
 	"kubeBaseHost", "sandboxImage", "kubeNamespace", "runtimeApiUrl", "runtimeApiKeySecret", "llmApiKeySecret",
 	"adminKeySha256", "logRetentionDays", "throttleRateLimit", "throttleBurstLimit", "authorizerCacheTtlSeconds",
-	"tracing", "archiveExpiryDays", "alarmEmail", "env", "assetDir", "oidc", "cognitoDomainPrefix", "cognitoSelfSignUp",
+	"tracing", "archiveExpiryDays", "alarmEmail", "env", "assetDir", "webDir", "oidc", "cognitoDomainPrefix", "cognitoSelfSignUp",
 	"oidcIssuer", "oidcClientId", "oidcClientSecret", "oidcName", "oidcAllowedDomains", "oidcAllowedEmails", "oidcCreateUsers"}
 
 // The ways of OpenID Connect sign-in (Props.OIDC).
@@ -148,7 +152,7 @@ func FromContext(get func(key string) string) (Props, error) {
 		return f
 	}
 	p := Props{
-		Routes: api.Routes, AssetDir: or("assetDir", "dist/lambda"), Stage: or("stage", "prod"),
+		Routes: api.Routes, AssetDir: or("assetDir", "dist/lambda"), WebDir: or("webDir", "web/static"), Stage: or("stage", "prod"),
 		DomainName: or("domainName", ""), CertificateARN: or("certificateArn", ""),
 		EKSCluster: or("eksCluster", ""), EKSEndpoint: or("eksEndpoint", ""), EKSCAData: or("eksCaData", ""),
 		KubeBaseHost: or("kubeBaseHost", ""), SandboxImage: or("sandboxImage", ""), KubeNamespace: or("kubeNamespace", "acs-sandboxes"),

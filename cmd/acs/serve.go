@@ -17,6 +17,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/fileblob"
+	"github.com/acs-project/acs/shared/llmhealth"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/reconciler"
@@ -83,8 +84,9 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	flow := startflow.ConfigFrom(cfg.Common, specs)
+	llm := llmhealth.NewMonitor(llmhealth.Target{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel}, nil)
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
-		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills})
+		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
@@ -107,7 +109,24 @@ func serve(ctx context.Context, args []string) error {
 		fmt.Printf("Sign in from a browser (link valid once, for %v):\n    %s\n", accounts.SignInTokenTTL, link)
 	}
 	fmt.Println()
+	// The LLM check runs in the background (at most llmhealth.Timeout) and
+	// again every minute: an unusable LLM is said on the console at once.
+	llm.Start(ctx, time.Minute, reportLLMHealth)
 	return serveHTTP(ctx, ln, v1.Site(local.WebDir), cfg.HTTP)
+}
+
+// reportLLMHealth tells the console about each change of the LLM's health:
+// a paragraph saying what to set when it is unusable.
+func reportLLMHealth(h llmhealth.Health) {
+	switch h.Status {
+	case llmhealth.StatusUnusable:
+		slog.Warn("acs serve: no usable LLM", "detail", h.Detail)
+		fmt.Printf("%s\n\n", llmhealth.Advice(h))
+	case llmhealth.StatusOK:
+		slog.Info("acs serve: LLM reachable", "detail", h.Detail)
+	default:
+		slog.Info("acs serve: LLM health unknown", "detail", h.Detail)
+	}
 }
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)

@@ -170,11 +170,14 @@ type Conversation struct {
 	spanCtx context.Context // parent of LLM and tool spans
 
 	stateDirty bool
-	running    bool
-	rerun      bool
-	pauseAsked bool
-	cancelRun  context.CancelFunc
-	runDone    chan struct{}
+	// llmRetrying is set (under mu) while an llm_retry state update
+	// announces a retry the LLM call has not finished yet.
+	llmRetrying bool
+	running     bool
+	rerun       bool
+	pauseAsked  bool
+	cancelRun   context.CancelFunc
+	runDone     chan struct{}
 	// goalLoopRun is the goal loop in progress (nil: none).
 	goalLoopRun *goalRun
 

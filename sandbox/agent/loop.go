@@ -294,7 +294,7 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 				return
 			}
 			c.mu.Lock()
-			code, detail := errorCode(err), err.Error()
+			code, detail := errorCode(err), errorDetail(err)
 			c.logErr(c.failLocked(ctx, code, detail))
 			c.mu.Unlock()
 			return
@@ -328,6 +328,16 @@ func (c *Conversation) logErr(err error) {
 func (c *Conversation) failLocked(ctx context.Context, code, detail string) error {
 	ev := &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment}, Code: code, Detail: detail}
 	return errors.Join(c.emitLocked(ctx, ev), c.setStatusLocked(ctx, wire.StatusError))
+}
+
+// errorDetail is the ConversationErrorEvent detail of a run-loop failure:
+// for an LLM failure, what failed and what to change (llm.Error.Detail).
+func errorDetail(err error) string {
+	var le *llm.Error
+	if errors.As(err, &le) {
+		return le.Detail()
+	}
+	return err.Error()
 }
 
 func errorCode(err error) string {

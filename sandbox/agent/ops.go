@@ -177,24 +177,54 @@ func (c *Conversation) Import(ctx context.Context, raw [][]byte, keepStats bool)
 	return c.saveStateLocked()
 }
 
-// rateLimited records in agent_state that the LLM is rate limited (the
-// control plane shows the sandbox as PAUSED meanwhile).
+// LLMRetryKey is the ConversationStateUpdateEvent key that announces each
+// retry of an LLM call (value: LLMRetry) and, with a null value, that the
+// call ended (succeeded or failed for good).
+const LLMRetryKey = "llm_retry"
+
+// LLMRetry is the value of an llm_retry state update: which retry this is,
+// how long the agent waits before it, when it happens, and why (never the
+// API key), so a client can show "retrying in 60 s".
+type LLMRetry struct {
+	Attempt     int     `json:"attempt"`
+	MaxRetries  int     `json:"max_retries"`
+	WaitSeconds float64 `json:"wait_seconds"`
+	RetryAt     string  `json:"retry_at"`
+	Code        string  `json:"code"`
+	Reason      string  `json:"reason"`
+}
+
+// rateLimited announces an LLM retry as an llm_retry state update and, for
+// a rate limit, records it in agent_state (the control plane shows the
+// conversation PAUSED meanwhile, as the spec's transition table says).
 func (c *Conversation) rateLimited(e llm.RetryEvent) {
-	if e.Err == nil || e.Err.Kind != llm.ErrRateLimit {
+	if e.Err == nil {
 		return
 	}
+	at := time.Now().Add(e.Wait).UTC()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.st.AgentState["llm_rate_limited_until"] = time.Now().Add(e.Wait).UTC().Format(time.RFC3339)
-	c.logErr(c.saveStateLocked())
-	c.logErr(c.emitStateLocked(context.Background(), "agent_state", c.st.AgentState))
+	ctx := context.Background()
+	c.llmRetrying = true
+	c.logErr(c.emitStateLocked(ctx, LLMRetryKey, LLMRetry{Attempt: e.Attempt, MaxRetries: e.MaxRetries,
+		WaitSeconds: e.Wait.Seconds(), RetryAt: at.Format(time.RFC3339), Code: e.Err.Code(), Reason: e.Err.Reason()}))
+	if e.Err.Kind == llm.ErrRateLimit {
+		c.st.AgentState["llm_rate_limited_until"] = at.Format(time.RFC3339)
+		c.logErr(c.saveStateLocked())
+		c.logErr(c.emitStateLocked(ctx, "agent_state", c.st.AgentState))
+	}
 	c.changed()
 }
 
-// clearRateLimit removes the rate-limit mark after an LLM call ends.
+// clearRateLimit ends a retry announcement (llm_retry null) and removes
+// the rate-limit mark after an LLM call ends.
 func (c *Conversation) clearRateLimit(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.llmRetrying {
+		c.llmRetrying = false
+		c.logErr(c.emitStateLocked(ctx, LLMRetryKey, nil))
+	}
 	if _, ok := c.st.AgentState["llm_rate_limited_until"]; !ok {
 		return
 	}

@@ -2,15 +2,17 @@ package llm
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -75,6 +77,16 @@ var (
 	ErrTransient     = errors.New("transient LLM error")
 	ErrBadRequest    = errors.New("LLM rejected the request")
 	ErrNotConfigured = errors.New("LLM not configured")
+	// ErrNotFound is a 404: the model (or the endpoint's path) does not
+	// exist there. It does not heal by waiting.
+	ErrNotFound = errors.New("LLM model or endpoint not found")
+	// ErrConnection is a failure to reach the endpoint at all: its name
+	// does not resolve, nothing listens there, or TLS fails. It does not
+	// heal by waiting.
+	ErrConnection = errors.New("cannot reach the LLM")
+	// ErrTimeout is a request that got no answer in time (the config's
+	// timeout, or the network's). It may heal: it is retried.
+	ErrTimeout = errors.New("LLM request timed out")
 )
 
 // Error is an LLM failure with its classification and HTTP status (0 when no
@@ -84,6 +96,13 @@ type Error struct {
 	StatusCode int
 	Message    string
 	RetryAfter time.Duration
+	// Filled in by Client.Complete: the endpoint and model the call went
+	// to, and, when retries ran out, how many retries were made and how
+	// long they waited in all.
+	BaseURL string
+	Model   string
+	Retries int
+	Waited  time.Duration
 }
 
 func (e *Error) Error() string {
@@ -95,8 +114,58 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Kind }
 
-// Retryable reports whether the error is worth retrying.
-func (e *Error) Retryable() bool { return e.Kind == ErrTransient || e.Kind == ErrRateLimit }
+// Retryable reports whether the error is worth retrying: rate limits,
+// 408 and 5xx answers, timeouts and dropped connections may heal; a name
+// that does not resolve, a refused connection, 401/403, 404 and other 4xx
+// answers do not.
+func (e *Error) Retryable() bool {
+	return e.Kind == ErrTransient || e.Kind == ErrRateLimit || e.Kind == ErrTimeout
+}
+
+// Detail is the error as a user reads it in a ConversationErrorEvent: what
+// failed and what to change. It never contains the API key (the caller
+// masks the key in Message too, see Client.Complete).
+func (e *Error) Detail() string {
+	where := "the LLM endpoint"
+	if e.BaseURL != "" {
+		where = "the LLM endpoint " + e.BaseURL
+	}
+	var b strings.Builder
+	switch e.Kind {
+	case ErrAuth:
+		fmt.Fprintf(&b, "%s refused the API key (HTTP %d): %s. Check LLM_API_KEY, or the API key saved in your LLM settings.", where, e.StatusCode, e.Message)
+	case ErrNotFound:
+		fmt.Fprintf(&b, "%s does not know model %q (HTTP %d): %s. Check LLM_MODEL (or the model in your LLM settings) and LLM_BASE_URL.", where, e.Model, e.StatusCode, e.Message)
+	case ErrConnection:
+		fmt.Fprintf(&b, "Cannot reach %s: %s. Check LLM_BASE_URL (unset means OpenAI's hosted API) and the network; to try ACS without a model, run `acs llmtest` and point LLM_BASE_URL at it.", where, e.Message)
+	case ErrBadRequest:
+		fmt.Fprintf(&b, "%s rejected the request (HTTP %d): %s. Check the model (LLM_MODEL) and its parameters in your LLM settings.", where, e.StatusCode, e.Message)
+	case ErrContextWindow:
+		fmt.Fprintf(&b, "The conversation no longer fits model %q's context window (HTTP %d): %s. Configure a condenser or start a new conversation.", e.Model, e.StatusCode, e.Message)
+	case ErrNotConfigured:
+		fmt.Fprintf(&b, "No LLM is configured: %s. Set LLM_MODEL, LLM_BASE_URL and LLM_API_KEY.", e.Message)
+	default:
+		b.WriteString(e.Error())
+	}
+	if e.Retries > 0 {
+		fmt.Fprintf(&b, " Gave up after %d retries over %s; send a message to try again.", e.Retries, e.Waited.Round(time.Second))
+	} else if !e.Retryable() {
+		b.WriteString(" Send a message to try again once it is fixed.")
+	}
+	return b.String()
+}
+
+// Reason is a short, key-free description of a retryable failure, for the
+// retry notices clients show ("rate limited (HTTP 429)").
+func (e *Error) Reason() string {
+	switch {
+	case e.Kind == ErrRateLimit:
+		return fmt.Sprintf("rate limited (HTTP %d): %s", e.StatusCode, e.Message)
+	case e.StatusCode != 0:
+		return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+	}
+	return fmt.Sprintf("%v: %s", e.Kind, e.Message)
+}
 
 // Code is a short class name for ConversationErrorEvent.code.
 func (e *Error) Code() string {
@@ -111,15 +180,22 @@ func (e *Error) Code() string {
 		return "LLMServiceUnavailableError"
 	case ErrNotConfigured:
 		return "LLMNotConfiguredError"
+	case ErrNotFound:
+		return "LLMNotFoundError"
+	case ErrConnection:
+		return "LLMConnectionError"
+	case ErrTimeout:
+		return "LLMTimeoutError"
 	}
 	return "LLMBadRequestError"
 }
 
 // RetryEvent describes a retry the client is about to wait for.
 type RetryEvent struct {
-	Attempt int
-	Err     *Error
-	Wait    time.Duration
+	Attempt    int // 1-based number of the retry
+	MaxRetries int // the config's num_retries
+	Err        *Error
+	Wait       time.Duration
 }
 
 // Client calls one configured endpoint. It is safe for concurrent use.
@@ -169,29 +245,30 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// backoff is the wait before retry number attempt (1-based): exponential from
-// RetryMinWait by RetryMultiplier, capped at RetryMaxWait, and at least the
-// server's Retry-After.
+// backoff is the wait before retry number attempt (1-based): the config's
+// backoff (Config.Backoff), and at least the server's Retry-After.
 func (c *Client) backoff(attempt int, e *Error) time.Duration {
-	w := c.cfg.RetryMinWait * math.Pow(math.Max(c.cfg.RetryMultiplier, 1), float64(attempt-1))
-	w = math.Min(w, c.cfg.RetryMaxWait)
-	d := time.Duration(w * float64(time.Second))
+	d := c.cfg.Backoff(attempt)
 	if e.RetryAfter > d {
 		d = e.RetryAfter
 	}
 	return d
 }
 
-// Complete sends req and returns the completion. Transient failures
-// (connection errors, 408, 429, 5xx) are retried up to NumRetries times with
-// backoff; the last failure is returned as *Error. When the config has
-// stream=true the response is streamed and each piece is passed to onDelta
-// (which may be nil). ctx cancellation aborts the call in flight.
+// Complete sends req and returns the completion. Failures that may heal
+// (rate limits, 408, 5xx, timeouts, dropped connections) are retried up to
+// NumRetries times with backoff; failures that will not (see
+// Error.Retryable) end the call at once. The last failure is returned as
+// *Error with the endpoint, the model and the retries made filled in, and
+// the API key masked out of its message. When the config has stream=true
+// the response is streamed and each piece is passed to onDelta (which may
+// be nil). ctx cancellation aborts the call in flight.
 func (c *Client) Complete(ctx context.Context, req Request, onDelta func(Delta)) (*Response, error) {
 	params, err := c.params(req)
 	if err != nil {
 		return nil, err
 	}
+	var waited time.Duration
 	for attempt := 0; ; attempt++ {
 		resp, err := c.once(ctx, params, onDelta)
 		if err == nil {
@@ -201,17 +278,38 @@ func (c *Client) Complete(ctx context.Context, req Request, onDelta func(Delta))
 			return nil, ctx.Err()
 		}
 		var le *Error
-		if !errors.As(err, &le) || !le.Retryable() || attempt >= c.cfg.NumRetries {
+		if !errors.As(err, &le) {
+			return nil, err
+		}
+		c.annotate(le)
+		if !le.Retryable() || attempt >= c.cfg.NumRetries {
+			if le.Retryable() {
+				le.Retries, le.Waited = attempt, waited
+			}
 			return nil, err
 		}
 		wait := c.backoff(attempt+1, le)
 		slog.Warn("llm: retrying", "attempt", attempt+1, "wait", wait, "error", le.Error())
 		if c.OnWait != nil {
-			c.OnWait(RetryEvent{Attempt: attempt + 1, Err: le, Wait: wait})
+			c.OnWait(RetryEvent{Attempt: attempt + 1, MaxRetries: c.cfg.NumRetries, Err: le, Wait: wait})
 		}
 		if err := c.sleep(ctx, wait); err != nil {
 			return nil, err
 		}
+		waited += wait
+	}
+}
+
+// annotate fills in where the failed call went and masks the API key out
+// of the endpoint's message (some providers echo part of it).
+func (c *Client) annotate(e *Error) {
+	e.Model = c.cfg.APIModel()
+	e.BaseURL = "https://api.openai.com/v1 (the default)"
+	if c.cfg.BaseURL != nil && *c.cfg.BaseURL != "" {
+		e.BaseURL = *c.cfg.BaseURL
+	}
+	if c.cfg.APIKey != nil && len(*c.cfg.APIKey) >= 4 {
+		e.Message = strings.ReplaceAll(e.Message, *c.cfg.APIKey, "<redacted>")
 	}
 }
 
@@ -353,7 +451,7 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 			}
 		}
 		if err := stream.Err(); err != nil {
-			return nil, classify(err, httpResp)
+			return nil, classify(ctx, err, httpResp)
 		}
 		stream.Close()
 		completion = &acc.ChatCompletion
@@ -372,7 +470,7 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 	}
 	completion, err := c.api.Chat.Completions.New(ctx, p, reqOpts...)
 	if err != nil {
-		return nil, classify(err, httpResp)
+		return nil, classify(ctx, err, httpResp)
 	}
 	if len(completion.Choices) == 0 {
 		return nil, &Error{Kind: ErrTransient, StatusCode: 200, Message: "the response has no choices"}
@@ -496,9 +594,11 @@ func appendThinkingDeltas(acc, deltas []events.ThinkingItem) []events.ThinkingIt
 
 var contextWindowHints = []string{"context length", "context_length", "context window", "maximum context", "too many tokens", "prompt is too long", "input is too long", "reduce the length"}
 
-// classify turns a client error into an *Error.
-func classify(err error, httpResp *http.Response) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+// classify turns a client error into an *Error. ctx is the caller's: a
+// deadline that is not the caller's is the request timeout (ErrTimeout);
+// the caller's own cancellation is returned as is.
+func classify(ctx context.Context, err error, httpResp *http.Response) error {
+	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return err
 	}
 	var apiErr *openai.Error
@@ -517,16 +617,45 @@ func classify(err error, httpResp *http.Response) error {
 			e.Kind = ErrTransient
 		case containsAny(low, contextWindowHints):
 			e.Kind = ErrContextWindow
+		case apiErr.StatusCode == 404:
+			e.Kind = ErrNotFound
 		default:
 			e.Kind = ErrBadRequest
 		}
 		return e
 	}
-	var netErr net.Error
-	if errors.As(err, &netErr) || strings.Contains(err.Error(), "connection") || strings.Contains(err.Error(), "EOF") {
-		return &Error{Kind: ErrTransient, Message: err.Error()}
+	return &Error{Kind: networkKind(err), Message: err.Error()}
+}
+
+// networkKind classifies a failure without an HTTP answer: a name that
+// does not resolve (or no resolver answers), a refused connection or a TLS
+// failure will not heal (ErrConnection); a timeout may (ErrTimeout);
+// anything else (a dropped connection, EOF) is transient.
+func networkKind(err error) error {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		// Whether the name does not exist or no resolver answers, the
+		// host is not reachable under this name: waiting rarely helps.
+		return ErrConnection
 	}
-	return &Error{Kind: ErrTransient, Message: err.Error()}
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) {
+		return ErrConnection
+	}
+	var certErr *tls.CertificateVerificationError
+	var unknownAuth x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var recordErr tls.RecordHeaderError
+	if errors.As(err, &certErr) || errors.As(err, &unknownAuth) || errors.As(err, &hostErr) || errors.As(err, &recordErr) {
+		return ErrConnection
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return ErrTimeout
+	}
+	return ErrTransient
 }
 
 func apiMessage(e *openai.Error) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -268,5 +269,125 @@ func TestThinkingBlocks(t *testing.T) {
 			t.Fatalf("stream=%v: thinking blocks without any sent: %v", stream, r.ThinkingBlocks)
 		}
 		s.Close()
+	}
+}
+
+// closedURL is the base URL of a port nothing listens on any more.
+func closedURL(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	return u
+}
+
+// TestFailuresThatDoNotHealEndAtOnce: each class of failure against a real
+// endpoint that misbehaves (the scripted server answering an error status,
+// a port nothing listens on, a name that does not resolve) gives its code
+// and a detail naming what to change, after one request and no retry wait.
+func TestFailuresThatDoNotHealEndAtOnce(t *testing.T) {
+	const key = "sk-secret-test-key-1234"
+	cases := []struct {
+		name       string
+		reply      *llmtest.Reply // nil: baseURL below
+		baseURL    func(t *testing.T) string
+		wantKind   error
+		wantCode   string
+		wantDetail []string
+	}{
+		{"401", &llmtest.Reply{Status: 401, Error: "Incorrect API key provided: " + key}, nil, llm.ErrAuth, "LLMAuthenticationError", []string{"HTTP 401", "LLM_API_KEY"}},
+		{"403", &llmtest.Reply{Status: 403, Error: "forbidden"}, nil, llm.ErrAuth, "LLMAuthenticationError", []string{"HTTP 403", "LLM_API_KEY"}},
+		{"404 model", &llmtest.Reply{Status: 404, Error: "The model `nope` does not exist"}, nil, llm.ErrNotFound, "LLMNotFoundError", []string{"HTTP 404", `"test-model"`, "LLM_MODEL", "LLM_BASE_URL"}},
+		{"400", &llmtest.Reply{Status: 400, Error: "unknown parameter: foo"}, nil, llm.ErrBadRequest, "LLMBadRequestError", []string{"HTTP 400", "unknown parameter: foo"}},
+		{"connection refused", nil, closedURL, llm.ErrConnection, "LLMConnectionError", []string{"Cannot reach", "LLM_BASE_URL", "acs llmtest"}},
+		{"name does not resolve", nil, func(*testing.T) string { return "http://acs-no-such-llm.invalid/v1" }, llm.ErrConnection, "LLMConnectionError",
+			[]string{"acs-no-such-llm.invalid", "LLM_BASE_URL", "acs llmtest"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var s *llmtest.Server
+			base := ""
+			if tc.reply != nil {
+				s = llmtest.New(*tc.reply, llmtest.Reply{Text: "must not be reached"})
+				defer s.Close()
+				base = s.URL
+			} else {
+				base = tc.baseURL(t)
+			}
+			cfg := llm.Config{Model: "openai/test-model", BaseURL: &base, APIKey: ptr(key),
+				NumRetries: 5, RetryMinWait: 30, RetryMaxWait: 60, RetryMultiplier: 2}
+			c := llm.New(cfg)
+			waits := 0
+			c.OnWait = func(llm.RetryEvent) { waits++ }
+			_, err := c.Complete(context.Background(), userReq("x"), nil)
+			var le *llm.Error
+			if !errors.As(err, &le) || !errors.Is(err, tc.wantKind) {
+				t.Fatalf("got %v, want %v", err, tc.wantKind)
+			}
+			if waits != 0 {
+				t.Fatalf("%d retries of a failure that does not heal", waits)
+			}
+			if s != nil && len(s.Requests()) != 1 {
+				t.Fatalf("%d requests, want 1", len(s.Requests()))
+			}
+			if le.Code() != tc.wantCode {
+				t.Fatalf("code %s, want %s", le.Code(), tc.wantCode)
+			}
+			d := le.Detail()
+			for _, want := range tc.wantDetail {
+				if !strings.Contains(d, want) {
+					t.Errorf("detail lacks %q: %s", want, d)
+				}
+			}
+			if strings.Contains(d, key) || strings.Contains(le.Error(), key) {
+				t.Fatalf("the API key leaked: %s", d)
+			}
+		})
+	}
+}
+
+// TestHealingFailuresAreRetriedThenReported: 5xx, 429 and timeouts are
+// retried with each retry announced (attempt, wait, reason); when the
+// retries run out, the error says how many and how long.
+func TestHealingFailuresAreRetriedThenReported(t *testing.T) {
+	cases := []struct {
+		name     string
+		reply    llmtest.Reply
+		timeout  float64
+		wantKind error
+		wantCode string
+	}{
+		{"503", llmtest.Reply{Status: 503, Error: "overloaded"}, 0, llm.ErrTransient, "LLMServiceUnavailableError"},
+		{"429", llmtest.Reply{Status: 429, Error: "slow down"}, 0, llm.ErrRateLimit, "LLMRateLimitError"},
+		{"timeout", llmtest.Reply{Text: "late", Delay: 5 * time.Second}, 0.05, llm.ErrTimeout, "LLMTimeoutError"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			reply := tc.reply
+			reply.Repeat = true
+			s := llmtest.New(reply)
+			defer s.Close()
+			c := client(s, func(cfg *llm.Config) {
+				cfg.NumRetries = 2
+				if tc.timeout > 0 {
+					cfg.Timeout = &tc.timeout
+				}
+			})
+			var waits []llm.RetryEvent
+			c.OnWait = func(e llm.RetryEvent) { waits = append(waits, e) }
+			_, err := c.Complete(context.Background(), userReq("x"), nil)
+			var le *llm.Error
+			if !errors.As(err, &le) || !errors.Is(err, tc.wantKind) || le.Code() != tc.wantCode {
+				t.Fatalf("got %v (%T), want %v %s", err, err, tc.wantKind, tc.wantCode)
+			}
+			if len(waits) != 2 || waits[0].Attempt != 1 || waits[1].Attempt != 2 || waits[1].MaxRetries != 2 || waits[0].Err.Reason() == "" {
+				t.Fatalf("retry notices %+v", waits)
+			}
+			if le.Retries != 2 || !strings.Contains(le.Detail(), "Gave up after 2 retries") {
+				t.Fatalf("exhausted retries not reported: %d %s", le.Retries, le.Detail())
+			}
+		})
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/conversations"
+	"github.com/acs-project/acs/shared/llmhealth"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -62,6 +63,9 @@ type Deps struct {
 	// public skill directories, which every conversation loads (GET
 	// /api/v1/skills/search); nil lists none.
 	Skills func(ctx context.Context) ([]v1wire.SkillInfo, error)
+	// LLMHealth is the installation's LLM health (llmhealth.Monitor's
+	// Current), shown in GET /api/v1/web-client/config; nil reads unknown.
+	LLMHealth func() llmhealth.Health
 }
 
 // API serves the V1 routes.

@@ -154,6 +154,10 @@ type Common struct {
 	PublicURL string
 	// LLMBaseURL, LLMAPIKey and LLMModel configure the agents' LLM.
 	LLMBaseURL, LLMAPIKey, LLMModel string
+	// LLMRetryTotal bounds the total wait of an agent's retries of one
+	// LLM call that may heal (429, 5xx, timeouts) (ACS_LLM_RETRY_TOTAL,
+	// default 5m; 0: no retries).
+	LLMRetryTotal time.Duration
 	// SandboxStartupTimeout bounds waiting for a sandbox
 	// (ACS_SANDBOX_STARTUP_TIMEOUT, default 120s).
 	SandboxStartupTimeout time.Duration
@@ -340,6 +344,7 @@ func (p *parser) common() Common {
 	c.LLMBaseURL = p.httpURL("LLM_BASE_URL", "")
 	c.LLMAPIKey = p.getenv(EnvLLMAPIKey)
 	c.LLMModel = or(p.getenv("LLM_MODEL"), DefaultLLMModel)
+	c.LLMRetryTotal = p.duration("ACS_LLM_RETRY_TOTAL", DefaultLLMRetryTotal, true)
 	c.SandboxStartupTimeout = p.duration("ACS_SANDBOX_STARTUP_TIMEOUT", DefaultSandboxStartupTimeout, false)
 	c.GitHost = p.httpURL("ACS_GIT_HOST", DefaultGitHost)
 	c.MaxRunningSandboxes = p.integer("ACS_MAX_RUNNING_SANDBOXES", DefaultMaxRunningSandboxes, 0, 1<<20)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/startflow"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -311,5 +312,36 @@ func TestLoadSignIn(t *testing.T) {
 			}
 			tc.check(t, c.SignIn)
 		})
+	}
+}
+
+// ACS_LLM_RETRY_TOTAL bounds the agents' LLM retries: the start flow's
+// num_retries is as many as fit in it.
+func TestLLMRetryTotal(t *testing.T) {
+	cases := []struct {
+		value       string
+		wantTotal   time.Duration
+		wantRetries int
+		wantErr     bool
+	}{
+		{"", 5 * time.Minute, 5, false},
+		{"0", 0, 0, false},
+		{"90s", 90 * time.Second, 2, false},
+		{"soon", 0, 0, true},
+	}
+	for _, tc := range cases {
+		c, err := serveConfig(env(map[string]string{"ACS_LLM_RETRY_TOTAL": tc.value}))
+		if tc.wantErr {
+			if err == nil || !strings.Contains(err.Error(), "ACS_LLM_RETRY_TOTAL") {
+				t.Errorf("%q: want an error naming ACS_LLM_RETRY_TOTAL, got %v", tc.value, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := startflow.ConfigFrom(c.Common, nil).LLM.NumRetries; c.LLMRetryTotal != tc.wantTotal || got != tc.wantRetries {
+			t.Errorf("%q: total %v, num_retries %d; want %v, %d", tc.value, c.LLMRetryTotal, got, tc.wantTotal, tc.wantRetries)
+		}
 	}
 }

@@ -14,6 +14,9 @@ const (
 	DefaultDataDir = ".acs"
 	// DefaultLLMModel is LLM_MODEL's default.
 	DefaultLLMModel = "gpt-4o"
+	// DefaultLLMRetryTotal is ACS_LLM_RETRY_TOTAL's default: with the
+	// agent's backoff (8 s, then 64 s each) five retries, 4 min 24 s.
+	DefaultLLMRetryTotal = 5 * time.Minute
 	// DefaultSandboxStartupTimeout is ACS_SANDBOX_STARTUP_TIMEOUT's default.
 	DefaultSandboxStartupTimeout = 120 * time.Second
 	// DefaultGitHost is ACS_GIT_HOST's default.
@@ -81,6 +84,7 @@ func DefaultTools() []string { return []string{"terminal", "file_editor", "task_
 func Defaults() Common {
 	return Common{
 		LLMModel:              DefaultLLMModel,
+		LLMRetryTotal:         DefaultLLMRetryTotal,
 		SandboxStartupTimeout: DefaultSandboxStartupTimeout,
 		GitHost:               DefaultGitHost,
 		MaxRunningSandboxes:   DefaultMaxRunningSandboxes,

@@ -624,10 +624,12 @@ func mustNorm(id string) string {
 
 // ConfigFrom is the start-flow configuration of the shared part of a
 // loaded configuration tree (config.Load), with the given sandbox specs:
-// every field comes from c, none is defaulted here.
+// every field comes from c, none is defaulted here. The LLM's num_retries
+// is as many retries as fit in c.LLMRetryTotal.
 func ConfigFrom(c config.Common, specs []acs.SandboxSpec) Config {
 	l := llmconfig.Default()
 	l.Model = c.LLMModel
+	l.NumRetries = l.RetriesWithin(c.LLMRetryTotal)
 	if c.LLMBaseURL != "" {
 		base := c.LLMBaseURL
 		l.BaseURL = &base

@@ -39,6 +39,18 @@ type WebClientConfig struct {
 	ErrorMessage         *string      `json:"error_message" acs:"emitnull"`
 	UpdatedAt            events.Time  `json:"updated_at"`
 	GithubAppSlug        *string      `json:"github_app_slug" acs:"emitnull"`
+	// LLM is whether the installation's LLM looks usable (ACS's own
+	// field), so that a UI can show a banner when it is not.
+	LLM LLMHealth `json:"llm"`
+}
+
+// LLMHealth is the installation's LLM health: status "ok", "unusable"
+// (detail says what is missing) or "unknown" (not checked, or an answer
+// that proves nothing); checked_at is null before the first check.
+type LLMHealth struct {
+	Status    string       `json:"status"`
+	Detail    string       `json:"detail"`
+	CheckedAt *events.Time `json:"checked_at" acs:"emitnull"`
 }
 
 // Message is a {"message": ...} answer.

@@ -207,6 +207,30 @@ type Server struct {
 	requests []*Request
 	seq      int
 	changed  chan struct{}
+	key      string // RequireKey's key ("": none required)
+}
+
+// RequireKey makes every route (completions and /models) answer 401, as a
+// hosted endpoint does, unless the request carries "Authorization: Bearer
+// key". An empty key lifts the requirement. A refused completion request
+// is recorded but consumes no scripted reply.
+func (s *Server) RequireKey(key string) {
+	s.mu.Lock()
+	s.key = key
+	s.mu.Unlock()
+}
+
+// authorized reports whether r carries the required key, answering 401
+// when it does not.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	key := s.key
+	s.mu.Unlock()
+	if key == "" || r.Header.Get("Authorization") == "Bearer "+key {
+		return true
+	}
+	writeError(w, http.StatusUnauthorized, "Incorrect API key provided.", 0)
+	return false
 }
 
 // New starts a server on 127.0.0.1 with a random port.
@@ -327,6 +351,15 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Header, req.Body, req.ReceivedAt = r.Header.Clone(), body, time.Now()
+	if !s.authorized(w, r) {
+		s.mu.Lock()
+		req.MatchedScript = -1
+		s.requests = append(s.requests, req)
+		close(s.changed)
+		s.changed = make(chan struct{})
+		s.mu.Unlock()
+		return
+	}
 
 	s.mu.Lock()
 	reply, ok := s.take(req)
@@ -519,7 +552,10 @@ func writeError(w http.ResponseWriter, status int, msg string, retryAfter int) {
 	}})
 }
 
-func (s *Server) models(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) models(w http.ResponseWriter, r *http.Request) {
+	if !s.authorized(w, r) {
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(map[string]any{"object": "list", "data": []any{
 		map[string]any{"id": "llmtest", "object": "model", "owned_by": "acs"},

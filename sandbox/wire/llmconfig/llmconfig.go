@@ -6,7 +6,9 @@ package llmconfig
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
 )
@@ -107,4 +109,26 @@ func Default() Config {
 		panic(err)
 	}
 	return c
+}
+
+// Backoff is the wait before retry number retry (1-based) of a failed LLM
+// call: exponential from RetryMinWait by RetryMultiplier, capped at
+// RetryMaxWait (a server's Retry-After may lengthen it).
+func (c Config) Backoff(retry int) time.Duration {
+	w := c.RetryMinWait * math.Pow(math.Max(c.RetryMultiplier, 1), float64(retry-1))
+	w = math.Min(w, c.RetryMaxWait)
+	return time.Duration(w * float64(time.Second))
+}
+
+// RetriesWithin is the largest number of retries whose backoff waits add
+// up to at most total (0 when total is 0), at most 100.
+func (c Config) RetriesWithin(total time.Duration) int {
+	var sum time.Duration
+	for n := 1; n <= 100; n++ {
+		sum += c.Backoff(n)
+		if sum > total {
+			return n - 1
+		}
+	}
+	return 100
 }
