@@ -248,7 +248,7 @@ func (l *Log) matches(ck checkpoint, size int64) error {
 	}{{ck.entries[0], ck.firstSum}, {ck.entries[len(ck.entries)-1], ck.lastSum}} {
 		sum, err := l.recordSum(c.e)
 		if err != nil {
-			return err
+			return fmt.Errorf("record at offset %d does not match the checkpoint: %w", c.e.off-headerSize, err)
 		}
 		if sum != c.sum {
 			return fmt.Errorf("record at offset %d differs from the checkpoint's", c.e.off-headerSize)
