@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/eventlog"
 )
 
@@ -315,4 +316,26 @@ func TestCheckpointOfARewrittenLog(t *testing.T) {
 			wantView(t, l, ref, replacement[5].EventBase().Timestamp.Time, len(replacement))
 		})
 	}
+}
+
+// TestCheckpointWrittenWhileAppending: a long log is checkpointed while it
+// is appended to, without a close; a crash then leaves a checkpoint and a
+// tail after it, and the log reopens with every event.
+func TestCheckpointWrittenWhileAppending(t *testing.T) {
+	dir := t.TempDir()
+	l := open(t, dir)
+	evs := mixed(5000, "p")
+	for i := 0; i < len(evs); i += 500 {
+		appendAll(t, l, evs[i:i+500])
+	}
+	testwait.For(t, 30*time.Second, "a checkpoint before any close", func() bool {
+		_, err := os.Stat(filepath.Join(dir, eventlog.CheckpointName))
+		return err == nil
+	})
+	appendAll(t, l, mixed(10, "tail"))
+	crashed := t.TempDir()
+	for _, name := range []string{eventlog.CheckpointName, eventlog.FileName} {
+		copyFile(t, filepath.Join(dir, name), filepath.Join(crashed, name))
+	}
+	wantView(t, open(t, crashed), l, evs[2500].EventBase().Timestamp.Time, len(evs)+10)
 }

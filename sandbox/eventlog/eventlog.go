@@ -146,6 +146,13 @@ func (l *Log) load() error {
 	if ck, ok := l.readCheckpoint(size); ok {
 		l.entries = ck.entries
 		l.byID = make(map[string]int, len(ck.entries))
+		ntext := 0
+		for i := range ck.entries {
+			if ck.entries[i].text != "" {
+				ntext++
+			}
+		}
+		l.texts = make([]int, 0, ntext)
 		for i := range ck.entries {
 			e := &ck.entries[i]
 			l.byID[e.id] = i
