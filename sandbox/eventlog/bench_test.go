@@ -59,6 +59,14 @@ func big(b *testing.B) *eventlog.Log {
 				batch = batch[:0]
 			}
 		}
+		// Closed and reopened, so no background checkpoint of the build
+		// is still being written when a benchmark starts.
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if l, err = eventlog.Open(dir); err != nil {
+			b.Fatal(err)
+		}
 		bigLog = l
 	})
 	return bigLog

@@ -20,8 +20,8 @@ import (
 // the records after it instead of parsing every record.
 //
 // A checkpoint is written atomically (temporary file, fsync, rename) in the
-// background once checkpointEvents events or checkpointBytes bytes were
-// appended since the last one, and at Close. It only ever covers fsynced
+// background once 4096 events or 8 MiB were appended since the last one (a
+// 32nd of the log, beyond 128k events or 256 MiB), and at Close. It only ever covers fsynced
 // records, so it describes a prefix of the log. Open uses it only when it is
 // intact (its own CRC-32C) and describes this log: the log is at least as
 // long as the prefix it covers, and the first and last records it covers
@@ -33,10 +33,15 @@ import (
 const CheckpointName = "events.idx"
 
 // A new checkpoint is written when this many events or bytes were appended
-// since the last one: reopening then scans at most about that much.
+// since the last one, or a 32nd of what the last one covers when that is
+// more: reopening then scans at most about that much, and as a checkpoint
+// rewrites the whole index, rewriting it only when the log grew by a fixed
+// fraction keeps the bytes written per appended event bounded however long
+// the log gets.
 const (
 	checkpointEvents = 4096
 	checkpointBytes  = 8 << 20
+	checkpointGrowth = 32
 )
 
 const checkpointMagic = "ACSEVIX1"
@@ -310,7 +315,8 @@ func (l *Log) maybeCheckpoint() {
 		return
 	}
 	last := l.entries[len(l.entries)-1]
-	if len(l.entries)-l.ckEvents < checkpointEvents && last.off+int64(last.n)-l.ckSize < checkpointBytes {
+	if len(l.entries)-l.ckEvents < max(checkpointEvents, l.ckEvents/checkpointGrowth) &&
+		last.off+int64(last.n)-l.ckSize < max(checkpointBytes, l.ckSize/checkpointGrowth) {
 		return
 	}
 	l.ckRunning = true
