@@ -192,7 +192,9 @@ func decodeCheckpoint(data []byte) (checkpoint, error) {
 		strs[i] = r.str()
 	}
 	count := r.uvarint()
-	if r.err != nil || count == 0 || count > uint64(len(r.s)) {
+	// An entry takes at least 6 bytes: no allocation beyond what the file
+	// can describe.
+	if r.err != nil || count == 0 || count > uint64(len(r.s)-r.pos)/6 {
 		return checkpoint{}, errBadCheckpoint
 	}
 	ck.entries = make([]entry, count)
