@@ -2,8 +2,11 @@ package eventlog_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +58,14 @@ func big(b *testing.B) *eventlog.Log {
 				}
 				batch = batch[:0]
 			}
+		}
+		// Closed and reopened, so no background checkpoint of the build
+		// is still being written when a benchmark starts.
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if l, err = eventlog.Open(dir); err != nil {
+			b.Fatal(err)
 		}
 		bigLog = l
 	})
@@ -138,9 +149,23 @@ func BenchmarkSearch100k(b *testing.B) {
 	})
 }
 
-// BenchmarkOpen100k measures reopening (re-indexing) a 100k-event log.
-func BenchmarkOpen100k(b *testing.B) {
+// checkpointBig leaves a checkpoint covering the whole 100k-event log, as a
+// clean close does.
+func checkpointBig(b *testing.B) {
 	big(b)
+	l, err := eventlog.Open(bigDir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkOpen100k measures reopening a 100k-event log after a clean close
+// (an agent-server restart): the index comes from the checkpoint.
+func BenchmarkOpen100k(b *testing.B) {
+	checkpointBig(b)
 	for b.Loop() {
 		l, err := eventlog.Open(bigDir)
 		if err != nil {
@@ -150,6 +175,53 @@ func BenchmarkOpen100k(b *testing.B) {
 			b.Fatalf("len %d", l.Len())
 		}
 		l.Close()
+	}
+}
+
+// BenchmarkFullScanOpen100k measures reopening a 100k-event log without a
+// checkpoint (re-indexing every record), as after an upgrade or when the
+// checkpoint is unusable.
+func BenchmarkFullScanOpen100k(b *testing.B) {
+	big(b)
+	for b.Loop() {
+		b.StopTimer()
+		if err := os.Remove(filepath.Join(bigDir, eventlog.CheckpointName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		l, err := eventlog.Open(bigDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if l.Len() < bigN {
+			b.Fatalf("len %d", l.Len())
+		}
+		l.Close()
+		b.StartTimer()
+	}
+}
+
+// BenchmarkReopenFirstSearch100k measures an agent server restarting on a
+// 100k-event log until it has answered its first search (the latest page of
+// events) and a body search (goal: 200 ms).
+func BenchmarkReopenFirstSearch100k(b *testing.B) {
+	checkpointBig(b)
+	for b.Loop() {
+		l, err := eventlog.Open(bigDir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		page, err := l.Search(eventlog.Query{Limit: 100, Order: events.SortTimestampDesc})
+		if err != nil || len(page.Items) != 100 {
+			b.Fatalf("first search: %d items, %v", len(page.Items), err)
+		}
+		if _, err := l.Search(eventlog.Query{Limit: 100, Order: events.SortTimestampDesc, Filter: eventlog.Filter{Body: "parser"}}); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		l.Close()
+		b.StartTimer()
 	}
 }
 

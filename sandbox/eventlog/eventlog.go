@@ -6,6 +6,8 @@
 // searches or subscribers, so anything a client has seen survives a crash.
 // Concurrent appends share one fsync (group commit). Timestamps are strictly
 // increasing in log order, which makes time-range filters binary searches.
+// The in-memory index is checkpointed beside the log (see CheckpointName), so
+// reopening a long log scans only what was appended since the checkpoint.
 package eventlog
 
 import (
@@ -78,11 +80,21 @@ type Log struct {
 
 	syncMu    sync.Mutex
 	syncedSeq uint64
+
+	ckPath    string
+	ckMu      sync.Mutex // one checkpoint write at a time
+	ckEvents  int        // events covered by the last checkpoint (mu)
+	ckSize    int64      // bytes covered by the last checkpoint (mu)
+	ckRunning bool       // a background checkpoint is being written (mu)
+	ckWG      sync.WaitGroup
 }
 
 // Open opens (creating if needed) the log in dir. A torn record at the end of
 // the file, left by a crash during a write, is truncated away; corruption
 // before the end is ErrCorrupt, so acknowledged events are never dropped.
+// With a valid checkpoint (see CheckpointName) only the records after it are
+// read: corruption among the records it covers is then ErrCorrupt when such
+// a record is read (every read verifies the record's checksum).
 func Open(dir string) (*Log, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create event log dir: %w", err)
@@ -92,6 +104,7 @@ func Open(dir string) (*Log, error) {
 	if errors.Is(err, fs.ErrExist) {
 		f, err = os.OpenFile(path, os.O_RDWR, 0o600)
 	} else if err == nil {
+		removeCheckpoint(dir) // a leftover describes another log
 		// A new file's directory entry is not made durable by fsyncing the
 		// file: without fsyncing the directory, a power loss could drop the
 		// whole log although its events were fsynced. The directory is
@@ -110,11 +123,16 @@ func Open(dir string) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open event log: %w", err)
 	}
-	l := &Log{path: path, f: f, byID: map[string]int{}, ids: map[string]bool{}, notify: make(chan struct{})}
+	l := &Log{path: path, f: f, byID: map[string]int{}, ids: map[string]bool{}, notify: make(chan struct{}),
+		ckPath: filepath.Join(dir, CheckpointName)}
 	if err := l.load(); err != nil {
 		f.Close()
 		return nil, err
 	}
+	removeCheckpointTemps(dir)
+	l.mu.Lock()
+	l.maybeCheckpoint() // so the next open does not scan this tail again
+	l.mu.Unlock()
 	return l, nil
 }
 
@@ -125,6 +143,27 @@ func (l *Log) load() error {
 	}
 	size := st.Size()
 	var off int64
+	if ck, ok := l.readCheckpoint(size); ok {
+		l.entries = ck.entries
+		l.byID = make(map[string]int, len(ck.entries))
+		ntext := 0
+		for i := range ck.entries {
+			if ck.entries[i].text != "" {
+				ntext++
+			}
+		}
+		l.texts = make([]int, 0, ntext)
+		for i := range ck.entries {
+			e := &ck.entries[i]
+			l.byID[e.id] = i
+			if e.text != "" {
+				l.texts = append(l.texts, i)
+			}
+		}
+		l.lastTS = ck.entries[len(ck.entries)-1].ts
+		l.ckEvents, l.ckSize = len(ck.entries), ck.size
+		off = ck.size
+	}
 	hdr := make([]byte, headerSize)
 	for off < size {
 		if size-off < headerSize {
@@ -310,6 +349,7 @@ func (l *Log) sync(seq uint64) error {
 	l.pending = append(l.pending[:0], l.pending[npend:]...)
 	close(l.notify)
 	l.notify = make(chan struct{})
+	l.maybeCheckpoint()
 	l.mu.Unlock()
 	l.syncedSeq = target
 	return nil
@@ -370,12 +410,17 @@ func (l *Log) PositionAt(t time.Time) int {
 	return sort.Search(len(l.entries), func(i int) bool { return l.entries[i].ts >= us })
 }
 
+// read returns e's payload, verified against its record's length and
+// checksum (a mismatch is ErrCorrupt).
 func (l *Log) read(e entry) ([]byte, error) {
-	b := make([]byte, e.n)
-	if _, err := l.f.ReadAt(b, e.off); err != nil && !(errors.Is(err, io.EOF) && len(b) == int(e.n)) {
+	b := make([]byte, headerSize+int(e.n))
+	if _, err := l.f.ReadAt(b, e.off-headerSize); err != nil && !(errors.Is(err, io.EOF) && len(b) == headerSize+int(e.n)) {
 		return nil, fmt.Errorf("read event %s: %w", e.id, err)
 	}
-	return b, nil
+	if binary.LittleEndian.Uint32(b[0:4]) != e.n || crc32.Checksum(b[headerSize:], crcTable) != binary.LittleEndian.Uint32(b[4:8]) {
+		return nil, fmt.Errorf("%w: record of event %s at offset %d of %s", ErrCorrupt, e.id, e.off-headerSize, l.path)
+	}
+	return b[headerSize:], nil
 }
 
 // ReadFrom returns the canonical JSON of up to max events starting at
@@ -623,15 +668,21 @@ func (l *Log) Count(f Filter) int {
 	return n
 }
 
-// Close closes the log. Waiting subscribers get ErrClosed.
+// Close checkpoints the index (a failure is logged: the next open scans
+// more) and closes the log. Waiting subscribers get ErrClosed.
 func (l *Log) Close() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return nil
 	}
 	l.closed = true
 	close(l.notify)
 	l.notify = make(chan struct{})
+	l.mu.Unlock()
+	l.ckWG.Wait()
+	if err := l.writeCheckpoint(); err != nil {
+		slog.Warn("event log: checkpoint at close failed; the next open scans the log", "path", l.path, "error", err)
+	}
 	return l.f.Close()
 }

@@ -4,7 +4,9 @@
 // the X-Session-API-Key header. Delivery is at least once: each conversation's
 // events are sent in log order from a cursor persisted after every
 // acknowledgement, retried with backoff until the control plane answers 2xx,
-// and resumed from the cursor after a restart.
+// and resumed from the cursor after a restart. An event appended while the
+// pipe is idle is posted at once; events appended while a post is in flight
+// (or being retried) go together in the next one, up to BatchSize.
 package webhook
 
 import (
@@ -33,8 +35,10 @@ type Config struct {
 	BaseURLs []string
 	// SessionKey is sent as X-Session-API-Key.
 	SessionKey string
-	// FlushDelay is how long new events wait for more to batch with (default
-	// 10ms).
+	// FlushDelay is how long new events wait for more to batch with when
+	// fewer than BatchSize are waiting. Default 0: none, an event is posted as
+	// soon as it is durable and the previous post was answered (batching
+	// happens only under load, from the events appended during a post).
 	FlushDelay time.Duration
 	// BatchSize caps events per request (default 100).
 	BatchSize int
@@ -69,9 +73,6 @@ type Pusher struct {
 
 // New starts a pusher. It does nothing when cfg has no base URLs.
 func New(cfg Config) *Pusher {
-	if cfg.FlushDelay == 0 {
-		cfg.FlushDelay = 10 * time.Millisecond
-	}
 	if cfg.BatchSize == 0 {
 		cfg.BatchSize = 100
 	}
@@ -214,8 +215,9 @@ func (p *Pusher) pushEvents(ctx context.Context, id uuid.UUID, log *eventlog.Log
 		if err := log.Wait(ctx, pos); err != nil {
 			return
 		}
-		// Give events appended together a moment to join the batch.
-		if log.Len()-pos < p.cfg.BatchSize {
+		// No fixed delay by default: events appended while the previous
+		// post was in flight are already waiting and go together.
+		if p.cfg.FlushDelay > 0 && log.Len()-pos < p.cfg.BatchSize {
 			select {
 			case <-ctx.Done():
 				return
