@@ -22,6 +22,7 @@ import (
 	"github.com/acs-project/acs/shared/reconciler"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/web"
 )
 
 func serve(ctx context.Context, args []string) error {
@@ -107,7 +108,12 @@ func serve(ctx context.Context, args []string) error {
 		fmt.Printf("Sign in from a browser (link valid once, for %v):\n    %s\n", accounts.SignInTokenTTL, link)
 	}
 	fmt.Println()
-	return serveHTTP(ctx, ln, v1.Site(local.WebDir), cfg.HTTP)
+	// ACS's own UI, or the frontend of ACS_WEB_DIR.
+	site := web.FS()
+	if local.WebDir != "" {
+		site = os.DirFS(local.WebDir)
+	}
+	return serveHTTP(ctx, ln, v1.Site(site), cfg.HTTP)
 }
 
 // reconcileLoop runs a reconciler pass (idle rules, stale start tasks)
