@@ -233,8 +233,10 @@ func TestWebUI(t *testing.T) {
 		}
 	})
 
+	var slowID string
 	t.Run("StopRunningAgent", func(t *testing.T) {
 		id := u.startFromUI(t, "tag-slow: think for a long time")
+		slowID = id
 		u.untilText(t, 60*time.Second, "#status", "running")
 		u.click(t, "#stop")
 		u.untilText(t, 30*time.Second, "#status", "paused")
@@ -312,6 +314,51 @@ func TestWebUI(t *testing.T) {
 			sb, err := u.c.GetSandbox(t.Context(), conv.SandboxID)
 			return err == nil && sb.Status == "RUNNING"
 		})
+	})
+
+	// Deleting a sandbox warns, and leaves its conversation read-only:
+	// the transcript with the reason, and no controls that would fail.
+	t.Run("DeleteSandboxLeavesConversationReadOnly", func(t *testing.T) {
+		if slowID == "" {
+			t.Fatal("no conversation from StopRunningAgent")
+		}
+		conv, err := u.c.GetConversation(t.Context(), slowID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		row := fmt.Sprintf(`#sandboxes tr[data-id=%q]`, conv.SandboxID)
+		u.open(t, "/sandboxes", "Sandboxes")
+		u.click(t, row+" button.delete")
+		u.untilText(t, 10*time.Second, "#sandboxes .confirm-row", "makes its conversation read-only (MISSING)")
+		u.click(t, "#sandboxes .confirm-row button.confirm-delete")
+		u.untilText(t, 30*time.Second, row, "MISSING")
+		u.open(t, "/conversations/"+slowID, "tag-slow")
+		u.untilText(t, 20*time.Second, "#read-only", "MISSING")
+		u.untilText(t, 10*time.Second, "#events", "tag-slow: think for a long time")
+		if n := js[int](t, u, `document.querySelectorAll("#follow-up, #stop, #resume, #resume-sandbox, #approve, #refresh-changes").length`); n != 0 {
+			u.fatal(t, "a read-only conversation shows %d controls that would fail", n)
+		}
+	})
+
+	// At phone width nothing needs sideways scrolling.
+	t.Run("PhoneWidth", func(t *testing.T) {
+		if err := chromedp.Do(u.ctx, chromedp.EmulateViewport(390, 844)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { chromedp.Do(u.ctx, chromedp.EmulateViewport(1200, 900)) })
+		for _, p := range []struct{ path, heading, ready string }{
+			{"/conversations", "Conversations", "#conversations"},
+			{"/conversations/" + helloID, "tag-hello", "#events .output"},
+			{"/conversations/new", "New conversation", "#start"},
+			{"/sandboxes", "Sandboxes", "#sandboxes"},
+			{"/settings/app", "Settings", "#grouping"},
+		} {
+			u.open(t, p.path, p.heading)
+			u.until(t, 20*time.Second, p.ready, fmt.Sprintf(`!!document.querySelector(%q)`, p.ready))
+			if w := js[string](t, u, `document.documentElement.scrollWidth + " > " + window.innerWidth`); js[bool](t, u, `document.documentElement.scrollWidth > window.innerWidth`) {
+				u.fatal(t, "%s scrolls sideways at phone width: %s", p.path, w)
+			}
+		}
 	})
 
 	t.Run("RevokeKey", func(t *testing.T) {
