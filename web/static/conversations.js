@@ -23,15 +23,15 @@ export async function conversationsView(main, _params, signal, q) {
       fill(list, h("p", { class: "muted" }, search.value ? "No conversation matches." : "No conversations yet. ", search.value ? null : h("a", { href: "/conversations/new" }, "Start one.")));
       return;
     }
-    fill(list, h("table", { id: "conversations" },
+    fill(list, h("table", { id: "conversations", class: "cards" },
       h("thead", {}, h("tr", {}, ["Conversation", "Sandbox", "Agent", "Repository", "Model", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, items.map((c) => h("tr", { "data-id": c.id },
         h("td", {}, h("a", { href: "/conversations/" + c.id }, titleOf(c))),
-        h("td", {}, badge(c.sandbox_status, "Sandbox")),
-        h("td", {}, c.execution_status ? badge(c.execution_status, "Agent") : h("span", { class: "muted" }, "—")),
-        h("td", {}, c.selected_repository ? c.selected_repository + (c.selected_branch ? " @ " + c.selected_branch : "") : h("span", { class: "muted" }, "—")),
-        h("td", {}, c.llm_model || h("span", { class: "muted" }, "default")),
-        h("td", {}, timeEl(c.updated_at)))))));
+        h("td", { "data-label": "Sandbox" }, badge(c.sandbox_status, "Sandbox")),
+        h("td", { "data-label": "Agent" }, c.execution_status ? badge(c.execution_status, "Agent") : h("span", { class: "muted" }, "—")),
+        h("td", { "data-label": "Repository" }, c.selected_repository ? c.selected_repository + (c.selected_branch ? " @ " + c.selected_branch : "") : h("span", { class: "muted" }, "—")),
+        h("td", { "data-label": "Model" }, c.llm_model || h("span", { class: "muted" }, "default")),
+        h("td", { "data-label": "Updated" }, timeEl(c.updated_at)))))));
   };
   const form = h("form", { role: "search", class: "row", onsubmit: (e) => {
     e.preventDefault();

@@ -138,7 +138,7 @@ export function renderEvent(ev, actions) {
     case "ConversationErrorEvent":
       return h("li", { ...base, class: "ev err", role: "note" }, head(ev, "Error", h("code", {}, ev.code || "")), h("div", { class: "text" }, ev.detail || ""));
     case "PauseEvent":
-      return h("li", { ...base, class: "ev state" }, "⏸ Paused by the user · ", fmtTime(ev.timestamp));
+      return h("li", { ...base, class: "ev state" }, "Paused by the user · ", fmtTime(ev.timestamp));
     case "ConversationStateUpdateEvent":
       if (ev.key === "execution_status") return h("li", { ...base, class: "ev state" }, "Agent status: ", String(ev.value).replaceAll("_", " "), " · ", fmtTime(ev.timestamp));
       return null;

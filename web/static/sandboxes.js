@@ -38,7 +38,7 @@ export async function sandboxesView(main, _params, signal) {
       b.addEventListener("click", () => busy(b, fn, errors));
       return b;
     };
-    fill(list, h("table", { id: "sandboxes" },
+    fill(list, h("table", { id: "sandboxes", class: "cards" },
       h("thead", {}, h("tr", {}, ["Sandbox", "Status", "Spec", "Conversations", "Created", "Actions"].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, items.map((s) => {
         const attached = bySandbox.get(s.id) || [];
@@ -48,11 +48,11 @@ export async function sandboxesView(main, _params, signal) {
         if (s.status === "PAUSED") acts.push(action("Resume", "resume", async () => { await post("/api/v1/sandboxes/" + id + "/resume"); await load(); }));
         acts.push(action("Delete", "danger delete", async () => { confirming = s.id; await load(); }));
         const row = [h("tr", { "data-id": s.id, id: s.id },
-          h("td", {}, h("code", { title: s.id }, shortID(s.id))),
-          h("td", {}, badge(s.status, "Sandbox")),
-          h("td", {}, s.sandbox_spec_id),
-          h("td", {}, attached.length ? h("ul", {}, attached.map((c) => h("li", {}, h("a", { href: "/conversations/" + c.id }, titleOf(c))))) : h("span", { class: "muted" }, "none")),
-          h("td", {}, timeEl(s.created_at)),
+          h("td", { "data-label": "Sandbox" }, h("code", { title: s.id }, shortID(s.id))),
+          h("td", { "data-label": "Status" }, badge(s.status, "Sandbox")),
+          h("td", { "data-label": "Spec" }, s.sandbox_spec_id),
+          h("td", { "data-label": "Conversations" }, attached.length ? h("ul", {}, attached.map((c) => h("li", {}, h("a", { href: "/conversations/" + c.id }, titleOf(c))))) : h("span", { class: "muted" }, "none")),
+          h("td", { "data-label": "Created" }, timeEl(s.created_at)),
           h("td", {}, h("div", { class: "row" }, acts)))];
         if (confirming === s.id) {
           const yes = action("Delete sandbox", "danger confirm-delete", async () => { await del("/api/v1/sandboxes/" + id); confirming = null; await load(); });

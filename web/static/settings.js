@@ -129,18 +129,24 @@ async function keySettings(body) {
     fill(list, h("table", { id: "keys" }, h("thead", {}, h("tr", {}, ["Name", "Prefix", "Created", ""].map((t) => h("th", { scope: "col" }, t)))),
       h("tbody", {}, keys.map((k) => {
         const b = h("button", { type: "button", class: "danger revoke", "aria-label": "Revoke key " + k.name }, "Revoke");
-        b.addEventListener("click", () => busy(b, async () => { await del("/api/v1/keys/" + encodeURIComponent(k.id)); toast("Key " + k.name + " revoked."); await load(); }, out));
+        b.addEventListener("click", () => busy(b, async () => {
+          await del("/api/v1/keys/" + encodeURIComponent(k.id));
+          if (shown.dataset.id === k.id) { shown.replaceChildren(); delete shown.dataset.id; }
+          toast("Key " + k.name + " revoked.");
+          await load();
+        }, out));
         return h("tr", { "data-id": k.id, "data-name": k.name }, h("td", {}, k.name), h("td", {}, h("code", {}, k.prefix + "…")), h("td", {}, timeEl(k.created_at)), h("td", {}, b));
       }))));
   };
   const name = h("input", { required: true, autocomplete: "off" });
   const create = h("button", { type: "submit", class: "primary", id: "create-key" }, "Create key");
-  fill(body, h("h2", {}, "API keys"), h("p", { class: "hint" }, "For scripts and the acs command line. Revoking the key this page signed in with ends nothing else."), list, shown,
+  fill(body, h("h2", {}, "API keys"), h("p", { class: "hint" }, "For scripts and the acs command line. A key is shown once, when it is created; a revoked key stops working at once."), list, shown,
     h("form", { onsubmit: (e) => {
       e.preventDefault();
       busy(create, async () => {
         const k = await post("/api/v1/keys", { name: name.value.trim() });
         name.value = "";
+        shown.dataset.id = k.id;
         fill(shown, h("div", { class: "notice" }, h("p", {}, "Key ", h("strong", {}, k.name), " — copy it now, it is shown only once:"), h("p", { class: "secret-once" }, k.key)));
         await load();
       }, out);
