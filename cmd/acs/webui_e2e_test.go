@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -73,7 +74,7 @@ func (u *ui) shot(t *testing.T) {
 func (u *ui) fatal(t *testing.T, format string, args ...any) {
 	t.Helper()
 	u.shot(t)
-	text, _ := chromedp.Run(u.ctx, chromedp.Evaluate[string](`location.pathname + "\n" + (document.body ? document.body.innerText : "")`))
+	text, _ := chromedp.Run(u.ctx, chromedp.Evaluate[string](`location.pathname + " (" + (document.querySelector("main").dataset.pollError || "") + ")\n" + (document.body ? document.body.innerText : "")`))
 	t.Fatalf("%s\npage: %s", fmt.Sprintf(format, args...), text)
 }
 
@@ -314,6 +315,59 @@ func TestWebUI(t *testing.T) {
 			sb, err := u.c.GetSandbox(t.Context(), conv.SandboxID)
 			return err == nil && sb.Status == "RUNNING"
 		})
+	})
+
+	// The page's socket drops when the sandbox pauses; after a resume it
+	// reconnects to the new agent server and shows what happened since,
+	// each event once.
+	t.Run("ReconnectsWithoutGapsOrDuplicates", func(t *testing.T) {
+		conv, err := u.c.GetConversation(t.Context(), helloID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.open(t, "/conversations/"+helloID, "tag-hello")
+		u.untilText(t, 20*time.Second, "#events", "Follow-up received: all good.")
+		if err := u.c.PauseSandbox(t.Context(), conv.SandboxID); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 30*time.Second, "the conversation to read PAUSED", func() bool {
+			c, err := u.c.GetConversation(t.Context(), helloID)
+			return err == nil && c.SandboxStatus == "PAUSED"
+		})
+		u.untilText(t, 30*time.Second, "#status", "PAUSED")
+		if err := u.c.ResumeSandbox(t.Context(), conv.SandboxID); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 60*time.Second, "the sandbox to run again", func() bool {
+			c, err := u.c.GetConversation(t.Context(), helloID)
+			return err == nil && c.SandboxStatus == "RUNNING" && c.ConversationURL != nil
+		})
+		res, err := u.c.SendMessage(t.Context(), helloID, &v1wire.SendMessageRequest{Role: "user", Run: true,
+			Content: []events.Content{&events.TextContent{Text: "tag-reconnect: still there?"}}})
+		if err != nil || !res.Success {
+			t.Fatalf("send-message: %+v %v", res, err)
+		}
+		u.untilText(t, 60*time.Second, "#events", "tag-reconnect: still there?")
+		u.until(t, 60*time.Second, "the agent's answer after the reconnect", `[...document.querySelectorAll("#events li.agent-msg")].some(li => li.innerText.includes("Done."))`)
+		if dup := js[int](t, u, `(() => { const ids = [...document.querySelectorAll("#events [data-id]")].map(e => e.dataset.id); return ids.length - new Set(ids).size; })()`); dup != 0 {
+			u.fatal(t, "%d events shown twice", dup)
+		}
+		// Everything the V1 events search has is on the page.
+		var missing []string
+		for ev, err := range u.c.Events(t.Context(), helloID, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch ev.Kind() {
+			case "MessageEvent", "ActionEvent", "ObservationEvent":
+				if !js[bool](t, u, fmt.Sprintf(`!!document.querySelector('#events [data-id=%q]')`, ev.EventBase().ID)) {
+					missing = append(missing, ev.Kind()+" "+ev.EventBase().ID)
+				}
+			}
+		}
+		if len(missing) > 0 {
+			u.fatal(t, "events not on the page: %v", missing)
+		}
 	})
 
 	// Deleting a sandbox warns, and leaves its conversation read-only:

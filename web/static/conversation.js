@@ -59,8 +59,10 @@ export async function conversationView(main, [id], signal) {
   const setExec = (s) => {
     if (s === execStatus) return;
     execStatus = s;
-    // The agent stopped working: its changes are worth a new look.
-    if (reloadChanges && s !== "running") reloadChanges();
+    // The agent stopped working: its changes are worth a new look (only
+    // over a live socket: reading the workspace of a paused sandbox would
+    // resume it).
+    if (reloadChanges && socket && socket.readyState === WebSocket.OPEN && s !== "running") reloadChanges();
     renderStatus();
     renderControls();
     renderConfirm();
@@ -304,14 +306,17 @@ export async function conversationView(main, [id], signal) {
   // The record (sandbox status, URL) is polled; events are polled only
   // while there is no socket.
   const timer = setInterval(async () => {
-    if (document.hidden) return;
     try {
       await refresh();
       if (!socket && !signal.aborted) {
         if (agent) connect();
         else if (!readOnly()) await pollEvents();
       }
-    } catch { /* shown on the next user action */ }
+      delete main.dataset.pollError;
+    } catch (err) {
+      // Shown on the next user action; kept here for whoever inspects the page.
+      main.dataset.pollError = String(err && err.message ? err.message : err);
+    }
   }, 3000);
   signal.addEventListener("abort", () => {
     clearInterval(timer);

@@ -42,7 +42,7 @@ export async function conversationsView(main, _params, signal, q) {
   fill(main, h("div", { class: "row spread" }, h("h1", {}, "Conversations"), h("a", { class: "button primary", href: "/conversations/new", id: "new-conversation" }, "New conversation")), form, list);
   await load();
   // Statuses change while the page is open.
-  const timer = setInterval(() => { if (!document.hidden) load().catch(() => {}); }, 5000);
+  const timer = setInterval(() => { load().catch(() => {}); }, 5000);
   signal.addEventListener("abort", () => clearInterval(timer));
 }
 

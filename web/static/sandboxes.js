@@ -69,6 +69,6 @@ export async function sandboxesView(main, _params, signal) {
     h("p", { class: "hint" }, "Pausing or deleting a shared sandbox affects every conversation attached to it."),
     h("div", { class: "row" }, h("label", { for: "spec", class: "sr-only" }, "Sandbox spec"), spec, create), errors, list);
   await load().catch((err) => fill(list, errorBox(err)));
-  const timer = setInterval(() => { if (!document.hidden && confirming === null) load().catch(() => {}); }, 3000);
+  const timer = setInterval(() => { if (confirming === null) load().catch(() => {}); }, 3000);
   signal.addEventListener("abort", () => clearInterval(timer));
 }
