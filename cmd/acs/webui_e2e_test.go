@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/acs-project/acs/client"
@@ -412,6 +413,22 @@ func TestWebUI(t *testing.T) {
 			if w := js[string](t, u, `document.documentElement.scrollWidth + " > " + window.innerWidth`); js[bool](t, u, `document.documentElement.scrollWidth > window.innerWidth`) {
 				u.fatal(t, "%s scrolls sideways at phone width: %s", p.path, w)
 			}
+		}
+	})
+
+	// The colours follow the system's light or dark preference.
+	t.Run("DarkAndLight", func(t *testing.T) {
+		background := map[string]string{}
+		for _, scheme := range []string{"dark", "light"} {
+			if _, err := chromedp.Call(u.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+				Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}}}); err != nil {
+				t.Fatal(err)
+			}
+			u.open(t, "/settings/app", "Settings")
+			background[scheme] = js[string](t, u, `getComputedStyle(document.body).backgroundColor`)
+		}
+		if background["dark"] != "rgb(13, 17, 23)" || background["light"] != "rgb(255, 255, 255)" {
+			u.fatal(t, "backgrounds %v", background)
 		}
 	})
 
