@@ -173,11 +173,22 @@ func TestWebUI(t *testing.T) {
 		u.click(t, "#add-secret")
 		u.fillIn(t, ".secret-name", "UI_TOKEN")
 		u.fillIn(t, ".secret-value", "s3cret-from-the-ui")
+		// Record every rendering of the start progress (the page moves on
+		// to the conversation once READY).
+		js[bool](t, u, `(window.progressSeen = [], new MutationObserver((records) => {
+  for (const r of records) for (const n of r.addedNodes) if (n.textContent) window.progressSeen.push(n.textContent);
+}).observe(document.querySelector("main"), {subtree: true, childList: true}), true)`)
 		u.click(t, "#start")
 		// The start task's steps, live, then the conversation page.
 		u.until(t, 60*time.Second, "the start progress", `location.search.startsWith("?task=") || location.pathname !== "/conversations/new"`)
 		u.until(t, 90*time.Second, "the conversation page", `/^\/conversations\/[0-9a-f-]{8,}$/.test(location.pathname) && !!document.querySelector("#events")`)
 		helloID = strings.TrimPrefix(js[string](t, u, `location.pathname`), "/conversations/")
+		seen := js[string](t, u, `window.progressSeen.join("\n----\n")`)
+		for _, want := range []string{"WORKING", "WAITING_FOR_SANDBOX", "STARTING_CONVERSATION", "READY", "Placement: NO_GROUPING"} {
+			if !strings.Contains(seen, want) {
+				u.fatal(t, "the start progress never showed %q:\n%s", want, seen)
+			}
+		}
 		conv, err := u.c.GetConversation(t.Context(), helloID)
 		if err != nil {
 			t.Fatal(err)
