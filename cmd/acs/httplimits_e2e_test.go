@@ -101,8 +101,9 @@ func TestServeHTTPLimits(t *testing.T) {
 	tg := hlTarget{addr: addr, auth: "Authorization: Bearer " + apiKey, decode: "/api/v1/app-conversations", get: "/api/v1/users/me",
 		muxErrors: []hlErr{
 			// acs serve's site (shared/api.Site) answers a path it does not
-			// serve in the V1 shape.
-			{"GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404, "Not Found"},
+			// serve in the V1 shape (a path without a file extension is the
+			// web UI's page: single-page-app fallback).
+			{"GET /nothing.txt HTTP/1.1\r\nHost: x\r\n\r\n", 404, "Not Found"},
 		}}
 	tg.upload = func(t *testing.T) {
 		// A secret whose JSON body is padded with 20 MiB of white space: a

@@ -23,6 +23,7 @@ import (
 	"github.com/acs-project/acs/shared/reconciler"
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/web"
 )
 
 func serve(ctx context.Context, args []string) error {
@@ -112,7 +113,12 @@ func serve(ctx context.Context, args []string) error {
 	// The LLM check runs in the background (at most llmhealth.Timeout) and
 	// again every minute: an unusable LLM is said on the console at once.
 	llm.Start(ctx, time.Minute, reportLLMHealth)
-	return serveHTTP(ctx, ln, v1.Site(local.WebDir), cfg.HTTP)
+	// ACS's own UI, or the frontend of ACS_WEB_DIR.
+	site := web.FS()
+	if local.WebDir != "" {
+		site = os.DirFS(local.WebDir)
+	}
+	return serveHTTP(ctx, ln, v1.Site(site), cfg.HTTP)
 }
 
 // reportLLMHealth tells the console about each change of the LLM's health:

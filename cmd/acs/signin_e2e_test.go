@@ -363,6 +363,11 @@ func TestBrowserSignInWithOIDC(t *testing.T) {
 
 	ctx := tab(t)
 	loc, text := signIn(t, ctx, "ada")
+	// The web UI at / says who is signed in once it has asked the API.
+	testwait.Until(10*time.Second, func() bool {
+		loc, text = page(t, ctx)
+		return strings.Contains(text, "signed in as ada@example.com")
+	})
 	if loc != "/" || !strings.Contains(text, "signed in as ada@example.com") {
 		t.Fatalf("after signing in with the provider: at %s: %q", loc, text)
 	}

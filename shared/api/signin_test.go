@@ -38,7 +38,7 @@ func newSignInEnv(t *testing.T) *signInEnv {
 	}
 	a := api.New(api.Deps{Store: store, Queue: openQueue(t), Runtime: openRuntime(t, "/nonexistent/acs"),
 		Sealer: sealbox.FromPassphrase("t"), PublicURL: "https://acs.example.com"})
-	srv := httptest.NewServer(a.Site(""))
+	srv := httptest.NewServer(a.Site(nil))
 	t.Cleanup(srv.Close)
 	e := &signInEnv{srv: srv}
 	// Sign in with the key through the page: the cookie it sets.

@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
-	"os"
 	"path"
 	"strings"
 
@@ -15,35 +14,37 @@ import (
 // API under /api/v1 and the sign-in pages) and, for every other path, the
 // web frontend:
 //
-//   - with webDir, its files, with single-page-app fallback: a path that is
+//   - with web, its files, with single-page-app fallback: a path that is
 //     no file (and has no file extension) is index.html. A page visit (a
 //     GET or HEAD whose Accept names text/html) without a valid session
 //     goes to /login?next=<the path> instead; other files (scripts,
 //     styles, images) are served to anyone, as a frontend build is public.
-//   - without, "/" is a small page saying who is signed in, with a
+//   - with web nil, "/" is a small page saying who is signed in, with a
 //     sign-out button (signed out: a redirect to /login).
 //
+// acs serve passes ACS's own UI (package web) or, with ACS_WEB_DIR, that
+// directory.
+//
 // Paths under /api/ and /sockets/ never fall back to the frontend.
-func (a *API) Site(webDir string) http.Handler {
+func (a *API) Site(web fs.FS) http.Handler {
 	routes := a.Handler()
 	mux := http.NewServeMux()
 	for _, p := range []string{"/api/", "/sockets/", "/login", "/login/", "/logout"} {
 		mux.Handle(p, routes)
 	}
-	if webDir == "" {
+	if web == nil {
 		mux.HandleFunc("GET /{$}", a.Home)
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			httpjson.WriteDetail(w, http.StatusNotFound, "Not Found")
 		})
 		return mux
 	}
-	mux.Handle("/", a.webFiles(webDir))
+	mux.Handle("/", a.webFiles(web))
 	return mux
 }
 
-// webFiles serves the directory dir with single-page-app fallback.
-func (a *API) webFiles(dir string) http.Handler {
-	fsys := os.DirFS(dir)
+// webFiles serves fsys with single-page-app fallback.
+func (a *API) webFiles(fsys fs.FS) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
