@@ -14,8 +14,7 @@
 //   - default=, const=, bounds and Enum values become default, const,
 //     minimum/maximum/minLength/minItems... and enum;
 //   - a registered strictjson union (events.Event, events.Action...) is a
-//     oneOf of its kinds with a discriminator, each kind a schema named
-//     after its kind.
+//     oneOf of its kinds with a discriminator.
 //
 // A type whose request and response schemas differ gets two components,
 // Name-Input and Name-Output (as FastAPI names them); otherwise one, Name.
@@ -327,7 +326,7 @@ func (g *gen) name(t reflect.Type) string {
 	}
 	n := g.opts.Names[t]
 	if n == "" {
-		n = t.Name()
+		n = genericName(t.Name())
 	}
 	n = sanitize(n)
 	if other, taken := g.nameType[n]; taken && other != t {
@@ -338,6 +337,23 @@ func (g *gen) name(t reflect.Type) string {
 	g.typeName[t] = n
 	g.nameType[n] = t
 	return n
+}
+
+// genericName names an instance of a generic type after its arguments:
+// Page[pkg.Conversation] is ConversationPage, Page[string] StringPage.
+func genericName(n string) string {
+	base, args, ok := strings.Cut(n, "[")
+	if !ok {
+		return n
+	}
+	var b strings.Builder
+	for _, a := range strings.Split(strings.TrimSuffix(args, "]"), ",") {
+		a = a[strings.LastIndex(a, ".")+1:]
+		if a != "" {
+			b.WriteString(strings.ToUpper(a[:1]) + a[1:])
+		}
+	}
+	return b.String() + base
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9._-]`)
@@ -470,14 +486,6 @@ func (g *gen) union(t reflect.Type, u *strictjson.Union, d dir) map[string]any {
 		mt := reflect.TypeOf(v)
 		for mt.Kind() == reflect.Pointer {
 			mt = mt.Elem()
-		}
-		if _, named := g.typeName[mt]; !named {
-			if _, renamed := g.opts.Names[mt]; !renamed {
-				if g.opts.Names == nil {
-					g.opts.Names = map[reflect.Type]string{}
-				}
-				g.opts.Names[mt] = tag
-			}
 		}
 		r := g.schema(mt, d)
 		if mt.Kind() == reflect.Struct {
