@@ -7,7 +7,6 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/openapi"
-	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/sandbox/wire/settingsschema"
 	"github.com/acs-project/acs/shared/acs"
@@ -77,9 +76,9 @@ func v1RouteDocs() map[string]routeDoc {
 		"read_file": {summary: "A workspace file's text", query: []openapi.Param{{Name: "file_path", Type: "", Required: true}},
 			responses: []openapi.Response{v1ok(""), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(413, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"git_changes": {summary: "Changed files of the workspace's repository", query: []openapi.Param{{Name: "path", Type: ""}},
-			responses: []openapi.Response{v1ok([]gitreview.Change(nil)), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
+			responses: []openapi.Response{v1ok([]wire.GitChange(nil)), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"git_diff": {summary: "A file's diff", query: []openapi.Param{{Name: "path", Type: "", Required: true}},
-			responses: []openapi.Response{v1ok(gitreview.Diff{}), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{}), v1status(413, openapi.Detail{})}},
+			responses: []openapi.Response{v1ok(wire.GitDiff{}), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{}), v1status(413, openapi.Detail{})}},
 		"list_skills":         {summary: "The conversation's skills", responses: []openapi.Response{v1ok(v1wire.SkillList{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"list_hooks":          {summary: "The conversation's hooks", responses: []openapi.Response{v1ok(v1wire.HookList{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"add_pending_message": {summary: "Queue a message for a starting conversation", request: v1wire.PendingMessageRequest{}, responses: []openapi.Response{v1status(201, v1wire.PendingMessageResponse{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
