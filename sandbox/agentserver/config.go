@@ -18,9 +18,11 @@ import (
 	"time"
 )
 
-// Version is the agent server's semver, reported by /server_info. OpenHands
-// clients require at least 1.23.0 for their workspace features.
-const Version = "1.43.1"
+// Version is the agent server's semver, reported by /server_info: the
+// OpenHands agent server version whose API it covers (1.44: goals,
+// navigate, profiles, LLM metadata, OpenAPI). OpenHands clients require at
+// least 1.23.0 for their workspace features.
+const Version = "1.44.0"
 
 // Config configures the agent server.
 type Config struct {

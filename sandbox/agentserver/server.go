@@ -25,6 +25,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/internal/openapi"
 	"github.com/acs-project/acs/internal/wsarchive"
 	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/bashapi"
@@ -60,6 +61,11 @@ type Server struct {
 
 	profiles *profileStore
 	models   modelCache // the LLM endpoint's model list
+
+	// patterns are the route patterns routes() registered; docs is their
+	// OpenAPI document (openapi.go).
+	patterns []string
+	docs     *openapi.Docs
 }
 
 // New loads the conversations persisted under cfg.ConversationsDir and
@@ -224,22 +230,27 @@ func (s *Server) onChange(c *agent.Conversation) {
 }
 
 func (s *Server) routes() {
-	m := http.NewServeMux()
+	m := &recordingMux{ServeMux: http.NewServeMux()}
 	m.HandleFunc("GET /alive", func(w http.ResponseWriter, _ *http.Request) {
-		httpjson.WriteJSON(w, 200, map[string]string{"status": "ok"})
+		httpjson.WriteJSON(w, 200, ServerStatus{Status: "ok"})
 	})
 	m.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
-		httpjson.WriteJSON(w, 200, map[string]string{"status": "ok"})
+		httpjson.WriteJSON(w, 200, ServerStatus{Status: "ok"})
 	})
 	m.HandleFunc("GET /ready", func(w http.ResponseWriter, _ *http.Request) {
 		if !s.ready.Load() {
-			httpjson.WriteJSON(w, 503, map[string]string{"status": "initializing", "message": "Server is still initializing"})
+			msg := "Server is still initializing"
+			httpjson.WriteJSON(w, 503, ServerStatus{Status: "initializing", Message: &msg})
 			return
 		}
-		httpjson.WriteJSON(w, 200, map[string]string{"status": "ready"})
+		httpjson.WriteJSON(w, 200, ServerStatus{Status: "ready"})
 	})
 	m.HandleFunc("GET /server_info", s.serverInfo)
 	m.HandleFunc("GET /{$}", s.serverInfo)
+	// The OpenAPI document of every route registered here, and its page:
+	// open, as OpenHands' (openapi.go).
+	m.HandleFunc("GET /openapi.json", s.serveOpenAPI)
+	m.HandleFunc("GET /docs", s.serveDocs)
 
 	api := func(pattern string, h http.HandlerFunc) { m.Handle(pattern, s.auth(h)) }
 	api("POST /api/conversations", s.createConversation)
@@ -293,7 +304,9 @@ func (s *Server) routes() {
 	fileapi.Routes(m, s.roots, wrap)
 	api("/api/", func(w http.ResponseWriter, r *http.Request) { httpjson.WriteDetail(w, 404, "Not Found") })
 	m.HandleFunc("GET /sockets/events/{id}", s.eventsSocket)
-	s.mux = m
+	s.mux = m.ServeMux
+	s.patterns = m.patterns
+	s.docs = openapi.NewDocs(s.openAPIDocument)
 }
 
 // keyOK compares a presented key with every configured key in constant time.
@@ -329,6 +342,8 @@ func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
 		Capabilities:              []string{},
 		Implementation:            "acs", Started: s.started.UTC().Format(time.RFC3339), ProcessID: os.Getpid(),
 	}
+	docs := "/docs"
+	info.Docs = &docs
 	if s.cfg.IdleTimeoutSeconds != nil {
 		v := *s.cfg.IdleTimeoutSeconds * 9 / 10
 		info.MaxForegroundTerminalTimeoutSecs = &v
@@ -639,10 +654,7 @@ func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	end := min(len(infos), start+limit)
-	page := struct {
-		Items      []wire.ConversationInfo `json:"items"`
-		NextPageID *string                 `json:"next_page_id" acs:"emitnull"`
-	}{Items: infos[start:end]}
+	page := wire.ConversationPage{Items: infos[start:end]}
 	if end < len(infos) {
 		next := strings.ReplaceAll(infos[end].ID, "-", "")
 		page.NextPageID = &next

@@ -109,7 +109,7 @@ func (s *Server) listInstalledSkills(w http.ResponseWriter, _ *http.Request) {
 		writeSkillError(w, "", err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, map[string]any{"skills": list})
+	httpjson.WriteJSON(w, http.StatusOK, InstalledSkillList{Skills: list})
 }
 
 func (s *Server) getInstalledSkill(w http.ResponseWriter, _ *http.Request, name string) {
@@ -130,7 +130,7 @@ func (s *Server) setSkillEnabled(w http.ResponseWriter, r *http.Request, name st
 		writeSkillError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, map[string]any{"name": name, "enabled": req.Enabled})
+	httpjson.WriteJSON(w, http.StatusOK, SkillEnabled{Name: name, Enabled: req.Enabled})
 }
 
 func (s *Server) uninstallSkill(w http.ResponseWriter, _ *http.Request, name string) {
@@ -138,7 +138,7 @@ func (s *Server) uninstallSkill(w http.ResponseWriter, _ *http.Request, name str
 		writeSkillError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, map[string]string{"message": "Skill '" + name + "' uninstalled"})
+	httpjson.WriteJSON(w, http.StatusOK, SkillMessage{Message: "Skill '" + name + "' uninstalled"})
 }
 
 func (s *Server) refreshSkill(w http.ResponseWriter, r *http.Request, name string) {
@@ -147,5 +147,5 @@ func (s *Server) refreshSkill(w http.ResponseWriter, r *http.Request, name strin
 		writeSkillError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, map[string]any{"message": "Skill '" + name + "' updated", "skill": info})
+	httpjson.WriteJSON(w, http.StatusOK, SkillRefreshed{Message: "Skill '" + name + "' updated", Skill: info})
 }

@@ -25,7 +25,7 @@ import (
 // that is not a directory is an invalid field: 422 with the detail at
 // body.cwd (the BashError event, code InvalidCwd, is still stored and
 // searchable). After Close, starting a command answers 503.
-func (s *Service) Routes(mux *http.ServeMux, wrap func(http.HandlerFunc) http.Handler) {
+func (s *Service) Routes(mux Mux, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
 	}
@@ -196,7 +196,16 @@ func (s *Service) handleBatchGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) handleClear(w http.ResponseWriter, r *http.Request) {
 	n := s.Clear()
-	httpjson.WriteJSON(w, http.StatusOK, struct {
-		ClearedCount int `json:"cleared_count"`
-	}{n})
+	httpjson.WriteJSON(w, http.StatusOK, ClearResponse{ClearedCount: n})
+}
+
+// ClearResponse answers DELETE /api/bash/bash_events.
+type ClearResponse struct {
+	ClearedCount int `json:"cleared_count"`
+}
+
+// Mux is where Routes registers its handlers (an *http.ServeMux, or a
+// wrapper that records the patterns).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
 }

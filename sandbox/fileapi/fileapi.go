@@ -74,7 +74,7 @@ const multipartOverhead = 1 << 20
 // non-regular file (a FIFO, a socket, a device) 400 "Not a regular file:
 // <relative path>"; a FIFO is never opened for reading, so it cannot block
 // the handler.
-func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
+func Routes(mux Mux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
 	}
@@ -83,6 +83,12 @@ func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFun
 	mux.Handle("POST /api/file/upload/{path...}", wrap(h.upload(true)))
 	mux.Handle("GET /api/file/download", wrap(h.download(false)))
 	mux.Handle("GET /api/file/download/{path...}", wrap(h.download(true)))
+}
+
+// Mux is where Routes registers its handlers (an *http.ServeMux, or a
+// wrapper that records the patterns).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
 }
 
 type handlers struct {

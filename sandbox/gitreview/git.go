@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/sandbox/procenv"
+	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Change statuses.
@@ -41,21 +42,12 @@ const (
 	StatusMoved   = "MOVED"
 )
 
-// Change is one changed file of a work tree.
-type Change struct {
-	// Status is ADDED, DELETED, UPDATED or MOVED.
-	Status string `json:"status"`
-	// Path is the file's slash-separated path relative to the repository
-	// root; for MOVED it is the new path.
-	Path string `json:"path"`
-}
+// Change is one changed file of a work tree (a wire type: the control
+// plane describes it too).
+type Change = wire.GitChange
 
-// Diff is the original and the modified content of one file. A nil field
-// means the file does not exist on that side.
-type Diff struct {
-	Modified *string `json:"modified" acs:"emitnull"`
-	Original *string `json:"original" acs:"emitnull"`
-}
+// Diff is the original and the modified content of one file.
+type Diff = wire.GitDiff
 
 // Limits.
 const (

@@ -35,7 +35,7 @@ import (
 // missing or failing, a corrupt repository, a timeout) is the server's:
 // 500. No detail names a path other than relative to the roots
 // (pathguard.Rel, pathguard.Scrub). roots is called on every request.
-func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
+func Routes(mux Mux, roots func() []string, wrap func(http.HandlerFunc) http.Handler) {
 	if wrap == nil {
 		wrap = func(h http.HandlerFunc) http.Handler { return h }
 	}
@@ -44,6 +44,12 @@ func Routes(mux *http.ServeMux, roots func() []string, wrap func(http.HandlerFun
 	mux.Handle("GET /api/git/changes/{path...}", wrap(h.changes(true)))
 	mux.Handle("GET /api/git/diff", wrap(h.diff(false)))
 	mux.Handle("GET /api/git/diff/{path...}", wrap(h.diff(true)))
+}
+
+// Mux is where Routes registers its handlers (an *http.ServeMux, or a
+// wrapper that records the patterns).
+type Mux interface {
+	Handle(pattern string, h http.Handler)
 }
 
 type handlers struct {

@@ -522,6 +522,12 @@ type ConversationInfo struct {
 	Goal *GoalStatus `json:"goal"`
 }
 
+// ConversationPage is a page of GET /api/conversations/search.
+type ConversationPage struct {
+	Items      []ConversationInfo `json:"items"`
+	NextPageID *string            `json:"next_page_id" acs:"emitnull"`
+}
+
 // ObservabilityInfo echoes the conversation's tracing settings.
 type ObservabilityInfo struct {
 	SpanName *string         `json:"span_name"`

@@ -108,6 +108,9 @@ func (a *API) Handler() http.Handler {
 		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
 	mux.HandleFunc("/api/v1/", writeNoRoute)
+	// The OpenAPI document of the table and its page (openapi.go): open.
+	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
+	mux.HandleFunc("GET /docs", serveDocs)
 	return mux
 }
 

@@ -11,7 +11,8 @@ import (
 )
 
 // Site is acs serve's whole HTTP handler: the routes of the table (the V1
-// API under /api/v1 and the sign-in pages) and, for every other path, the
+// API under /api/v1, the sign-in pages, /openapi.json and /docs) and, for
+// every other path, the
 // web frontend:
 //
 //   - with web, its files, with single-page-app fallback: a path that is
@@ -29,7 +30,7 @@ import (
 func (a *API) Site(web fs.FS) http.Handler {
 	routes := a.Handler()
 	mux := http.NewServeMux()
-	for _, p := range []string{"/api/", "/sockets/", "/login", "/login/", "/logout"} {
+	for _, p := range []string{"/api/", "/sockets/", "/login", "/login/", "/logout", "/openapi.json", "/docs"} {
 		mux.Handle(p, routes)
 	}
 	if web == nil {
