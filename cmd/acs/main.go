@@ -7,7 +7,7 @@
 //	acs version        print the version
 //
 // and the user command line (login, start, watch, send, ls, ...: package
-// internal/cli).
+// client/cli).
 package main
 
 import (
@@ -23,7 +23,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/acs-project/acs/internal/cli"
+	"github.com/acs-project/acs/client/cli"
 	"github.com/acs-project/acs/internal/httpserve"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/initproc"

@@ -143,8 +143,16 @@ func missingFile(w http.ResponseWriter) {
 	httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "file"}, Msg: "Field required", Type: "missing"}})
 }
 
+// drainLimit bounds what a refused upload reads of its body.
+const drainLimit = 8 << 20
+
 func (h *handlers) upload(legacy bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		// An upload refused before its body is read still reads (a
+		// bounded part of) it: otherwise the server closes the connection
+		// while the client is still sending, and the client sees a broken
+		// pipe instead of the answer.
+		defer io.Copy(io.Discard, io.LimitReader(r.Body, drainLimit))
 		_, dest, _, ok := h.target(w, r, legacy)
 		if !ok {
 			return
