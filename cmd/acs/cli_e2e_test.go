@@ -20,8 +20,8 @@ import (
 
 	"github.com/creack/pty"
 
-	"github.com/acs-project/acs/events"
 	acscli "github.com/acs-project/acs/client/cli"
+	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
