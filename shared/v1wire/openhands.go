@@ -10,6 +10,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // FeatureFlags are the web client's feature switches.
@@ -61,33 +62,14 @@ type Message struct {
 // ProfileNameRE is what an LLM profile's name must match.
 var ProfileNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
-// ProfileInfo is one profile of GET /api/v1/settings/profiles.
-type ProfileInfo struct {
-	Name      string  `json:"name"`
-	Model     *string `json:"model" acs:"emitnull"`
-	BaseURL   *string `json:"base_url" acs:"emitnull"`
-	APIKeySet bool    `json:"api_key_set"`
-}
-
-// ProfileList is GET /api/v1/settings/profiles's answer.
-type ProfileList struct {
-	Profiles      []ProfileInfo `json:"profiles"`
-	ActiveProfile *string       `json:"active_profile" acs:"emitnull"`
-}
-
-// ProfileDetail is GET /api/v1/settings/profiles/{name}'s answer: config
-// is the LLM configuration with api_key always null.
-type ProfileDetail struct {
-	Name      string          `json:"name"`
-	Config    json.RawMessage `json:"config"`
-	APIKeySet bool            `json:"api_key_set"`
-}
-
-// ProfileMutation answers saving and deleting a profile.
-type ProfileMutation struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
-}
+// The profile bodies of /api/v1/settings/profiles* are the agent server's
+// (OpenHands' shapes); the V1 detail's config has api_key always null.
+type (
+	ProfileInfo     = wire.ProfileInfo
+	ProfileList     = wire.ProfileList
+	ProfileDetail   = wire.ProfileDetail
+	ProfileMutation = wire.ProfileMutation
+)
 
 // ActivateProfileResponse answers activating a profile.
 type ActivateProfileResponse struct {
