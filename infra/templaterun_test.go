@@ -81,6 +81,9 @@ func TestTemplateRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.AssetDir = stubAssets(t, p.Routes)
+	// No UI files: their deployment is a CDK custom resource (a Python
+	// function) this test does not run.
+	p.WebDir = filepath.Join(t.TempDir(), "no-web-ui")
 	_, dir := synth(t, p)
 	w := readWorld(t, dir)
 
@@ -252,6 +255,22 @@ func TestTemplateRuns(t *testing.T) {
 	stageSrv := httptest.NewServer(gw)
 	t.Cleanup(stageSrv.Close)
 	awsStageURL := "https://" + lambdatest.APIID + ".execute-api." + lambdatest.Region + ".amazonaws.com/" + stage
+	// The public URL is the web UI's distribution, which forwards the API's
+	// paths to that stage: here its URL too is the local gateway, once the
+	// template shows its API origin is the stage.
+	const distDomain = "d111111abcdef8.cloudfront.net"
+	awsWebURL := "https://" + distDomain
+	for _, r := range w.ofType("AWS::CloudFront::Distribution") {
+		w.set(r, "DomainName", distDomain)
+		for _, o := range listOf(r.Props["DistributionConfig"].(map[string]any)["Origins"]) {
+			o := o.(map[string]any)
+			if _, ok := o["CustomOriginConfig"]; ok {
+				if got := "https://" + w.must(t, r, o["DomainName"]) + fmt.Sprint(o["OriginPath"]); got != awsStageURL {
+					t.Fatalf("the distribution forwards to %s, not the stage %s", got, awsStageURL)
+				}
+			}
+		}
+	}
 
 	// The functions: each resource's asset names its function; its
 	// environment is the template's, plus where the local servers are.
@@ -287,7 +306,7 @@ func TestTemplateRuns(t *testing.T) {
 		vars, _ := r.Props["Environment"].(map[string]any)["Variables"].(map[string]any)
 		for k, v := range vars {
 			s := w.must(t, r, v)
-			if s == awsStageURL {
+			if s == awsStageURL || s == awsWebURL {
 				s = stageSrv.URL
 			}
 			env = append(env, k+"="+s)
@@ -420,12 +439,12 @@ func TestTemplateRuns(t *testing.T) {
 	if len(gw.Routes) != len(p.Routes) {
 		t.Fatalf("%d methods in the template, %d routes", len(gw.Routes), len(p.Routes))
 	}
-	// The issuer sends people back to the sign-in pages of this stage.
+	// The issuer sends people back to the sign-in pages at the public URL.
 	for _, r := range w.ofType("AWS::Cognito::UserPoolClient") {
 		cb, _ := r.Props["CallbackURLs"].([]any)
 		lo, _ := r.Props["LogoutURLs"].([]any)
-		if len(cb) != 1 || w.must(t, r, cb[0]) != awsStageURL+oidcCallbackPath || len(lo) != 1 || w.must(t, r, lo[0]) != awsStageURL+oidcLogoutPath {
-			t.Fatalf("app client %s: callback %v, logout %v; want the stage's %s and %s", r.ID, cb, lo, oidcCallbackPath, oidcLogoutPath)
+		if len(cb) != 1 || w.must(t, r, cb[0]) != awsWebURL+oidcCallbackPath || len(lo) != 1 || w.must(t, r, lo[0]) != awsWebURL+oidcLogoutPath {
+			t.Fatalf("app client %s: callback %v, logout %v; want the distribution's %s and %s", r.ID, cb, lo, oidcCallbackPath, oidcLogoutPath)
 		}
 	}
 
