@@ -72,7 +72,9 @@ func TestWebStack(t *testing.T) {
 		if o == nil || o["OriginPath"] != "/"+p.Stage || !strings.Contains(jsonString(o["DomainName"]), "execute-api") {
 			t.Errorf("%s goes to %s, not the API's stage", b["PathPattern"], jsonString(o))
 		}
-		if len(listOf(b["AllowedMethods"])) != 7 || b["CachePolicyId"] == nil || b["OriginRequestPolicyId"] == nil {
+		// The viewer's Origin reaches the API (a session's writes are
+		// checked against it): the managed AllViewerExceptHostHeader policy.
+		if len(listOf(b["AllowedMethods"])) != 7 || b["CachePolicyId"] == nil || b["OriginRequestPolicyId"] != "b689b0a8-53d0-40ab-baf2-68738e2966ac" {
 			t.Errorf("%s: %s", b["PathPattern"], jsonString(b))
 		}
 	}
@@ -134,7 +136,9 @@ func TestPublicURLIsTheDistribution(t *testing.T) {
 	}
 	given := map[string]int{}
 	for _, f := range functions.All(p.Routes) {
-		want := false
+		// Every route (a session's writes are checked against the public
+		// URL's origin), and whatever else reads it.
+		want := f.Role == functions.RoleRoute
 		for _, need := range needBits(f.Need) {
 			want = want || slices.Contains(config.NeedVariables[need], config.EnvPublicURL)
 		}
