@@ -24,8 +24,15 @@ type API struct {
 	Rest       awsapigateway.RestApi
 	Authorizer *Function
 	Routes     []*Function
-	// PublicURL is how sandboxes reach the API (ACS_PUBLIC_URL).
+	// URL is the API's own URL: the stage's, or the custom domain's (output
+	// ApiUrl), for programs with API keys.
+	URL *string
+	// PublicURL is ACS's public URL (ACS_PUBLIC_URL): the web UI's
+	// distribution, which serves the UI and the sign-in pages and forwards
+	// the API's paths (sandboxes' webhooks included) to the stage.
 	PublicURL *string
+	// Web hosts the web UI.
+	Web *Web
 	// SignIn is the OpenID Connect client of the functions that sign people
 	// in (nil without OIDC).
 	SignIn *signIn
@@ -63,10 +70,8 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 			TracingEnabled: jsii.Bool(p.XRay),
 		},
 	})
-	// The stage URL, built from the API's id rather than from the stage, so
-	// that the functions (which the stage's deployment depends on) can name
-	// it.
-	a.PublicURL = awscdk.Fn_Join(jsii.String(""), jsii.Strings("https://", *a.Rest.RestApiId(), ".execute-api.",
+	// The stage URL, built from the API's id rather than from the stage.
+	a.URL = awscdk.Fn_Join(jsii.String(""), jsii.Strings("https://", *a.Rest.RestApiId(), ".execute-api.",
 		*awscdk.Aws_REGION(), ".", *awscdk.Aws_URL_SUFFIX(), "/", p.Stage))
 	if p.DomainName != "" {
 		dn := awsapigateway.NewDomainName(st, jsii.String("Domain"), &awsapigateway.DomainNameProps{
@@ -76,7 +81,7 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 			SecurityPolicy: awsapigateway.SecurityPolicy_TLS_1_2,
 		})
 		dn.AddBasePathMapping(a.Rest, &awsapigateway.BasePathMappingOptions{Stage: a.Rest.DeploymentStage()})
-		a.PublicURL = jsii.String("https://" + p.DomainName)
+		a.URL = jsii.String("https://" + p.DomainName)
 		awscdk.NewCfnOutput(st, jsii.String("DomainTarget"), &awscdk.CfnOutputProps{Value: dn.DomainNameAliasDomainName(),
 			Description: jsii.String("point a CNAME (or alias) record for the domain name here")})
 	}
@@ -94,6 +99,11 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 			Templates:       &map[string]*string{"application/json": jsii.String(r.Body)},
 		})
 	}
+
+	// The distribution before the functions and the sign-in client, which
+	// are given its URL.
+	a.Web = newWeb(a, p)
+	a.PublicURL = a.Web.URL
 
 	a.SignIn = newSignIn(st, d, p, a.PublicURL)
 	a.Authorizer = newFunction(st, functions.Authorizer, d, p, a.PublicURL, a.SignIn)
@@ -121,8 +131,8 @@ func NewAPI(scope constructs.Construct, id string, d *Data, p Props, sp *awscdk.
 		})
 		a.Rest.Root().ResourceForPath(jsii.String(rt.Path)).AddMethod(jsii.String(rt.Method), integration, opts)
 	}
-	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: a.PublicURL,
-		Description: jsii.String("the V1 API (ACS_PUBLIC_URL): $ApiUrl/api/v1/...")})
+	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: a.URL,
+		Description: jsii.String("the V1 API for API keys: $ApiUrl/api/v1/... (WebUrl serves it too)")})
 	return a
 }
 

@@ -197,6 +197,12 @@ func environment(f functions.Function, d *Data, p Props, publicURL *string, si *
 	for _, v := range config.BaseVariables {
 		set(v)
 	}
+	// Every route may serve a browser session, whose writes are accepted
+	// only from the public URL's origin: behind the distribution the
+	// request's own Host is the API's, not the page's.
+	if f.Role == functions.RoleRoute {
+		set(config.EnvPublicURL)
+	}
 	for _, need := range needBits(f.Need) {
 		vars, ok := config.NeedVariables[need]
 		if !ok {

@@ -28,7 +28,7 @@ type Props struct {
 	// AssetDir holds the functions' zips, <name>.zip (`make lambdas`:
 	// dist/lambda).
 	AssetDir string
-	// WebDir holds the web UI's static files, deployed to the web stack's
+	// WebDir holds the web UI's static files, deployed to the web UI's
 	// bucket (webDir, default web/static; none deployed when it does not
 	// exist).
 	WebDir string

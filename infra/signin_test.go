@@ -82,7 +82,8 @@ func TestSignInWithCognito(t *testing.T) {
 			"ExplicitAuthFlows":               []any{"ALLOW_REFRESH_TOKEN_AUTH"},
 		}))
 	})
-	// The redirect URIs are the public URL's sign-in pages.
+	// The redirect URIs are the public URL's sign-in pages: the web UI's
+	// distribution, where a person signs in.
 	raw := readTemplate(t, s.dir, APIStack)
 	for _, c := range []struct{ prop, path string }{{"CallbackURLs", oidcCallbackPath}, {"LogoutURLs", oidcLogoutPath}} {
 		var got []string
@@ -94,10 +95,10 @@ func TestSignInWithCognito(t *testing.T) {
 				}
 			}
 		}
-		want := regexp.MustCompile(`^\{"Fn::Join":\["",\["https://",\{"Ref":"Api[0-9A-F]{8}"\},".execute-api.",\{"Ref":"AWS::Region"\},".",` +
-			`\{"Ref":"AWS::URLSuffix"\},"/` + s.props.Stage + regexp.QuoteMeta(c.path) + `"\]\]\}$`)
+		want := regexp.MustCompile(`^\{"Fn::Join":\["",\["https://",\{"Fn::GetAtt":\["Distribution[0-9A-F]{8}","DomainName"\]\},"` +
+			regexp.QuoteMeta(c.path) + `"\]\]\}$`)
 		if len(got) != 1 || !want.MatchString(got[0]) {
-			t.Errorf("%s %v: want the stage URL + %s", c.prop, got, c.path)
+			t.Errorf("%s %v: want the distribution's URL + %s", c.prop, got, c.path)
 		}
 	}
 	check(t, "the client secret", func() {

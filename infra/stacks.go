@@ -15,7 +15,7 @@ type Stacks struct {
 	Provisioning *Provisioning
 	Sandboxes    *Sandboxes // nil without an EKS cluster
 	Operations   *Operations
-	Web          *Web
+	Web          *Web // in the API stack
 }
 
 // The stacks' names.
@@ -25,7 +25,6 @@ const (
 	ProvisioningStack = "AcsProvisioning"
 	SandboxesStack    = "AcsSandboxes"
 	OperationsStack   = "AcsOperations"
-	WebStack          = "AcsWeb"
 )
 
 // NewStacks adds every stack to scope.
@@ -40,7 +39,7 @@ func NewStacks(scope constructs.Construct, p Props) *Stacks {
 		s.Sandboxes = NewSandboxes(scope, SandboxesStack, p, fns, sp)
 	}
 	s.Operations = NewOperations(scope, OperationsStack, s.Data, s.API, s.Provisioning, p, sp)
-	s.Web = NewWeb(scope, WebStack, s.API, p, sp)
+	s.Web = s.API.Web
 	if p.Runtime() == "" {
 		awscdk.Annotations_Of(s.API.Stack).AddWarningV2(jsii.String("acs:no-runtime"), jsii.String(
 			"no sandbox runtime: set -c eksCluster=… (with eksEndpoint, eksCaData, kubeBaseHost, sandboxImage) or -c runtimeApiUrl=…; "+

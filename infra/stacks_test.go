@@ -367,12 +367,19 @@ func TestARouteThatGainsANeedGetsItsGrant(t *testing.T) {
 		t.Errorf("get_me with the queue and blobs: grants %s", jsonString(got))
 	}
 	at := tpl(t, dir, APIStack)
+	// The public URL is the web UI's distribution, custom domain or not;
+	// the custom domain is the API's URL for programs.
+	distURL := map[string]any{"Fn::Join": []any{"", []any{"https://",
+		map[string]any{"Fn::GetAtt": []any{assertions.Match_StringLikeRegexp(jsii.String("^Distribution")), "DomainName"}}}}}
+	check(t, "ApiUrl is the custom domain", func() {
+		at.HasOutput(jsii.String("ApiUrl"), obj(map[string]any{"Value": "https://acs.example.com"}))
+	})
 	check(t, "get_me's configuration", func() {
 		at.HasResourceProperties(jsii.String("AWS::Lambda::Function"), obj(map[string]any{
 			"Description": "ACS GET /api/v1/users/me", "TracingConfig": map[string]any{"Mode": "Active"},
 			"Environment": map[string]any{"Variables": map[string]any{"ACS_QUEUE_URL": assertions.Match_AnyValue(),
 				"ACS_BUCKET": assertions.Match_AnyValue(), "ACS_BUCKET_PREFIX": blobPrefix,
-				config.EnvPublicURL: "https://acs.example.com", config.EnvOIDCIssuer: "https://accounts.google.com",
+				config.EnvPublicURL: distURL, config.EnvOIDCIssuer: "https://accounts.google.com",
 				config.EnvOIDCClientID: "acs-client", config.EnvOIDCClientSecret + config.SecretARNSuffix: "acs/oidc-client-secret",
 				envOIDCName: config.DefaultOIDCName, envOIDCAllowedDomains: "example.com", envOIDCCreateUsers: "false",
 				envOIDCAllowedEmails: assertions.Match_Absent()}}}))
@@ -397,7 +404,7 @@ func TestARouteThatGainsANeedGetsItsGrant(t *testing.T) {
 			"Environment": map[string]any{"Variables": map[string]any{
 				config.EnvRuntime: "kubernetes", config.EnvEKSCluster: "acs", config.EnvKubeServer: p.EKSEndpoint,
 				config.EnvKubeCAData: p.EKSCAData, config.EnvKubeBaseHost: p.KubeBaseHost, config.EnvSandboxImage: p.SandboxImage,
-				config.EnvKubeNamespace: "acs-sandboxes", config.EnvPublicURL: "https://acs.example.com",
+				config.EnvKubeNamespace: "acs-sandboxes", config.EnvPublicURL: distURL,
 				config.EnvRuntimeAPIKey + config.SecretARNSuffix: assertions.Match_Absent()}}}))
 	})
 	runtimeFns := 0
@@ -591,8 +598,10 @@ func TestNothingWildNothingSecretNothingAlwaysOn(t *testing.T) {
 		"AWS::ApiGateway::RestApi", "AWS::ApiGateway::Account", "AWS::ApiGateway::Deployment", "AWS::ApiGateway::Stage",
 		"AWS::ApiGateway::Resource", "AWS::ApiGateway::Method", "AWS::ApiGateway::GatewayResponse", "AWS::ApiGateway::Authorizer",
 		"AWS::SNS::Topic", "AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard", "AWS::CDK::Metadata",
-		"AWS::Cognito::UserPool", "AWS::Cognito::UserPoolDomain", "AWS::Cognito::UserPoolClient"} {
-		allowed[typ] = true // storage, serverless on demand, or free when idle
+		"AWS::Cognito::UserPool", "AWS::Cognito::UserPoolDomain", "AWS::Cognito::UserPoolClient",
+		"AWS::CloudFront::Distribution", "AWS::CloudFront::OriginAccessControl", "AWS::CloudFront::Function",
+		"AWS::CloudFront::CachePolicy"} {
+		allowed[typ] = true // storage, serverless on demand, or free when idle (CloudFront: per request)
 	}
 	secretNames := regexp.MustCompile(`"(` + strings.Join(config.SecretVariables, "|") + `)":`)
 	for _, st := range []string{DataStack, APIStack, ProvisioningStack, OperationsStack} {

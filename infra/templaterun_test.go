@@ -8,8 +8,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -81,6 +83,9 @@ func TestTemplateRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.AssetDir = stubAssets(t, p.Routes)
+	// No UI files: their deployment is a CDK custom resource (a Python
+	// function) this test does not run.
+	p.WebDir = filepath.Join(t.TempDir(), "no-web-ui")
 	_, dir := synth(t, p)
 	w := readWorld(t, dir)
 
@@ -251,7 +256,27 @@ func TestTemplateRuns(t *testing.T) {
 	gw := &lambdatest.Gateway{StageName: stage, Responses: map[string]lambdatest.GatewayResponse{}}
 	stageSrv := httptest.NewServer(gw)
 	t.Cleanup(stageSrv.Close)
+	// The distribution's stand-in: the same gateway under another name
+	// (localhost, where the stage is 127.0.0.1), so that its origin is not
+	// the requests' own.
+	webSrvURL := strings.Replace(stageSrv.URL, "127.0.0.1", "localhost", 1)
 	awsStageURL := "https://" + lambdatest.APIID + ".execute-api." + lambdatest.Region + ".amazonaws.com/" + stage
+	// The public URL is the web UI's distribution, which forwards the API's
+	// paths to that stage: here its URL too is the local gateway, once the
+	// template shows its API origin is the stage.
+	const distDomain = "d111111abcdef8.cloudfront.net"
+	awsWebURL := "https://" + distDomain
+	for _, r := range w.ofType("AWS::CloudFront::Distribution") {
+		w.set(r, "DomainName", distDomain)
+		for _, o := range listOf(r.Props["DistributionConfig"].(map[string]any)["Origins"]) {
+			o := o.(map[string]any)
+			if _, ok := o["CustomOriginConfig"]; ok {
+				if got := "https://" + w.must(t, r, o["DomainName"]) + fmt.Sprint(o["OriginPath"]); got != awsStageURL {
+					t.Fatalf("the distribution forwards to %s, not the stage %s", got, awsStageURL)
+				}
+			}
+		}
+	}
 
 	// The functions: each resource's asset names its function; its
 	// environment is the template's, plus where the local servers are.
@@ -287,8 +312,11 @@ func TestTemplateRuns(t *testing.T) {
 		vars, _ := r.Props["Environment"].(map[string]any)["Variables"].(map[string]any)
 		for k, v := range vars {
 			s := w.must(t, r, v)
-			if s == awsStageURL {
+			switch s {
+			case awsStageURL:
 				s = stageSrv.URL
+			case awsWebURL:
+				s = webSrvURL
 			}
 			env = append(env, k+"="+s)
 		}
@@ -420,12 +448,12 @@ func TestTemplateRuns(t *testing.T) {
 	if len(gw.Routes) != len(p.Routes) {
 		t.Fatalf("%d methods in the template, %d routes", len(gw.Routes), len(p.Routes))
 	}
-	// The issuer sends people back to the sign-in pages of this stage.
+	// The issuer sends people back to the sign-in pages at the public URL.
 	for _, r := range w.ofType("AWS::Cognito::UserPoolClient") {
 		cb, _ := r.Props["CallbackURLs"].([]any)
 		lo, _ := r.Props["LogoutURLs"].([]any)
-		if len(cb) != 1 || w.must(t, r, cb[0]) != awsStageURL+oidcCallbackPath || len(lo) != 1 || w.must(t, r, lo[0]) != awsStageURL+oidcLogoutPath {
-			t.Fatalf("app client %s: callback %v, logout %v; want the stage's %s and %s", r.ID, cb, lo, oidcCallbackPath, oidcLogoutPath)
+		if len(cb) != 1 || w.must(t, r, cb[0]) != awsWebURL+oidcCallbackPath || len(lo) != 1 || w.must(t, r, lo[0]) != awsWebURL+oidcLogoutPath {
+			t.Fatalf("app client %s: callback %v, logout %v; want the distribution's %s and %s", r.ID, cb, lo, oidcCallbackPath, oidcLogoutPath)
 		}
 	}
 
@@ -517,6 +545,50 @@ func TestTemplateRuns(t *testing.T) {
 	if after := gw.Stats().AuthorizerInvocations; res.StatusCode != 401 || after != before+1 {
 		t.Fatalf("a cookie-only request: %d after %d authorizer runs; want 401 from the authorizer itself", res.StatusCode, after-before)
 	}
+	// A person at the web UI (the distribution, which forwards the viewer's
+	// Origin but not its Host) signs in with a key and writes with the
+	// session cookie alone: the functions' public URL is the distribution,
+	// whose origin is the one a session's writes are accepted from (the
+	// requests go to the stage, whose Host is not that origin).
+	browser := func(method, path, origin, cookie, contentType, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(method, stageSrv.URL+path, strings.NewReader(body))
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", contentType)
+		if cookie != "" {
+			req.AddCookie(&http.Cookie{Name: "acs_session", Value: cookie})
+		}
+		nc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		res, err := nc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	var session string
+	signIn := browser("POST", "/login", webSrvURL, "", "application/x-www-form-urlencoded", url.Values{"api_key": {runAdminKey}}.Encode())
+	for _, ck := range signIn.Cookies() {
+		if ck.Name == "acs_session" && ck.Value != "" {
+			session = ck.Value
+		}
+	}
+	if session == "" {
+		t.Fatalf("signing in at the distribution's origin: %d, no session cookie", signIn.StatusCode)
+	}
+	// The write keeps the default placement: the start below looks for the
+	// agent's file in a sandbox of its own.
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{{webSrvURL, true}, {"https://elsewhere.example.com", false}} {
+		res := browser("POST", "/api/v1/settings", tc.origin, session, "application/json", `{"sandbox_grouping_strategy":"NO_GROUPING"}`)
+		if ok := res.StatusCode/100 == 2; ok != tc.ok || (!ok && res.StatusCode != http.StatusForbidden) {
+			t.Fatalf("a session's write from %s: %d; want accepted %v (else 403)", tc.origin, res.StatusCode, tc.ok)
+		}
+	}
+
 	var task struct {
 		ID     string  `json:"id"`
 		Status string  `json:"status"`

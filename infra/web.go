@@ -8,15 +8,24 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3deployment"
-	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Web is the web UI's hosting: a private bucket holding the UI's static
-// files (deployed from Props.WebDir), and a CloudFront distribution that
-// serves it (Origin Access Control; a path without a file extension gets
-// /index.html, the single-page app's routes) and forwards the API's paths
-// to the REST API's stage.
+// Web is the web UI's hosting, in the API stack: a private bucket holding
+// the UI's static files (deployed from Props.WebDir), and a CloudFront
+// distribution that serves it (Origin Access Control; a path without a
+// file extension gets /index.html, the single-page app's routes) and
+// forwards the API's paths to the REST API's stage.
+//
+// It is in the API stack because each side names the other: the
+// distribution forwards to the API, and the functions' ACS_PUBLIC_URL and
+// the sign-in client's redirect URIs are the distribution's URL (a
+// browser's session may change things only from the public URL's origin,
+// and the issuer must send people back to the UI). Within one stack the
+// order has no cycle: the REST API → the distribution (its API origin is
+// built from the API's id and the stage's name, not from the stage) → the
+// functions and the sign-in client → the methods → the deployment → the
+// stage.
 type Web struct {
 	Stack        awscdk.Stack
 	Bucket       awss3.Bucket
@@ -38,9 +47,10 @@ const spaRewrite = `function handler(event) {
   return req;
 }`
 
-// NewWeb makes the web stack, after the API stack it forwards to.
-func NewWeb(scope constructs.Construct, id string, a *API, p Props, sp *awscdk.StackProps) *Web {
-	st := awscdk.NewStack(scope, jsii.String(id), sp)
+// newWeb adds the web UI's hosting to the API stack, after its REST API
+// and before its functions (which are given w.URL).
+func newWeb(a *API, p Props) *Web {
+	st := a.Stack
 	w := &Web{Stack: st}
 	w.Bucket = awss3.NewBucket(st, jsii.String("Ui"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -54,7 +64,9 @@ func NewWeb(scope constructs.Construct, id string, a *API, p Props, sp *awscdk.S
 		Runtime: awscloudfront.FunctionRuntime_JS_2_0(),
 		Comment: jsii.String("ACS web UI: app routes get /index.html"),
 	})
-	apiDomain := awscdk.Fn_Join(jsii.String(""), jsii.Strings(*a.Rest.RestApiId(), ".execute-api.", *a.Stack.Region(), ".", *a.Stack.UrlSuffix()))
+	// The API's stage, named without the stage resource (which comes after
+	// the functions).
+	apiDomain := awscdk.Fn_Join(jsii.String(""), jsii.Strings(*a.Rest.RestApiId(), ".execute-api.", *st.Region(), ".", *st.UrlSuffix()))
 	apiOrigin := awscloudfrontorigins.NewHttpOrigin(apiDomain, &awscloudfrontorigins.HttpOriginProps{
 		OriginPath:     jsii.String("/" + p.Stage),
 		ProtocolPolicy: awscloudfront.OriginProtocolPolicy_HTTPS_ONLY,
@@ -95,18 +107,18 @@ func NewWeb(scope constructs.Construct, id string, a *API, p Props, sp *awscdk.S
 		PriceClass:          awscloudfront.PriceClass_PRICE_CLASS_100,
 	})
 	w.URL = awscdk.Fn_Join(jsii.String(""), jsii.Strings("https://", *w.Distribution.DistributionDomainName()))
-	if st, err := os.Stat(p.WebDir); err == nil && st.IsDir() {
-		awss3deployment.NewBucketDeployment(w.Stack, jsii.String("UiFiles"), &awss3deployment.BucketDeploymentProps{
+	if fi, err := os.Stat(p.WebDir); err == nil && fi.IsDir() {
+		awss3deployment.NewBucketDeployment(st, jsii.String("UiFiles"), &awss3deployment.BucketDeploymentProps{
 			Sources:           &[]awss3deployment.ISource{awss3deployment.Source_Asset(jsii.String(p.WebDir), nil)},
 			DestinationBucket: w.Bucket,
 			Distribution:      w.Distribution,
 			DistributionPaths: jsii.Strings("/*"),
 		})
 	} else {
-		awscdk.Annotations_Of(w.Stack).AddWarningV2(jsii.String("acs:no-web-ui"), jsii.String(
+		awscdk.Annotations_Of(st).AddWarningV2(jsii.String("acs:no-web-ui"), jsii.String(
 			"no web UI files at "+p.WebDir+" (-c webDir=…): the UI bucket stays empty"), nil)
 	}
-	awscdk.NewCfnOutput(w.Stack, jsii.String("WebUrl"), &awscdk.CfnOutputProps{Value: w.URL,
-		Description: jsii.String("the web UI (and the API under /api)")})
+	awscdk.NewCfnOutput(st, jsii.String("WebUrl"), &awscdk.CfnOutputProps{Value: w.URL,
+		Description: jsii.String("the web UI, its sign-in and the API under /api (ACS_PUBLIC_URL)")})
 	return w
 }

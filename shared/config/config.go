@@ -709,10 +709,16 @@ func (p *parser) aws(t *Config, need Need) {
 			t.PublicURL = p.httpURL(EnvPublicURL, "")
 		}
 	}
-	if need&NeedSignIn != 0 && need&NeedRuntime == 0 {
+	switch {
+	case need&NeedRuntime != 0:
+	case need&NeedSignIn != 0:
 		if p.required(EnvPublicURL, "the API's public URL, for the sign-in pages") != "" {
 			t.PublicURL = p.httpURL(EnvPublicURL, "")
 		}
+	case p.getenv(EnvPublicURL) != "":
+		// Optional elsewhere: a browser session's writes are accepted
+		// from the public URL's origin (the web UI's distribution).
+		t.PublicURL = p.httpURL(EnvPublicURL, "")
 	}
 }
 

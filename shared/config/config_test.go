@@ -183,6 +183,32 @@ func TestLoadAWSNeeds(t *testing.T) {
 	}
 }
 
+// Behind the web UI's distribution a browser session's writes are checked
+// against the public URL, so every function reads ACS_PUBLIC_URL when it is
+// set; only the functions that need it require it.
+func TestLoadAWSPublicURLIsOptionalWithoutANeed(t *testing.T) {
+	base := map[string]string{"AWS_REGION": "eu-west-1", "ACS_TABLE": "acs", "ACS_SECRET_KEY": "0123456789abcdef0123"}
+	tests := []struct {
+		name, url, want, wantErr string
+	}{
+		{"unset", "", "", ""},
+		{"set", "https://d1.cloudfront.net/", "https://d1.cloudfront.net", ""},
+		{"not a URL", "d1.cloudfront.net", "", "ACS_PUBLIC_URL"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := map[string]string{}
+			if tc.url != "" {
+				extra["ACS_PUBLIC_URL"] = tc.url
+			}
+			c, ok := loadAWS(t, base, extra, 0, tc.wantErr)
+			if ok && c.PublicURL != tc.want {
+				t.Fatalf("PublicURL %q, want %q", c.PublicURL, tc.want)
+			}
+		})
+	}
+}
+
 func TestS3PathStyleDefaultsOnForLocalEndpoints(t *testing.T) {
 	m := map[string]string{"AWS_REGION": "us-east-1", "ACS_TABLE": "t", "ACS_SECRET_KEY": "0123456789abcdef", "ACS_S3_ENDPOINT": "http://127.0.0.1:9000"}
 	c, err := functionConfig(env(m), 0)
