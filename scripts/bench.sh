@@ -11,11 +11,26 @@ count=${BENCH_COUNT:-3}
 if [ -n "${BENCH_OUT:-}" ]; then
   out=$BENCH_OUT
   mkdir -p "$out"
+  rm -f "$out"/[0-9][0-9].txt
 else
   out=$(mktemp -d "${TMPDIR:-/tmp}/acs-bench.XXXXXX")
-  trap 'rm -rf "$out"' EXIT
 fi
 runs=0
+# summary prints the table at exit, also when a benchmark failed (its
+# figures then read "not run"), and keeps the exit status.
+summary() {
+  status=$?
+  if [ "$runs" -gt 0 ]; then
+    echo
+    echo "== summary"
+    go run ./internal/benchtable/cmd "$out"/[0-9][0-9].txt || status=1
+  fi
+  if [ -z "${BENCH_OUT:-}" ]; then
+    rm -rf "$out"
+  fi
+  exit "$status"
+}
+trap summary EXIT
 # bench runs `go test` with its arguments and keeps a copy of its output.
 bench() {
   runs=$((runs + 1))
@@ -78,7 +93,3 @@ export ACS_KUBE_RUN_DIR
   env=$(scripts/kube-cluster.sh start); eval "$env"
   bench ./shared/kubesandbox -run '^$' -count "$count" -bench 'BenchmarkCreateToRunning' -benchtime 10x
 )
-
-echo
-echo "== summary"
-go run ./internal/benchtable/cmd "$out"/*.txt
