@@ -112,6 +112,7 @@ func eventRange(f *acs.EventFilter) (lo, hi []byte) {
 func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery) (acs.Page[[]byte], error) {
 	var page acs.Page[[]byte]
 	body := strings.ToLower(q.Body)
+	needle := []byte(body) // converted once: per entry, a query over 32 bytes would allocate
 	limit := clamp(q.Limit)
 	var start []byte
 	if q.PageToken != "" {
@@ -188,7 +189,7 @@ func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery)
 				}
 				scanned++
 				read += len(v)
-				if !bytes.Contains(v, []byte(body)) {
+				if !bytes.Contains(v, needle) {
 					continue
 				}
 				if v = eb.Get(k); v == nil {
@@ -219,6 +220,7 @@ func (s *Store) SearchEvents(_ context.Context, convID string, q acs.EventQuery)
 func (s *Store) CountEvents(_ context.Context, convID string, f acs.EventFilter) (int, error) {
 	n := 0
 	body := strings.ToLower(f.Body)
+	needle := []byte(body)
 	lo, hi := eventRange(&f)
 	decode := f.Kind != "" || f.Source != ""
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -239,7 +241,7 @@ func (s *Store) CountEvents(_ context.Context, convID string, f acs.EventFilter)
 		}
 		for ; k != nil && (hi == nil || bytes.Compare(k, hi) < 0); k, v = c.Next() {
 			if body != "" {
-				if !bytes.Contains(v, []byte(body)) {
+				if !bytes.Contains(v, needle) {
 					continue
 				}
 				if decode {
