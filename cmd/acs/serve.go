@@ -54,12 +54,6 @@ func serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("find the acs binary: %w", err)
 	}
-	runtime, err := procsandbox.New(procsandbox.Config{Binary: bin, Root: filepath.Join(local.DataDir, "sandboxes")})
-	if err != nil {
-		return err
-	}
-	defer runtime.Close()
-
 	key, generated, err := ensureAdmin(ctx, store, local)
 	if err != nil {
 		return err
@@ -85,6 +79,17 @@ func serve(ctx context.Context, args []string) error {
 		return err
 	}
 	flow := startflow.ConfigFrom(cfg.Common, specs)
+	runtime, err := procsandbox.New(procsandbox.Config{Binary: bin, Root: filepath.Join(local.DataDir, "sandboxes"),
+		Warm: local.WarmSandboxes, WarmEnv: flow.Sandboxes.SandboxEnv()})
+	if err != nil {
+		return err
+	}
+	defer runtime.Close()
+	// The warm agent servers start now (in the background: Fill does not
+	// wait for them); claims and the reconciler refill the pool.
+	if _, err := runtime.Fill(ctx, specs); err != nil {
+		slog.Warn("acs serve: warm sandboxes", "error", err)
+	}
 	llm := llmhealth.NewMonitor(llmhealth.Target{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel}, nil)
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
 		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current})
@@ -92,7 +97,7 @@ func serve(ctx context.Context, args []string) error {
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, local.Workers); done <- struct{}{} }()
-	pass := reconciler.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL}
+	pass := reconciler.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL, Pool: runtime}
 	go func() { reconcileLoop(wctx, pass, local.ReconcileInterval); done <- struct{}{} }()
 	defer func() { stopWorkers(); <-done; <-done }()
 

@@ -262,6 +262,11 @@ type Local struct {
 	// was derived from Addr: with port 0 the caller replaces it with the
 	// address it actually listens on.
 	PublicURLFromAddr bool
+	// WarmSandboxes is how many pre-started agent servers the local
+	// runtime keeps ready for new sandboxes of the default spec
+	// (ACS_WARM_SANDBOXES, default 1; 0 turns the pool off). A start claims
+	// one and the pool is refilled in the background.
+	WarmSandboxes int
 	// WebDir is a directory of static files (a web frontend's build)
 	// served at / with single-page-app fallback (ACS_WEB_DIR; empty: a
 	// small page of ACS's own). It must exist.
@@ -458,6 +463,7 @@ func (p *parser) local(t *Config) {
 		c.WebDir = abs
 	}
 	c.Workers = p.integer("ACS_WORKERS", DefaultWorkers, 1, 64)
+	c.WarmSandboxes = p.integer("ACS_WARM_SANDBOXES", DefaultWarmSandboxes, 0, 64)
 	c.ReconcileInterval = p.duration("ACS_RECONCILE_INTERVAL", DefaultReconcileInterval, false)
 }
 

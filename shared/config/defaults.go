@@ -37,6 +37,8 @@ const (
 	DefaultStartTaskTTL = time.Hour
 	// DefaultWorkers is ACS_WORKERS's default.
 	DefaultWorkers = 4
+	// DefaultWarmSandboxes is ACS_WARM_SANDBOXES's default.
+	DefaultWarmSandboxes = 1
 	// DefaultReconcileInterval is ACS_RECONCILE_INTERVAL's default.
 	DefaultReconcileInterval = 30 * time.Second
 	// DefaultSessionTTL is ACS_SESSION_TTL's default (7 days).

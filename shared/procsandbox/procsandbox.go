@@ -58,6 +58,15 @@ type Config struct {
 	// a crash loop: the sandbox is ERROR instead of restarted again.
 	CrashLoopCount  int
 	CrashLoopWindow time.Duration
+	// Warm is how many pre-started agent servers the runtime keeps ready
+	// for the spec Fill is given first (the default spec); 0 keeps none.
+	// Start claims one (see pool.go) when the request's spec and
+	// environment are those the pool was started with.
+	Warm int
+	// WarmEnv is the environment the control plane starts sandboxes with
+	// (StartRequest.Env, for example its webhook URL): warm agent servers
+	// are started with it over their spec's InitialEnv.
+	WarmEnv map[string]string
 }
 
 const (
@@ -78,6 +87,8 @@ type meta struct {
 // proc is a sandbox's supervised agent server: its current process and,
 // across automatic restarts, its key, environment and recent crashes.
 type proc struct {
+	// id is the sandbox's id (a warm member's own id until it is claimed).
+	id       string
 	key      string
 	env      map[string]string
 	run      *run
@@ -95,6 +106,9 @@ type proc struct {
 	// wasReady: a process of this sandbox got as far as listening. One
 	// that exits before (it cannot start) is ERROR at once.
 	wasReady bool
+	// pool is "hit" for a sandbox given a warm agent server, "miss" for
+	// one started cold while the pool was on, "" without a pool.
+	pool string
 }
 
 // run is one agent-server process.
@@ -112,6 +126,7 @@ type Runtime struct {
 	cfg   Config
 	mu    sync.Mutex
 	procs map[string]*proc
+	warm  warmPool
 }
 
 var _ acs.Runtime = (*Runtime)(nil)
@@ -147,6 +162,7 @@ func New(cfg Config) (*Runtime, error) {
 	for _, e := range entries {
 		r.killOrphan(filepath.Join(cfg.Root, e.Name()))
 	}
+	r.removeUnclaimed(entries)
 	return r, nil
 }
 
@@ -159,6 +175,11 @@ func (r *Runtime) killOrphan(dir string) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || pid <= 1 {
 		return
+	}
+	// A sandbox given a warm agent server is a link to the directory the
+	// process was started in, which its command line names.
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err == nil && strings.Contains(string(cmdline), "agent-server") && strings.Contains(string(cmdline), dir) {
@@ -198,6 +219,13 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 		}
 		delete(r.procs, req.SandboxID)
 	}
+	pool := ""
+	if r.cfg.Warm > 0 && r.warm.spec != nil && r.warm.spec.ID == req.Spec.ID {
+		pool = "miss"
+		if r.claimLocked(req) {
+			return r.statusLocked(req.SandboxID), nil
+		}
+	}
 	dir := r.dir(req.SandboxID)
 	work := filepath.Join(dir, "workspace")
 	for _, d := range []string{work, filepath.Join(dir, "state"), filepath.Join(dir, "home")} {
@@ -215,6 +243,7 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 	if err := r.launchLocked(req.SandboxID, req.SessionKey, mergeEnv(req.Spec.InitialEnv, req.Env)); err != nil {
 		return acs.RuntimeStatus{}, err
 	}
+	r.procs[req.SandboxID].pool = pool
 	return r.statusLocked(req.SandboxID), nil
 }
 
@@ -277,28 +306,29 @@ func (r *Runtime) launchLocked(id, key string, env map[string]string) error {
 	_ = os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
 	p := r.procs[id]
 	if p == nil {
-		p = &proc{}
+		p = &proc{id: id}
 		r.procs[id] = p
 	}
 	rn := &run{cmd: cmd, done: make(chan struct{})}
 	p.key, p.env, p.run = key, env, rn
-	go r.supervise(id, p, rn, logf)
+	go r.supervise(p, rn, logf)
 	return nil
 }
 
 // supervise waits for a process to end; one that ended on its own is a
-// crash (crashedLocked).
-func (r *Runtime) supervise(id string, p *proc, rn *run, logf *os.File) {
+// crash (crashedLocked). The sandbox is p's id at the time it ends (a warm
+// member claimed meanwhile is the sandbox's).
+func (r *Runtime) supervise(p *proc, rn *run, logf *os.File) {
 	err := rn.cmd.Wait()
 	logf.Close()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rn.exitErr = err
 	close(rn.done)
-	if p.stopping || r.procs[id] != p || p.run != rn {
+	if p.stopping || r.procs[p.id] != p || p.run != rn {
 		return
 	}
-	r.crashedLocked(id, p, err)
+	r.crashedLocked(p.id, p, err)
 }
 
 // crashedLocked handles an agent server that exited on its own: it is
@@ -349,6 +379,7 @@ func (r *Runtime) crashedLocked(id string, p *proc, err error) {
 func (r *Runtime) restartCrashed(id string, p *proc) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	id = p.id // claimed from the pool meanwhile
 	if r.procs[id] != p || p.stopping || p.failed != "" || p.live() {
 		return
 	}
@@ -384,6 +415,14 @@ func (r *Runtime) Status(_ context.Context, id string) (acs.RuntimeStatus, error
 }
 
 func (r *Runtime) statusLocked(id string) acs.RuntimeStatus {
+	st := r.runStatusLocked(id)
+	if p, ok := r.procs[id]; ok {
+		st.WarmPool = p.pool
+	}
+	return st
+}
+
+func (r *Runtime) runStatusLocked(id string) acs.RuntimeStatus {
 	dir := r.dir(id)
 	work := filepath.Join(dir, "workspace")
 	p, ok := r.procs[id]
@@ -520,6 +559,13 @@ func (r *Runtime) Delete(_ context.Context, id string) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("procsandbox: remove %s: %w", id, err)
 	}
+	// A sandbox given a warm agent server is a link to that server's
+	// directory: both go.
+	if target, lerr := os.Readlink(r.dir(id)); lerr == nil {
+		if err := os.RemoveAll(filepath.Join(r.cfg.Root, filepath.Base(target))); err != nil {
+			return fmt.Errorf("procsandbox: remove %s: %w", id, err)
+		}
+	}
 	if err := os.RemoveAll(r.dir(id)); err != nil {
 		return fmt.Errorf("procsandbox: remove %s: %w", id, err)
 	}
@@ -531,6 +577,7 @@ func (r *Runtime) Delete(_ context.Context, id string) error {
 func (r *Runtime) Close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.warm.closed = true
 	ids := make([]string, 0, len(r.procs))
 	for id := range r.procs {
 		ids = append(ids, id)
