@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/acs-project/acs/sandbox/procenv"
@@ -275,14 +276,17 @@ func checkRef(ref string) error {
 
 // Init makes dir a git repository unless it already is inside a work tree.
 //
-// For a new repository it runs "git init", points HEAD at the "main" branch
-// and adds dir to the global safe.directory list (once), so later git
-// commands work even when the workspace is owned by another user. It creates
-// dir when missing. Inside an existing work tree it changes nothing. It is
-// idempotent.
+// For a new repository it writes what "git init" writes (without the
+// sample hooks), with HEAD on the "main" branch, and, when dir is owned by
+// another user than this process's, adds dir to the global safe.directory
+// list (once), so that later git commands work on it. It creates dir when
+// missing. Inside an existing work tree it changes nothing. It is
+// idempotent, and a new workspace costs it no git process: git is asked
+// only when dir or an ancestor could be part of a repository.
 //
 // Init is best effort: the returned error (wrapping exec.ErrNotFound when
-// git is not installed) is meant to be logged, not to fail the caller.
+// git is needed and not installed) is meant to be logged, not to fail the
+// caller.
 func Init(ctx context.Context, dir string) error {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
@@ -295,29 +299,107 @@ func Init(ctx context.Context, dir string) error {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	out, err := git(ctx, dir, 1<<16, "rev-parse", "--is-inside-work-tree")
-	switch {
-	case err == nil && strings.TrimSpace(string(out)) == "true":
-		return nil
-	case err == nil:
-		return fmt.Errorf("gitreview: init %s: inside a git directory", dir)
-	case !isNotRepo(err):
+	if mayBeInRepo(dir) {
+		out, err := git(ctx, dir, 1<<16, "rev-parse", "--is-inside-work-tree")
+		switch {
+		case err == nil && strings.TrimSpace(string(out)) == "true":
+			return nil
+		case err == nil:
+			return fmt.Errorf("gitreview: init %s: inside a git directory", dir)
+		case !isNotRepo(err):
+			return fmt.Errorf("gitreview: init %s: %w", dir, err)
+		}
+	}
+	// Without git there is no repository to make (nor to use).
+	if _, err := exec.LookPath("git"); err != nil {
 		return fmt.Errorf("gitreview: init %s: %w", dir, err)
 	}
-	if _, err := git(ctx, dir, 1<<16, "init", "--quiet"); err != nil {
+	if err := writeGitDir(dir); err != nil {
 		return fmt.Errorf("gitreview: init %s: %w", dir, err)
 	}
-	var errs []error
-	if _, err := git(ctx, dir, 1<<16, "symbolic-ref", "HEAD", "refs/heads/main"); err != nil {
-		errs = append(errs, err)
-	}
-	if err := addSafeDirectory(ctx, dir); err != nil {
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("gitreview: init %s: %w", dir, err)
+	if ownedByOther(dir) {
+		if err := addSafeDirectory(ctx, dir); err != nil {
+			return fmt.Errorf("gitreview: init %s: %w", dir, err)
+		}
 	}
 	return nil
+}
+
+// The files of a new repository's .git directory, as "git init" writes
+// them (its templates' sample hooks aside).
+var gitDirFiles = []struct{ name, content string }{
+	{"HEAD", "ref: refs/heads/main\n"},
+	{"config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"},
+	{"description", "Unnamed repository; edit this file 'description' to name the repository.\n"},
+	{"info/exclude", "# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n" +
+		"# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n"},
+}
+
+// writeGitDir creates dir/.git for an empty repository: built aside and
+// renamed into place, so that no one sees a partial one. A .git that
+// appeared meanwhile is kept.
+func writeGitDir(dir string) error {
+	tmp, err := os.MkdirTemp(dir, ".git-init-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	for _, d := range []string{"branches", "hooks", "info", "objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
+			return err
+		}
+	}
+	for _, f := range gitDirFiles {
+		if err := os.WriteFile(filepath.Join(tmp, f.name), []byte(f.content), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, ".git")); err != nil {
+		if _, serr := os.Lstat(filepath.Join(dir, ".git")); serr == nil {
+			return nil // made by another Init
+		}
+		return err
+	}
+	return nil
+}
+
+// ownedByOther reports whether dir's owner is not this process's
+// effective user: the case git refuses without safe.directory.
+func ownedByOther(dir string) bool {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return true
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return !ok || int(st.Uid) != os.Geteuid()
+}
+
+// mayBeInRepo reports whether git could see dir (a real path) as inside
+// a repository: the environment names one, or dir or one of its ancestors
+// has a .git entry or looks like a git directory (HEAD and objects). When
+// it reports false, dir is in no repository.
+func mayBeInRepo(dir string) bool {
+	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
+		if os.Getenv(v) != "" {
+			return true
+		}
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(filepath.Join(d, ".git")); !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		_, herr := os.Lstat(filepath.Join(d, "HEAD"))
+		_, oerr := os.Lstat(filepath.Join(d, "objects"))
+		if herr == nil && oerr == nil {
+			return true
+		}
+		if filepath.Dir(d) == d {
+			return false
+		}
+	}
 }
 
 func addSafeDirectory(ctx context.Context, dir string) error {

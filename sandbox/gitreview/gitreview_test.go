@@ -367,14 +367,43 @@ func TestInit(t *testing.T) {
 	if head := gitCmd(t, dir, "symbolic-ref", "HEAD"); head != "refs/heads/main" {
 		t.Errorf("HEAD = %q, want refs/heads/main", head)
 	}
-	var n int
-	for _, v := range strings.Split(gitCmd(t, dir, "config", "--global", "--get-all", "safe.directory"), "\n") {
-		if v == filepath.ToSlash(dir) {
-			n++
+	safeDirs := func(dir string) (n int) {
+		cmd := exec.Command("git", "config", "--global", "--get-all", "safe.directory")
+		out, _ := cmd.Output() // exit 1: none listed
+		for _, v := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if v == filepath.ToSlash(dir) {
+				n++
+			}
 		}
+		return n
 	}
-	if n != 1 {
-		t.Errorf("safe.directory lists %s %d times, want 1", dir, n)
+	// A work tree of this user's needs no safe.directory entry.
+	if n := safeDirs(dir); n != 0 {
+		t.Errorf("safe.directory lists %s, which this user owns, %d times, want 0", dir, n)
+	}
+	if err := gitreview.Init(ctx, dir); err != nil {
+		t.Fatal(err)
+	}
+	// One owned by another user is listed, once (only root can make one).
+	if os.Geteuid() == 0 {
+		other := filepath.Join(t.TempDir(), "theirs")
+		if err := os.MkdirAll(other, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(other, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 2; i++ {
+			if err := gitreview.Init(ctx, other); err != nil {
+				t.Fatalf("Init of another user's directory #%d: %v", i+1, err)
+			}
+		}
+		if n := safeDirs(other); n != 1 {
+			t.Errorf("safe.directory lists %s, owned by another user, %d times, want 1", other, n)
+		}
+		if head := gitCmd(t, other, "symbolic-ref", "HEAD"); head != "refs/heads/main" {
+			t.Errorf("HEAD of another user's repository = %q, want refs/heads/main", head)
+		}
 	}
 
 	// Inside an existing work tree Init is a no-op.
