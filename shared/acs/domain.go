@@ -342,11 +342,25 @@ type StartTask struct {
 	// Command is the agent server's bash command id of a step in progress
 	// (clone, setup script), polled by later deliveries.
 	Command string
+	// Project is what preparing the repository found in the project
+	// directory, so that the steps after it skip the agent server when
+	// there is nothing to do; nil when not known.
+	Project *ProjectFacts
 	Steps   []StepTiming
 	// Attempts counts deliveries of the current step (for backoff and limits).
 	Attempts  int
 	CreatedAt time.Time
 	UpdatedAt time.Time
+}
+
+// ProjectFacts are what a start found in the project directory it
+// prepared.
+type ProjectFacts struct {
+	// SetupScript: .openhands/setup.sh exists.
+	SetupScript bool `json:"setup_script,omitempty"`
+	// PreCommit: .openhands/pre-commit.sh exists (before any setup script
+	// ran, which may add it).
+	PreCommit bool `json:"pre_commit,omitempty"`
 }
 
 // Advance moves the task to status at now and records the step.

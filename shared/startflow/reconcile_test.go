@@ -183,7 +183,10 @@ func TestReconcileSparesARunNotReportedYet(t *testing.T) {
 func TestReconcileSparesAStartInProgress(t *testing.T) {
 	e := newIdleEnv(t)
 	tk := e.submit(t, "wait for my go", false)
-	for _, status := range []acs.StartTaskStatus{acs.TaskPreparingRepository, acs.TaskSettingUpGitHooks, acs.TaskStartingConversation} {
+	// (Without a repository the setup-script and hooks steps have nothing
+	// to do and are recorded with the preparation: the task rests at the
+	// skills step next.)
+	for _, status := range []acs.StartTaskStatus{acs.TaskPreparingRepository, acs.TaskSettingUpSkills, acs.TaskStartingConversation} {
 		cur := e.stepUntil(t, tk.ID, status)
 		if e.reconcile(t, *cur.SandboxID) {
 			t.Fatalf("the sandbox was paused while its start was %s", status)

@@ -119,6 +119,16 @@ func (w *Worker) prepareRepository(ctx context.Context, t acs.StartTask, req Sta
 		return 0, false, err
 	}
 	work, project := workDirs(sb, t, req)
+	if req.SelectedRepository == nil && (t.OwnWorkDir || sb.CreatedByTask == t.ID) {
+		// A new, empty working directory (the conversation's own, or that
+		// of the sandbox this start created): nothing to clone, no setup
+		// script, hooks or project skills. The agent server creates it and
+		// makes it a git repository when the conversation starts. The
+		// setup-script and hooks steps are recorded with this one.
+		return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, func(tk *acs.StartTask) {
+			tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", &acs.ProjectFacts{}
+		}, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
+	}
 	var script strings.Builder
 	fmt.Fprintf(&script, "set -e\nmkdir -p %s\ncd %s\n", shellQuote(work), shellQuote(work))
 	secrets := map[string]string{}
@@ -174,6 +184,10 @@ fi
 	} else {
 		script.WriteString("[ -d .git ] || git init --quiet || [ -d .git ]\n")
 	}
+	// What the next steps will find (so they skip the agent server when
+	// there is nothing to do).
+	fmt.Fprintf(&script, "cd %s\n[ ! -f .openhands/setup.sh ] || echo %s\n[ ! -f .openhands/pre-commit.sh ] || echo %s\n",
+		shellQuote(project), markSetupScript, markPreCommit)
 	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script.String(), Timeout: int(cfg.CloneTimeout.Seconds()), Secrets: secrets})
 	if err != nil {
 		return 0, false, err
@@ -196,14 +210,39 @@ fi
 		}
 		return 0, false, failf("Could not clone %s from %s: %s.%s", repo, cfg.GitHost, msg, hint)
 	}
-	return 0, false, w.advance(ctx, t.ID, acs.TaskPreparingRepository, acs.TaskRunningSetupScript, func(tk *acs.StartTask) {
-		tk.WorkDir, tk.ProjectDir, tk.Command = work, project, ""
-	})
+	facts := &acs.ProjectFacts{SetupScript: hasLine(out, markSetupScript), PreCommit: hasLine(out, markPreCommit)}
+	next := []acs.StartTaskStatus{acs.TaskRunningSetupScript}
+	if !facts.SetupScript && !facts.PreCommit {
+		// Nothing for the setup-script and hooks steps: recorded with this one.
+		next = append(next, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
+	}
+	return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, func(tk *acs.StartTask) {
+		tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", facts
+	}, next...)
+}
+
+// The lines the preparation script prints for what it found.
+const (
+	markSetupScript = "ACS_PROJECT_HAS_SETUP_SCRIPT"
+	markPreCommit   = "ACS_PROJECT_HAS_PRE_COMMIT"
+)
+
+// hasLine reports whether out has line as one of its lines.
+func hasLine(out, line string) bool {
+	for l := range strings.Lines(out) {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
 }
 
 // runSetupScript sources the project's .openhands/setup.sh (when present)
 // with the conversation's secrets in its environment.
 func (w *Worker) runSetupScript(ctx context.Context, t acs.StartTask) (time.Duration, bool, error) {
+	if t.Project != nil && !t.Project.SetupScript && t.Command == "" {
+		return 0, false, w.advance(ctx, t.ID, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, nil)
+	}
 	cfg := w.cfg()
 	_, c, err := w.client(ctx, t)
 	if err != nil {
@@ -252,6 +291,10 @@ if [ -x "$root/.git/hooks/pre-commit.local" ]; then exec "$root/.git/hooks/pre-c
 // setUpGitHooks installs a pre-commit hook running .openhands/pre-commit.sh
 // when the project has one; an existing hook is kept as pre-commit.local.
 func (w *Worker) setUpGitHooks(ctx context.Context, t acs.StartTask) error {
+	if t.Project != nil && !t.Project.SetupScript && !t.Project.PreCommit {
+		// Known absent, and no setup script ran that could have added it.
+		return w.advance(ctx, t.ID, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills, nil)
+	}
 	_, c, err := w.client(ctx, t)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -330,18 +331,29 @@ func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration
 // applied. A task already in the target status is left as it is (a redelivery
 // of a step that completed), so no step is recorded twice.
 func (w *Worker) advance(ctx context.Context, id string, from, to acs.StartTaskStatus, change func(*acs.StartTask)) error {
+	return w.advanceThrough(ctx, id, from, change, to)
+}
+
+// advanceThrough is advance through several steps in one store write: each
+// of to is recorded, at the same time, the last being the task's status.
+// It is for steps known to have nothing to do, so that recording them
+// costs one durable write, not one each. A task already at one of them is
+// left as it is.
+func (w *Worker) advanceThrough(ctx context.Context, id string, from acs.StartTaskStatus, change func(*acs.StartTask), to ...acs.StartTaskStatus) error {
 	_, err := w.Store.UpdateStartTask(ctx, id, func(tk *acs.StartTask) error {
-		switch tk.Status {
-		case to:
+		switch {
+		case slices.Contains(to, tk.Status):
 			return nil
-		case from:
-		default:
+		case tk.Status != from:
 			return fmt.Errorf("task is %s, expected %s: %w", tk.Status, from, acs.ErrConflict)
 		}
 		if change != nil {
 			change(tk)
 		}
-		tk.Advance(to, w.now())
+		now := w.now()
+		for _, st := range to {
+			tk.Advance(st, now)
+		}
 		return nil
 	})
 	return err

@@ -142,6 +142,7 @@ type StartTask struct {
 	WorkDir           string              `json:"work_dir,omitempty"`
 	ProjectDir        string              `json:"project_dir,omitempty"`
 	Command           string              `json:"command,omitempty"`
+	Project           *acs.ProjectFacts   `json:"project,omitempty"`
 	Steps             []Step              `json:"steps"`
 	Attempts          int                 `json:"attempts"`
 	CreatedAt         time.Time           `json:"created_at"`
@@ -248,7 +249,7 @@ func fromStartTask(t *acs.StartTask) *StartTask {
 		AppConversationID: t.AppConversationID, SandboxID: t.SandboxID, AgentServerURL: t.AgentServerURL,
 		Request: t.Request, ConversationID: t.ConversationID, SealedSecrets: t.SealedSecrets,
 		Placement: t.Placement, OwnWorkDir: t.OwnWorkDir, WorkDir: t.WorkDir, ProjectDir: t.ProjectDir,
-		Command: t.Command, Attempts: t.Attempts, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		Command: t.Command, Project: t.Project, Attempts: t.Attempts, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	if t.Steps != nil {
 		r.Steps = make([]Step, len(t.Steps))
 		for i, s := range t.Steps {
@@ -263,7 +264,7 @@ func (r *StartTask) domain() acs.StartTask {
 		AppConversationID: r.AppConversationID, SandboxID: r.SandboxID, AgentServerURL: r.AgentServerURL,
 		Request: r.Request, ConversationID: r.ConversationID, SealedSecrets: r.SealedSecrets,
 		Placement: r.Placement, OwnWorkDir: r.OwnWorkDir, WorkDir: r.WorkDir, ProjectDir: r.ProjectDir,
-		Command: r.Command, Attempts: r.Attempts, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+		Command: r.Command, Project: r.Project, Attempts: r.Attempts, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if r.Steps != nil {
 		t.Steps = make([]acs.StepTiming, len(r.Steps))
 		for i, s := range r.Steps {
