@@ -48,7 +48,7 @@ echo "== body search, first page, 3 matches, on 1k, 10k and 100k events: flat me
 bench ./sandbox/eventlog -run '^$' -count "$count" -bench 'BenchmarkSearchBody' -benchtime 200x
 bench ./shared/boltstore -run '^$' -count "$count" -bench 'BenchmarkSearchEventsBody' -benchtime 200x
 
-echo "== start-to-READY: a new local sandbox, and a running one reused (cmd/acs)"
+echo "== start-to-READY, with the time of each step: a new local sandbox (warm pool, and without), a running one reused, and one with a clone (cmd/acs)"
 bench ./cmd/acs -run '^$' -count "$count" -bench 'BenchmarkStartToReady' -benchtime 20x
 
 echo "== terminal round trip for echo (sandbox/tools/terminal)"

@@ -1,36 +1,68 @@
 package main_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // BenchmarkStartToReady measures POST /api/v1/app-conversations until the
-// start task is READY: with a new process sandbox each time (NO_GROUPING:
-// create the sandbox record, start an agent server, wait for it to answer,
-// then every setup step and the conversation), and on a sandbox that is
-// already running (ADD_TO_ANY: reserve a slot, then the steps). The task is
-// polled every 2ms, so figures carry up to 2ms of polling granularity.
+// start task is READY, and where the time goes: beside the total (ms/ready)
+// it reports the mean time of each step the task recorded (ms/<STATUS>,
+// from the task's own step times: a step lasts until the next begins).
+//
+//   - new-sandbox: NO_GROUPING, a new sandbox each time, from the warm pool
+//     (ACS_WARM_SANDBOXES=1, refilled between starts: a start while it
+//     refills is a cold one, which new-sandbox-cold measures).
+//   - new-sandbox-cold: no warm pool: create the sandbox record, start an
+//     agent server and wait for it to answer, then the steps.
+//   - reused-sandbox: ADD_TO_ANY on a running sandbox: reserve a slot, then
+//     the steps; no process at all.
+//   - with-clone: a new sandbox (warm) and a repository cloned from a local
+//     git server (no setup script, hooks or skills in it).
+//
+// The task is polled every 2ms, so totals carry up to 2ms of polling
+// granularity (the step times do not: they are the worker's own).
 func BenchmarkStartToReady(b *testing.B) {
-	for _, tc := range []struct{ name, strategy string }{{"new-sandbox", "NO_GROUPING"}, {"reused-sandbox", "ADD_TO_ANY"}} {
+	git := gittest.New(b)
+	git.Create(b, "acme", "tiny", gittest.Repo{Files: map[string]string{"README.md": "# tiny\n"}})
+	for _, tc := range []struct {
+		name, strategy string
+		env            []string
+		body           v1wire.StartRequest
+	}{
+		{name: "new-sandbox", strategy: "NO_GROUPING"},
+		{name: "new-sandbox-cold", strategy: "NO_GROUPING", env: []string{"ACS_WARM_SANDBOXES=0"}},
+		{name: "reused-sandbox", strategy: "ADD_TO_ANY"},
+		{name: "with-clone", strategy: "NO_GROUPING", body: v1wire.StartRequest{SelectedRepository: ptr("acme/tiny")}},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			llm := llmtest.New()
 			defer llm.Close()
-			s := startServe(b, b.TempDir(), llm.URL, "ACS_MAX_RUNNING_SANDBOXES=0")
+			dataDir := b.TempDir()
+			s := startServe(b, dataDir, llm.URL, append([]string{"ACS_MAX_RUNNING_SANDBOXES=0", "ACS_GIT_HOST=" + git.URL}, tc.env...)...)
 			s.admin("POST", "/api/v1/settings", map[string]any{"sandbox_grouping_strategy": tc.strategy, "max_conversations_per_sandbox": 1000}).want(200)
 			if tc.strategy != "NO_GROUPING" {
 				s.start(apiKey, map[string]any{}) // the sandbox to reuse
 			}
 			var total time.Duration
+			steps := map[string]time.Duration{}
+			var order []string
 			n := 0
 			for b.Loop() {
+				waitWarm(b, dataDir, tc.env)
 				start := time.Now()
 				c := s.api(apiKey)
-				tk, err := c.StartConversation(b.Context(), &v1wire.StartRequest{})
+				body := tc.body
+				tk, err := c.StartConversation(b.Context(), &body)
 				if err != nil {
 					b.Fatalf("start: %v", err)
 				}
@@ -50,9 +82,53 @@ func BenchmarkStartToReady(b *testing.B) {
 				}
 				total += time.Since(start)
 				n++
+				for i := 0; i+1 < len(tk.Steps); i++ {
+					st := tk.Steps[i].Status
+					if _, ok := steps[st]; !ok {
+						order = append(order, st)
+					}
+					steps[st] += tk.Steps[i+1].StartedAt.Time.Sub(tk.Steps[i].StartedAt.Time)
+				}
+				if tc.name == "new-sandbox" && n == 1 && (tk.Placement == nil || !strings.Contains(*tk.Placement, "warm pool hit")) {
+					b.Fatalf("the first start after the pool filled was not a warm-pool hit: placement %v", deref(tk.Placement))
+				}
 			}
-			b.ReportMetric(float64(total.Milliseconds())/float64(n), "ms/ready")
+			b.ReportMetric(float64(total.Microseconds())/1000/float64(n), "ms/ready")
+			for _, st := range order {
+				b.ReportMetric(float64(steps[st].Microseconds())/1000/float64(n), "ms/"+st)
+			}
 		})
+	}
+}
+
+// waitWarm waits until the data dir's sandbox root holds a warm agent
+// server ready to be claimed (procsandbox's layout: an unclaimed member's
+// meta file names it by its warm-… id, and its address file exists once it
+// listens), unless env turns the pool off.
+func waitWarm(b *testing.B, dataDir string, env []string) {
+	for _, e := range env {
+		if e == "ACS_WARM_SANDBOXES=0" {
+			return
+		}
+	}
+	root := filepath.Join(dataDir, "sandboxes")
+	if !testwait.UntilEvery(30*time.Second, time.Millisecond, func() bool {
+		dirs, _ := filepath.Glob(filepath.Join(root, "warm-*"))
+		for _, d := range dirs {
+			var m struct {
+				ID string `json:"id"`
+			}
+			raw, err := os.ReadFile(filepath.Join(d, "sandbox.json"))
+			if err != nil || json.Unmarshal(raw, &m) != nil || !strings.HasPrefix(m.ID, "warm-") {
+				continue
+			}
+			if _, err := os.Stat(filepath.Join(d, "agent.addr")); err == nil {
+				return true
+			}
+		}
+		return false
+	}) {
+		b.Fatal("no warm sandbox became ready within 30s")
 	}
 }
 
@@ -66,3 +142,5 @@ func BenchmarkAgentServerRSS(b *testing.B) {
 		b.ReportMetric(loaded, "MB-20-conversations")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
