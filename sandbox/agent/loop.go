@@ -399,7 +399,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		c.mu.Unlock()
 		return false, c.condense(ctx, plan)
 	}
-	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
+	view := c.viewLocked()
 	specs := c.toolsForLLM()
 	client := c.client // SwitchLLM may replace it once the lock is released
 	cfg := client.Config()
@@ -753,7 +753,10 @@ func streamingDelta(d llm.Delta) []byte {
 // llmHistoryLocked is the history the LLM sees: condensed, without the user
 // messages a user_prompt_submit hook blocked.
 func (c *Conversation) llmHistoryLocked() []events.Event {
-	h := condensedHistory(c.history)
+	h := c.history[:len(c.history):len(c.history)]
+	if c.pairsLocked().condensations > 0 {
+		h = condensedHistory(c.history)
+	}
 	if len(c.st.BlockedMessages) == 0 {
 		return h
 	}

@@ -18,7 +18,11 @@ const errorPrefix = "[An error occurred during execution.]\n"
 // without a result (interrupted, or still pending confirmation) gets a
 // placeholder result so the history stays valid.
 func buildView(system events.Message, history []events.Event) []events.Message {
-	pairs := pairResults(history)
+	return buildPairedView(system, history, pairResults(history))
+}
+
+// buildPairedView is buildView with the history's pairResults given.
+func buildPairedView(system events.Message, history []events.Event, pairs map[string]int) []events.Message {
 	resultMessage := func(a *events.ActionEvent) (events.Message, bool) {
 		i, ok := pairs[a.ID]
 		if !ok {
@@ -132,4 +136,16 @@ func mergeUserMessages(msgs []events.Message) []events.Message {
 		out = append(out, m)
 	}
 	return out
+}
+
+// viewLocked is the LLM view of the conversation: the system message, then
+// buildView of llmHistoryLocked. When that history is c.history itself (no
+// condensation, no blocked message) its pairing is the incremental one.
+func (c *Conversation) viewLocked() []events.Message {
+	system := c.systemMessageLocked()
+	p := c.pairsLocked()
+	if p.condensations == 0 && len(c.st.BlockedMessages) == 0 {
+		return buildPairedView(system, c.history, p.answered)
+	}
+	return buildView(system, c.llmHistoryLocked())
 }
