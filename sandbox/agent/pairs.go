@@ -29,6 +29,14 @@ type pairing struct {
 	openPos map[string]int
 	// condensations counts the Condensation and CondensationRequest events.
 	condensations int
+	// settled is the longest prefix of the history whose actions all have
+	// their results within it: later events change neither its pairing
+	// nor its view messages.
+	settled int
+	// view is mergeUser of the view messages of the history's first viewN
+	// events (viewN <= settled), without the system message (viewLocked).
+	view  []events.Message
+	viewN int
 }
 
 // add pairs evs[p.n:]: evs must extend the history p has seen.
@@ -71,6 +79,9 @@ func (p *pairing) add(evs []events.Event) {
 			}
 		case *events.Condensation, *events.CondensationRequest:
 			p.condensations++
+		}
+		if len(p.openPos) == 0 {
+			p.settled = i + 1
 		}
 	}
 	p.n = len(evs)
