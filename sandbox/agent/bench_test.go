@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +21,10 @@ import (
 // tool, and durably appending the step's events (stats update, action,
 // observation). The LLM's time (HTTP round trip to llmtest included) is
 // measured around each call and subtracted.
+//
+// Besides µs-overhead/step it reports µs-fsync-1KiB, the floor measured in
+// the same run: a step of the think tool durably appends its events (stats
+// update, action, observation) in one write and one fsync.
 //
 // The "with-secrets" case adds five secrets, so every event is checked (and
 // would be masked) before it is logged.
@@ -47,6 +53,7 @@ func loopOverhead(b *testing.B, secrets map[string]wire.SecretSource) {
 		b.Fatal(err)
 	}
 	defer c.Close()
+	floor := fsyncFloor(b, dir)
 	b.ResetTimer()
 	start := time.Now()
 	if _, err := c.SendMessage(context.Background(), wire.SendMessageRequest{Role: "user",
@@ -61,4 +68,31 @@ func loopOverhead(b *testing.B, secrets map[string]wire.SecretSource) {
 	llmTime := time.Duration(c.llmNanos.Load())
 	b.ReportMetric(float64((wall-llmTime).Microseconds())/float64(steps), "µs-overhead/step")
 	b.ReportMetric(float64(llmTime.Microseconds())/float64(steps), "µs-llm/step")
+	b.ReportMetric(float64(floor.Microseconds()), "µs-fsync-1KiB")
+}
+
+// fsyncFloor is the median time to append 1 KiB to a file in dir and fsync
+// it, measured before the run (outside the timer): a step durably appends
+// its events with one such write, so this is the floor of the overhead on
+// the machine, and the two compare across machines.
+func fsyncFloor(b *testing.B, dir string) time.Duration {
+	f, err := os.CreateTemp(dir, "floor")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 1024)
+	times := make([]time.Duration, 21)
+	for i := range times {
+		start := time.Now()
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		times[i] = time.Since(start)
+	}
+	slices.Sort(times)
+	return times[len(times)/2]
 }

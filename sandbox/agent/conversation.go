@@ -135,6 +135,7 @@ type Conversation struct {
 	meta    meta
 	st      state
 	history []events.Event    // events the LLM sees on the active branch, in log order
+	pairs   *pairing          // c.history's actions and results (pairsLocked)
 	parent  map[string]string // the tree: each event's parent ("" for a root), see tree.go
 	head    string            // leaf_event_id: the event the next one follows ("" for the empty tree)
 	tools   []tools.Tool
@@ -378,13 +379,10 @@ func (c *Conversation) recover(ctx context.Context) error {
 
 // unansweredActionsLocked lists executable actions without a result.
 func (c *Conversation) unansweredActionsLocked() []*events.ActionEvent {
-	answered := pairResults(c.history)
 	var out []*events.ActionEvent
-	for _, ev := range c.history {
-		if a, ok := ev.(*events.ActionEvent); ok && a.Action != nil {
-			if _, done := answered[a.ID]; !done {
-				out = append(out, a)
-			}
+	for _, i := range c.pairsLocked().unanswered() {
+		if a := c.history[i].(*events.ActionEvent); a.Action != nil {
+			out = append(out, a)
 		}
 	}
 	return out

@@ -287,7 +287,7 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 // goalJudgeUsageID.
 func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.GoalVerdict, error) {
 	c.mu.Lock()
-	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
+	view := c.viewLocked()
 	cfg := c.client.Config()
 	c.mu.Unlock()
 	cfg.UsageID, cfg.Stream = goalJudgeUsageID, false

@@ -399,7 +399,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		c.mu.Unlock()
 		return false, c.condense(ctx, plan)
 	}
-	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
+	view := c.viewLocked()
 	specs := c.toolsForLLM()
 	client := c.client // SwitchLLM may replace it once the lock is released
 	cfg := client.Config()
@@ -481,16 +481,19 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		}
 		actions[i], batch[i] = ae, ae
 	}
-	// The usage, all actions of the response, then the errors of the invalid
-	// ones: one durable write.
-	if err := c.emitLocked(ctx, append(append(usage, batch...), invalid...)...); err != nil {
-		return false, err
-	}
 	var executable []*events.ActionEvent
 	for _, ae := range actions {
 		if ae.Action != nil {
 			executable = append(executable, ae)
 		}
+	}
+	if c.instantLocked(executable) {
+		return c.executeInstantLocked(ctx, append(append(usage, batch...), invalid...), executable)
+	}
+	// The usage, all actions of the response, then the errors of the invalid
+	// ones: one durable write.
+	if err := c.emitLocked(ctx, append(append(usage, batch...), invalid...)...); err != nil {
+		return false, err
 	}
 	if len(executable) == 0 {
 		return false, nil
@@ -511,11 +514,56 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	return finished, err
 }
 
+// instantLocked reports whether a response's executable actions may be
+// logged together with their results, in one durable write: each runs a
+// tool that changes nothing and returns at once (tools.Instant), so there
+// is no effect to log ahead of, no PreToolUse hook is to see them first and
+// the confirmation policy lets them run.
+func (c *Conversation) instantLocked(actions []*events.ActionEvent) bool {
+	if len(actions) == 0 {
+		return false
+	}
+	for _, ae := range actions {
+		t, ok := c.byName[ae.ToolName].(tools.Instant)
+		if !ok || !t.Instant() {
+			return false
+		}
+	}
+	if c.hookRunner != nil && len(c.hookRunner.Config.For(hooks.PreToolUse)) > 0 {
+		return false
+	}
+	return !c.needsConfirmationLocked(actions)
+}
+
+// executeInstantLocked runs instant actions (see instantLocked) and appends
+// logged (the response's events, the actions among them) and the actions'
+// results in one durable write, so a step of instant tools costs one fsync.
+// Until that write nothing of the step is visible; a crash before it leaves
+// the log as if the LLM call had not returned. It reports whether finish
+// ran.
+func (c *Conversation) executeInstantLocked(ctx context.Context, logged []events.Event, actions []*events.ActionEvent) (bool, error) {
+	for _, ae := range actions {
+		events.Stamp(ae) // the results name their action's id
+	}
+	results, finished, err := c.runActions(ctx, actions, nil)
+	if err != nil {
+		return false, errors.Join(err, c.emitLocked(ctx, logged...))
+	}
+	if err := c.emitLocked(ctx, append(logged, results...)...); err != nil {
+		return false, err
+	}
+	c.mu.Unlock()
+	c.postToolHooks(ctx, actions, results)
+	c.mu.Lock()
+	if finished {
+		return c.finishLocked(ctx)
+	}
+	return false, nil
+}
+
 // execute runs actions in order (none after a finish) and emits their
 // results in the same order once all have run. It reports whether finish ran.
 func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEvent) (bool, error) {
-	results := make([]events.Event, len(actions))
-	finished := false
 	c.mu.Lock()
 	blocked := map[string]string{}
 	for _, ae := range actions {
@@ -524,6 +572,31 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 		}
 	}
 	c.mu.Unlock()
+	results, finished, err := c.runActions(ctx, actions, blocked)
+	if err != nil {
+		return false, err
+	}
+	c.mu.Lock()
+	err = c.emitLocked(ctx, results...)
+	c.mu.Unlock()
+	if err != nil {
+		return false, err
+	}
+	c.postToolHooks(ctx, actions, results)
+	if finished {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.finishLocked(ctx)
+	}
+	return false, nil
+}
+
+// runActions runs actions in order (none after a finish; a blocked one is
+// rejected) and returns their results in the same order, and whether finish
+// ran. Its error is the run's cancellation.
+func (c *Conversation) runActions(ctx context.Context, actions []*events.ActionEvent, blocked map[string]string) ([]events.Event, bool, error) {
+	results := make([]events.Event, len(actions))
+	finished := false
 	for i, ae := range actions {
 		if finished {
 			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
@@ -543,7 +616,7 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 		endToolSpan(span, obs, err)
 		if err != nil {
 			if ctx.Err() != nil {
-				return false, ctx.Err()
+				return nil, false, ctx.Err()
 			}
 			results[i] = &events.AgentErrorEvent{ToolName: ae.ToolName, ToolCallID: ae.ToolCallID,
 				Error: fmt.Sprintf("The %s tool failed: %v", ae.ToolName, err)}
@@ -554,19 +627,7 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 			finished = true
 		}
 	}
-	c.mu.Lock()
-	err := c.emitLocked(ctx, results...)
-	c.mu.Unlock()
-	if err != nil {
-		return false, err
-	}
-	c.postToolHooks(ctx, actions, results)
-	if finished {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		return c.finishLocked(ctx)
-	}
-	return false, nil
+	return results, finished, nil
 }
 
 // systemMessageLocked is the system message of the LLM view: the system
@@ -753,7 +814,10 @@ func streamingDelta(d llm.Delta) []byte {
 // llmHistoryLocked is the history the LLM sees: condensed, without the user
 // messages a user_prompt_submit hook blocked.
 func (c *Conversation) llmHistoryLocked() []events.Event {
-	h := condensedHistory(c.history)
+	h := c.history[:len(c.history):len(c.history)]
+	if c.pairsLocked().condensations > 0 {
+		h = condensedHistory(c.history)
+	}
 	if len(c.st.BlockedMessages) == 0 {
 		return h
 	}

@@ -85,7 +85,7 @@ func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRe
 // without changing the conversation or writing events.
 func (c *Conversation) AskAgent(ctx context.Context, question string) (string, error) {
 	c.mu.Lock()
-	view := buildView(c.systemMessageLocked(), c.llmHistoryLocked())
+	view := c.viewLocked()
 	cfg := c.client.Config()
 	c.mu.Unlock()
 	cfg.UsageID, cfg.Stream = "ask-agent-llm", false

@@ -1,6 +1,10 @@
 package agent
 
-import "github.com/acs-project/acs/events"
+import (
+	"sort"
+
+	"github.com/acs-project/acs/events"
+)
 
 // pairResults maps each answered ActionEvent (by its event id) to the
 // position of its result in evs: an ObservationEvent or UserRejectObservation
@@ -9,36 +13,101 @@ import "github.com/acs-project/acs/events"
 // call ids are only unique within one LLM response (some models reuse
 // "call_0"), so they never pair across responses on their own.
 func pairResults(evs []events.Event) map[string]int {
-	answered := map[string]int{}
-	open := map[string][]string{} // tool_call_id -> unanswered action ids, oldest first
+	var p pairing
+	p.add(evs)
+	return p.answered
+}
+
+// pairing is pairResults computed incrementally: add processes the events
+// appended since the last call, so a history that only grows is paired in
+// time proportional to what was added, not to its length.
+type pairing struct {
+	n        int            // events of the history processed so far
+	answered map[string]int // answered action id -> position of its result
+	open     map[string][]string
+	// openPos holds the position of every unanswered action, by id.
+	openPos map[string]int
+	// condensations counts the Condensation and CondensationRequest events.
+	condensations int
+	// settled is the longest prefix of the history whose actions all have
+	// their results within it: later events change neither its pairing
+	// nor its view messages.
+	settled int
+	// view is mergeUser of the view messages of the history's first viewN
+	// events (viewN <= settled), without the system message (viewLocked).
+	view  []events.Message
+	viewN int
+}
+
+// add pairs evs[p.n:]: evs must extend the history p has seen.
+func (p *pairing) add(evs []events.Event) {
+	if p.answered == nil {
+		p.answered, p.open, p.openPos = map[string]int{}, map[string][]string{}, map[string]int{}
+	}
 	take := func(callID, actionID string) string {
-		ids := open[callID]
+		ids := p.open[callID]
 		for i := len(ids) - 1; i >= 0; i-- {
 			if actionID == "" || ids[i] == actionID {
 				id := ids[i]
-				open[callID] = append(ids[:i:i], ids[i+1:]...)
+				if len(ids) == 1 {
+					delete(p.open, callID)
+				} else {
+					p.open[callID] = append(ids[:i:i], ids[i+1:]...)
+				}
+				delete(p.openPos, id)
 				return id
 			}
 		}
 		return ""
 	}
-	for i, ev := range evs {
-		switch e := ev.(type) {
+	for i := p.n; i < len(evs); i++ {
+		switch e := evs[i].(type) {
 		case *events.ActionEvent:
-			open[e.ToolCallID] = append(open[e.ToolCallID], e.ID)
+			p.open[e.ToolCallID] = append(p.open[e.ToolCallID], e.ID)
+			p.openPos[e.ID] = i
 		case *events.ObservationEvent:
 			if id := take(e.ToolCallID, e.ActionID); id != "" {
-				answered[id] = i
+				p.answered[id] = i
 			}
 		case *events.UserRejectObservation:
 			if id := take(e.ToolCallID, e.ActionID); id != "" {
-				answered[id] = i
+				p.answered[id] = i
 			}
 		case *events.AgentErrorEvent:
 			if id := take(e.ToolCallID, ""); id != "" {
-				answered[id] = i
+				p.answered[id] = i
 			}
+		case *events.Condensation, *events.CondensationRequest:
+			p.condensations++
+		}
+		if len(p.openPos) == 0 {
+			p.settled = i + 1
 		}
 	}
-	return answered
+	p.n = len(evs)
+}
+
+// unanswered returns the positions in the history of the actions without a
+// result, ascending.
+func (p *pairing) unanswered() []int {
+	if len(p.openPos) == 0 {
+		return nil
+	}
+	out := make([]int, 0, len(p.openPos))
+	for _, i := range p.openPos {
+		out = append(out, i)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// pairsLocked returns the pairing of c.history, brought up to date. The
+// history only grows between rebuilds (rebuildHistoryLocked drops the
+// pairing).
+func (c *Conversation) pairsLocked() *pairing {
+	if c.pairs == nil || c.pairs.n > len(c.history) {
+		c.pairs = &pairing{}
+	}
+	c.pairs.add(c.history)
+	return c.pairs
 }

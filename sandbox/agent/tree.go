@@ -87,7 +87,7 @@ func (c *Conversation) rebuildHistoryLocked(byID map[string]events.Event) error 
 			h = append(h, ev)
 		}
 	}
-	c.history = h
+	c.history, c.pairs = h, nil
 	return nil
 }
 

@@ -18,7 +18,18 @@ const errorPrefix = "[An error occurred during execution.]\n"
 // without a result (interrupted, or still pending confirmation) gets a
 // placeholder result so the history stays valid.
 func buildView(system events.Message, history []events.Event) []events.Message {
-	pairs := pairResults(history)
+	return buildPairedView(system, history, pairResults(history))
+}
+
+// buildPairedView is buildView with the history's pairResults given.
+func buildPairedView(system events.Message, history []events.Event, pairs map[string]int) []events.Message {
+	return mergeUser([]events.Message{system}, viewMessages(history, 0, len(history), pairs)...)
+}
+
+// viewMessages are the messages of history[from:to], before adjacent user
+// messages are merged. Each action group is followed by its results, which
+// pairs locates anywhere in history.
+func viewMessages(history []events.Event, from, to int, pairs map[string]int) []events.Message {
 	resultMessage := func(a *events.ActionEvent) (events.Message, bool) {
 		i, ok := pairs[a.ID]
 		if !ok {
@@ -37,8 +48,8 @@ func buildView(system events.Message, history []events.Event) []events.Message {
 		return events.Message{Role: events.RoleTool, ToolCallID: &id, Content: []events.Content{events.TextItem(text)}}, true
 	}
 
-	msgs := []events.Message{system}
-	for i := 0; i < len(history); i++ {
+	var msgs []events.Message
+	for i := from; i < to; i++ {
 		switch e := history[i].(type) {
 		case *events.MessageEvent:
 			msgs = append(msgs, messageFor(e))
@@ -48,7 +59,7 @@ func buildView(system events.Message, history []events.Event) []events.Message {
 		case *events.ActionEvent:
 			// Gather the actions of this LLM response.
 			group := []*events.ActionEvent{e}
-			for i+1 < len(history) {
+			for i+1 < to {
 				next, ok := history[i+1].(*events.ActionEvent)
 				if !ok || next.LLMResponseID != e.LLMResponseID {
 					break
@@ -68,7 +79,7 @@ func buildView(system events.Message, history []events.Event) []events.Message {
 			}
 		}
 	}
-	return mergeUserMessages(msgs)
+	return msgs
 }
 
 func observationText(o events.Observation) string {
@@ -121,7 +132,13 @@ func assistantFor(group []*events.ActionEvent) events.Message {
 // mergeUserMessages joins adjacent plain user messages, as providers reject
 // or mishandle consecutive user turns.
 func mergeUserMessages(msgs []events.Message) []events.Message {
-	out := msgs[:0:0]
+	return mergeUser(msgs[:0:0], msgs...)
+}
+
+// mergeUser appends msgs to out, joining each plain user message to a user
+// message before it (mergeUserMessages is this fold from an empty out). An
+// element of out it joins to is replaced, never changed in place.
+func mergeUser(out []events.Message, msgs ...events.Message) []events.Message {
 	for _, m := range msgs {
 		if n := len(out); n > 0 && m.Role == events.RoleUser && out[n-1].Role == events.RoleUser {
 			prev := out[n-1]
@@ -132,4 +149,30 @@ func mergeUserMessages(msgs []events.Message) []events.Message {
 		out = append(out, m)
 	}
 	return out
+}
+
+// viewLocked is the LLM view of the conversation: the system message, then
+// buildView of llmHistoryLocked. When that history is c.history itself (no
+// condensation, no blocked message) its pairing is the incremental one.
+func (c *Conversation) viewLocked() []events.Message {
+	system := c.systemMessageLocked()
+	p := c.pairsLocked()
+	if p.condensations == 0 && len(c.st.BlockedMessages) == 0 {
+		return p.buildView(system, c.history)
+	}
+	return buildView(system, c.llmHistoryLocked())
+}
+
+// buildView is buildView(system, h) for the history p pairs (p.add(h) done),
+// built incrementally: the messages of the settled prefix (p.settled) never
+// change, so they are built once (p.view) and only the rest anew.
+func (p *pairing) buildView(system events.Message, h []events.Event) []events.Message {
+	if p.settled > p.viewN {
+		p.view = mergeUser(p.view, viewMessages(h, p.viewN, p.settled, p.answered)...)
+		p.viewN = p.settled
+	}
+	tail := viewMessages(h, p.viewN, len(h), p.answered)
+	out := make([]events.Message, 0, 1+len(p.view)+len(tail))
+	out = append(append(out, system), p.view...)
+	return mergeUser(out, tail...)
 }

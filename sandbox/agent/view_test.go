@@ -1,6 +1,9 @@
 package agent
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/acs-project/acs/events"
@@ -68,3 +71,55 @@ func TestAdjacentUserMessagesMerge(t *testing.T) {
 }
 
 func itoa(n int) string { return string(rune('0' + n)) }
+
+// The view built incrementally as the history grows (viewLocked's path) is
+// the view built from scratch, after every event.
+func TestIncrementalViewMatchesFullView(t *testing.T) {
+	obs := func(call, actionID, text string) *events.ObservationEvent {
+		o := &events.TerminalObservation{}
+		o.SetText(text)
+		return &events.ObservationEvent{ToolCallID: call, ActionID: actionID, Observation: o}
+	}
+	history := []events.Event{
+		user("hi"), user("merged with hi"),
+		action("a1", "call_0", "r1"), action("a2", "call_1", "r1"),
+		obs("call_1", "a2", "two"), obs("call_0", "a1", "one"), // settled here
+		user("after a settled prefix"), user("merged across the cache"),
+		action("a3", "call_0", "r2"), // the same call id in another response
+		user("arrived while a3 ran"),
+		&events.AgentErrorEvent{ToolCallID: "call_0", Error: "a3 failed"},
+		action("a4", "call_0", "r3"), // never answered: nothing after it settles
+		user("next"),
+		action("a5", "call_1", "r4"), obs("call_1", "a5", "five"),
+		&events.UserRejectObservation{ToolCallID: "call_0", ActionID: "a4", RejectionReason: "no"}, // a4 answered late
+		user("last"),
+	}
+	sys := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem("sys")}}
+	var p pairing
+	for n := 1; n <= len(history); n++ {
+		h := history[:n]
+		p.add(h)
+		got, want := p.buildView(sys, h), buildView(sys, h)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("after %d events:\n got %s\nwant %s", n, viewString(got), viewString(want))
+		}
+		// Built again without a new event: still the same.
+		if again := p.buildView(sys, h); !reflect.DeepEqual(again, want) {
+			t.Fatalf("after %d events, built twice:\n got %s\nwant %s", n, viewString(again), viewString(want))
+		}
+	}
+	if p.viewN == 0 {
+		t.Fatal("nothing was cached: the test does not exercise the incremental path")
+	}
+}
+
+func viewString(msgs []events.Message) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		fmt.Fprintf(&b, "\n  %s %q calls=%d", m.Role, m.Text(), len(m.ToolCalls))
+		if m.ToolCallID != nil {
+			fmt.Fprintf(&b, " for=%s", *m.ToolCallID)
+		}
+	}
+	return b.String()
+}

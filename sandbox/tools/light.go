@@ -47,6 +47,9 @@ func (t *thinkTool) Execute(_ context.Context, a events.Action) (events.Observat
 	return obs, nil
 }
 
+// Instant: a thought changes nothing (see Instant).
+func (t *thinkTool) Instant() bool { return true }
+
 type finishTool struct{ base }
 
 func newFinish(context.Context, Env, json.RawMessage) (Tool, error) {

@@ -52,6 +52,14 @@ type Tool interface {
 	Close() error
 }
 
+// Instant is implemented by tools whose Execute changes nothing outside the
+// conversation and returns at once (think). The agent may then log their
+// action together with its observation, in one durable write, instead of
+// logging the action ahead of running it.
+type Instant interface {
+	Instant() bool
+}
+
 // ActionParser is implemented by tools whose arguments are not decoded
 // strictly into their action kind (MCP tools: any object the server's
 // schema accepts). args is the LLM's argument object without security_risk
