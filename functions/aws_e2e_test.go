@@ -118,10 +118,16 @@ func TestAWSEndToEnd(t *testing.T) {
 	e.ddb.snapshot()
 	ctx := t.Context()
 	admin := e.api(adminKey)
+	// And how many queue deliveries (provisioner invocations, one message
+	// each here) it takes.
+	inv0 := e.fns["provisioner"].Invocations()
 	tk, err := admin.StartConversation(ctx, &v1wire.StartRequest{InitialMessage: msg("Say hi in the shell and write notes/result.md")})
 	e.ok(err, 200, "start")
 	ready := e.waitReady(tk.ID, 90*time.Second)
 	startOps, startRCU, startWCU := e.ddb.snapshot()
+	deliveries := e.fns["provisioner"].Invocations() - inv0
+	t.Logf("one start flow (POST to READY): %d queue deliveries for %d steps (one delivery per step, as before steps due at once shared a delivery, would be %d plus the same waits)",
+		deliveries, len(ready.Steps)-1, len(ready.Steps)-1)
 	if got := stepsOf(ready); got != allSteps {
 		t.Fatalf("recorded steps %s", got)
 	}
