@@ -146,6 +146,10 @@ type Floor struct {
 	ID     string // what rows name in Row.Floor
 	Figure string
 	Metric
+	// RefMS is this floor on the machine the goals were set for (issue
+	// 17: spawn about 3 ms, fsync about 0.1 ms): a goal divided by it is
+	// the goal as a multiple of the floor, which holds on any machine.
+	RefMS float64
 }
 
 // Row is one headline figure and its goal.
@@ -158,8 +162,8 @@ type Row struct {
 
 // Floors are the floors `make bench` measures (internal/floor).
 var Floors = []Floor{
-	{"spawn", "process spawn → first 200", Metric{"internal/floor", "BenchmarkSpawnToFirst200", "ns/op"}},
-	{"fsync", "fsync of 1 KiB", Metric{"internal/floor", "BenchmarkFsync1KiB", "ns/op"}},
+	{"spawn", "process spawn → first 200", Metric{"internal/floor", "BenchmarkSpawnToFirst200", "ns/op"}, 3},
+	{"fsync", "fsync of 1 KiB", Metric{"internal/floor", "BenchmarkFsync1KiB", "ns/op"}, 0.1},
 }
 
 // Rows are the headline figures of issue 17 and their goals. Add a row for
@@ -188,7 +192,22 @@ type Line struct {
 	GoalMS                   float64
 	Floor                    string  // the floor's ID
 	FloorMS                  float64 // NaN when the floor was not measured
+	FloorRefMS               float64 // the floor's RefMS (0: none)
 }
+
+// GoalRatio is the goal as a multiple of the floor on the machine the goal
+// was set for (NaN without a goal or a reference floor).
+func (l Line) GoalRatio() float64 {
+	if l.GoalMS <= 0 || l.FloorRefMS <= 0 {
+		return math.NaN()
+	}
+	return l.GoalMS / l.FloorRefMS
+}
+
+// MetScaled reports whether the figure meets its goal scaled to this
+// machine: its ratio to the floor measured in the same run is at most the
+// goal's ratio to the reference floor.
+func (l Line) MetScaled() bool { return l.Runs > 0 && l.Ratio() <= l.GoalRatio() }
 
 // Met reports whether the line has runs and its median meets its goal.
 func (l Line) Met() bool { return l.Runs > 0 && l.MedianMS <= l.GoalMS }
@@ -217,8 +236,9 @@ func group(samples []Sample, m Metric) (names []string, values map[string][]floa
 // floor that matches several benchmarks uses the first.
 func Lines(samples []Sample, floors []Floor, rows []Row) []Line {
 	var out []Line
-	floorMS := map[string]float64{}
+	floorMS, refMS := map[string]float64{}, map[string]float64{}
 	for _, f := range floors {
+		refMS[f.ID] = f.RefMS
 		factor, _ := MS(f.Unit)
 		l := Line{Figure: "floor: " + f.Figure, Pkg: f.Pkg, Bench: f.Bench, Unit: f.Unit, MedianMS: math.NaN(), FloorMS: math.NaN()}
 		if names, values := group(samples, f.Metric); len(names) > 0 {
@@ -235,11 +255,11 @@ func Lines(samples []Sample, floors []Floor, rows []Row) []Line {
 		}
 		names, values := group(samples, r.Metric)
 		if len(names) == 0 {
-			out = append(out, Line{Figure: r.Figure, Pkg: r.Pkg, Bench: r.Bench, Unit: r.Unit, MedianMS: math.NaN(), GoalMS: r.GoalMS, Floor: r.Floor, FloorMS: fl})
+			out = append(out, Line{Figure: r.Figure, Pkg: r.Pkg, Bench: r.Bench, Unit: r.Unit, MedianMS: math.NaN(), GoalMS: r.GoalMS, Floor: r.Floor, FloorMS: fl, FloorRefMS: refMS[r.Floor]})
 		}
 		for _, n := range names {
 			out = append(out, Line{Figure: r.Figure, Pkg: r.Pkg, Bench: n, Unit: r.Unit, Runs: len(values[n]),
-				MedianMS: Median(values[n]) * factor, GoalMS: r.GoalMS, Floor: r.Floor, FloorMS: fl})
+				MedianMS: Median(values[n]) * factor, GoalMS: r.GoalMS, Floor: r.Floor, FloorMS: fl, FloorRefMS: refMS[r.Floor]})
 		}
 	}
 	return out
@@ -263,10 +283,17 @@ func FormatMS(v float64) string {
 // Markdown writes lines as a markdown table.
 func Markdown(w io.Writer, lines []Line) error {
 	var b strings.Builder
-	b.WriteString("| figure | benchmark (metric) | runs | median | goal | met | floor | × floor |\n")
-	b.WriteString("|---|---|---:|---:|---:|---|---|---:|\n")
+	b.WriteString("| figure | benchmark (metric) | runs | median | goal | met | floor | × floor | goal × floor | met at this machine's floor |\n")
+	b.WriteString("|---|---|---:|---:|---:|---|---|---:|---:|---|\n")
 	for _, l := range lines {
 		median, goal, met, floor, ratio := "not run", "—", "—", "—", "—"
+		goalRatio, metScaled := "—", "—"
+		if r := l.GoalRatio(); !math.IsNaN(r) {
+			goalRatio = "≤ " + FormatMS(r) + "×"
+			if l.Runs > 0 && !math.IsNaN(l.Ratio()) {
+				metScaled = map[bool]string{true: "yes", false: "**no**"}[l.MetScaled()]
+			}
+		}
 		if l.Runs > 0 {
 			median = FormatMS(l.MedianMS) + " ms"
 		}
@@ -284,8 +311,8 @@ func Markdown(w io.Writer, lines []Line) error {
 				}
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s `%s` (%s) | %d | %s | %s | %s | %s | %s |\n",
-			l.Figure, l.Pkg, l.Bench, l.Unit, l.Runs, median, goal, met, floor, ratio)
+		fmt.Fprintf(&b, "| %s | %s `%s` (%s) | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			l.Figure, l.Pkg, l.Bench, l.Unit, l.Runs, median, goal, met, floor, ratio, goalRatio, metScaled)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -215,12 +215,12 @@ func TestMarkdown(t *testing.T) {
 	}
 	got := b.String()
 	for _, want := range []string{
-		"| figure | benchmark (metric) | runs | median | goal | met | floor | × floor |\n",
-		"| floor: process spawn → first 200 | internal/floor `BenchmarkSpawnToFirst200` (ns/op) | 3 | 3.00 ms | — | — | — | — |\n",
-		"| start → READY, new local sandbox | cmd/acs `BenchmarkStartToReady/new-sandbox` (ms/ready) | 3 | 74.0 ms | ≤ 25 ms | **no** | spawn (3.00 ms) | 24.7× |\n",
-		"| start → READY, reused sandbox | cmd/acs `BenchmarkStartToReady/reused-sandbox` (ms/ready) | 3 | 9.00 ms | ≤ 10 ms | yes | spawn (3.00 ms) | 3.00× |\n",
-		"| agent-loop overhead per step | sandbox/agent `BenchmarkLoopOverheadPerStep/with-secrets` (µs-overhead/step) | 2 | 0.65 ms | ≤ 0.5 ms | **no** | fsync (0.1 ms) | 6.50× |\n",
-		"| event appended → delivered | sandbox/webhook `BenchmarkDeliveryLatency` (ms/delivery) | 0 | not run | ≤ 3 ms | — | fsync (0.1 ms) | — |\n",
+		"| figure | benchmark (metric) | runs | median | goal | met | floor | × floor | goal × floor | met at this machine's floor |\n",
+		"| floor: process spawn → first 200 | internal/floor `BenchmarkSpawnToFirst200` (ns/op) | 3 | 3.00 ms | — | — | — | — | — | — |\n",
+		"| start → READY, new local sandbox | cmd/acs `BenchmarkStartToReady/new-sandbox` (ms/ready) | 3 | 74.0 ms | ≤ 25 ms | **no** | spawn (3.00 ms) | 24.7× | ≤ 8.33× | **no** |\n",
+		"| start → READY, reused sandbox | cmd/acs `BenchmarkStartToReady/reused-sandbox` (ms/ready) | 3 | 9.00 ms | ≤ 10 ms | yes | spawn (3.00 ms) | 3.00× | ≤ 3.33× | yes |\n",
+		"| agent-loop overhead per step | sandbox/agent `BenchmarkLoopOverheadPerStep/with-secrets` (µs-overhead/step) | 2 | 0.65 ms | ≤ 0.5 ms | **no** | fsync (0.1 ms) | 6.50× | ≤ 5.00× | **no** |\n",
+		"| event appended → delivered | sandbox/webhook `BenchmarkDeliveryLatency` (ms/delivery) | 0 | not run | ≤ 3 ms | — | fsync (0.1 ms) | — | ≤ 30.0× | — |\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks\n%s\ngot\n%s", want, got)
@@ -241,6 +241,27 @@ func TestRows(t *testing.T) {
 	for _, r := range benchtable.Rows {
 		if _, ok := benchtable.MS(r.Unit); !ok || !ids[r.Floor] || r.GoalMS < 0 || r.Pkg == "" || !strings.HasPrefix(r.Bench, "Benchmark") {
 			t.Errorf("row %+v: unit not a time, unknown floor, negative goal, or no package or benchmark", r)
+		}
+	}
+}
+
+// TestMetScaled: on a machine whose floors are slower than those the goals
+// were set on, a figure is judged by its ratio to the floor measured in the
+// same run against the goal's ratio to the reference floor.
+func TestMetScaled(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		l              benchtable.Line
+		met, metScaled bool
+	}{
+		{"slow machine, in proportion", benchtable.Line{Runs: 3, MedianMS: 40, GoalMS: 10, FloorMS: 19.3, FloorRefMS: 3}, false, true},
+		{"slow machine, out of proportion", benchtable.Line{Runs: 3, MedianMS: 80, GoalMS: 10, FloorMS: 19.3, FloorRefMS: 3}, false, false},
+		{"fast machine, over the scaled goal", benchtable.Line{Runs: 3, MedianMS: 9, GoalMS: 10, FloorMS: 1, FloorRefMS: 3}, true, false},
+		{"no goal", benchtable.Line{Runs: 3, MedianMS: 9, FloorMS: 1, FloorRefMS: 3}, false, false},
+		{"not run", benchtable.Line{MedianMS: math.NaN(), GoalMS: 10, FloorMS: 1, FloorRefMS: 3}, false, false},
+	} {
+		if got, gotScaled := tc.l.Met(), tc.l.MetScaled(); got != tc.met || gotScaled != tc.metScaled {
+			t.Errorf("%s: met %v, met scaled %v; want %v, %v", tc.name, got, gotScaled, tc.met, tc.metScaled)
 		}
 	}
 }
