@@ -253,7 +253,11 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 			return err
 		}
 	}
-	w.lifecycle().Touch(ctx, sb, true)
+	if sb.LastUsedAt.Before(t.CreatedAt) || sb.LastActivityAt.Before(t.CreatedAt) {
+		// (A sandbox this start created or placed the conversation on by
+		// grouping was marked used and active then.)
+		w.lifecycle().Touch(ctx, sb, true)
+	}
 	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, "task-"+t.ID, t.ConversationID)
 	id := t.ConversationID
 	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })

@@ -186,6 +186,9 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 		}
 	}
 	stop := w.heartbeat(ctx, d.Receipt)
+	// The steps of this delivery share the sandbox found ready by the
+	// first that asked (see client).
+	ctx = context.WithValue(ctx, readyKey{}, &readySandbox{})
 	step := func(t acs.StartTask) (time.Duration, bool, error) {
 		delay, done, err := w.Step(ctx, t)
 		if err == nil && w.AfterStep != nil {
@@ -532,7 +535,9 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			if err := s.Reserve(t.ConversationID, max); err != nil {
 				return err
 			}
-			s.LastUsedAt = w.now()
+			// A start is activity (as Touch records it; this write
+			// saves the start its own).
+			s.LastUsedAt, s.LastActivityAt = w.now(), w.now()
 			return nil
 		})
 		if err == nil {
@@ -584,6 +589,7 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	sb, client, err := w.lifecycle().Ready(ctx, sb, 0)
 	switch {
 	case err == nil:
+		remember(ctx, sb, client)
 		url := client.BaseURL
 		return 0, false, w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, acs.TaskPreparingRepository, func(tk *acs.StartTask) { tk.AgentServerURL = &url })
 	case errors.Is(err, acs.ErrGone):
@@ -609,9 +615,32 @@ func (w *Worker) deletedWhileStarting(ctx context.Context, t acs.StartTask) erro
 	return failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
 }
 
+// readyKey keys a delivery's readySandbox in its context.
+type readyKey struct{}
+
+// readySandbox is the sandbox a step of the delivery found ready, with its
+// agent server's client.
+type readySandbox struct {
+	sb     acs.Sandbox
+	client *agentclient.Client
+}
+
+// remember keeps sb and its client as ready for the rest of the delivery.
+func remember(ctx context.Context, sb acs.Sandbox, c *agentclient.Client) {
+	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok {
+		r.sb, r.client = sb, c
+	}
+}
+
 // client returns a client for the task's sandbox, which must be ready (a
 // sandbox paused meanwhile is resumed; not ready yet is a retryable error).
+// Within one delivery the sandbox is checked once: the steps after the
+// first reuse what it found (should the agent server have gone since, their
+// call fails and the step is retried in a new delivery, which checks again).
 func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
+	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok && r.client != nil && r.sb.ID == *t.SandboxID {
+		return r.sb, r.client, nil
+	}
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
 		return sb, nil, w.deletedWhileStarting(ctx, t)
@@ -622,6 +651,9 @@ func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *age
 	sb, c, err := w.lifecycle().Ready(ctx, sb, w.cfg().Sandboxes.ResumeWait)
 	if errors.Is(err, acs.ErrGone) || errors.Is(err, acs.ErrSandboxFailed) {
 		return sb, nil, failf("%s", err.Error())
+	}
+	if err == nil {
+		remember(ctx, sb, c)
 	}
 	return sb, c, err
 }
