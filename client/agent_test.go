@@ -3,8 +3,6 @@ package client_test
 import (
 	"context"
 	"errors"
-	"net"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"sync"
@@ -16,6 +14,7 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/netdrop"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
@@ -54,58 +53,6 @@ func startRequestFor(t *testing.T, llm *llmtest.Server, workdir string) *wire.St
 	return &req
 }
 
-// dropper dials through a transport that remembers its connections, so a
-// test can drop them as a network failure would, and hold new dials while
-// its gate is closed (a network that is down).
-type dropper struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	dials int
-	gate  chan struct{} // nil: open
-}
-
-func (d *dropper) client() *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d.mu.Lock()
-		gate := d.gate
-		d.mu.Unlock()
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			d.mu.Lock()
-			d.conns = append(d.conns, c)
-			d.dials++
-			d.mu.Unlock()
-		}
-		return c, err
-	}}}
-}
-
-// drop closes the connections and holds new dials until the returned
-// function is called.
-func (d *dropper) drop() (reopen func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	gate := make(chan struct{})
-	d.gate = gate
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
-	return func() {
-		d.mu.Lock()
-		d.gate = nil
-		d.mu.Unlock()
-		close(gate)
-	}
-}
-
 // TestSubscribeResumesAfterADroppedConnection: the events socket's
 // subscription reconnects after the connection drops and continues after
 // the last event seen: every logged event arrives once, in order.
@@ -118,7 +65,7 @@ func TestSubscribeResumesAfterADroppedConnection(t *testing.T) {
 	}
 	id := info.ID
 
-	d := &dropper{}
+	d := &netdrop.Net{}
 	sctx, stop := context.WithCancel(ctx)
 	var mu sync.Mutex
 	var got []events.Event
@@ -126,7 +73,7 @@ func TestSubscribeResumesAfterADroppedConnection(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		for ev, err := range agent.Subscribe(sctx, id, client.SubscribeOptions{All: true, HTTPClient: d.client(), Backoff: 10 * time.Millisecond}) {
+		for ev, err := range agent.Subscribe(sctx, id, client.SubscribeOptions{All: true, HTTPClient: d.Client(), Backoff: 10 * time.Millisecond}) {
 			mu.Lock()
 			if err != nil {
 				subErr = err
@@ -172,7 +119,7 @@ func TestSubscribeResumesAfterADroppedConnection(t *testing.T) {
 	before := len(received())
 	// While the network is down, the second run happens in full: the
 	// subscription can only see it by resuming.
-	reopen := d.drop()
+	reopen := d.Down()
 	if err := agent.SendMessage(ctx, id, message("second")); err != nil {
 		t.Fatal(err)
 	}
@@ -189,9 +136,7 @@ func TestSubscribeResumesAfterADroppedConnection(t *testing.T) {
 	stop()
 	<-done
 
-	d.mu.Lock()
-	dials := d.dials
-	d.mu.Unlock()
+	dials := d.Dials()
 	if dials < 2 {
 		t.Fatalf("%d dials: the subscription never reconnected", dials)
 	}
@@ -242,9 +187,9 @@ func TestSubscribeEndsOnAPermanentClose(t *testing.T) {
 		{"wrong key", client.NewAgent(url, "wrong"), 4001},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := &dropper{}
+			d := &netdrop.Net{}
 			var errs []error
-			for ev, err := range tc.agent.Subscribe(ctx, "0123456789abcdef0123456789abcdef", client.SubscribeOptions{HTTPClient: d.client()}) {
+			for ev, err := range tc.agent.Subscribe(ctx, "0123456789abcdef0123456789abcdef", client.SubscribeOptions{HTTPClient: d.Client()}) {
 				if err == nil {
 					t.Fatalf("an event: %v", ev)
 				}
@@ -254,8 +199,8 @@ func TestSubscribeEndsOnAPermanentClose(t *testing.T) {
 			if len(errs) != 1 || !errors.As(errs[0], &ce) || ce.Code != tc.code {
 				t.Fatalf("errors %v, want one close %d", errs, tc.code)
 			}
-			if d.dials != 1 {
-				t.Fatalf("%d dials, want 1", d.dials)
+			if n := d.Dials(); n != 1 {
+				t.Fatalf("%d dials, want 1", n)
 			}
 		})
 	}

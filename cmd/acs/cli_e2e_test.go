@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +20,7 @@ import (
 
 	acscli "github.com/acs-project/acs/client/cli"
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/netdrop"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
@@ -299,55 +298,6 @@ func TestCLIStartFailure(t *testing.T) {
 	}
 }
 
-// dropNet dials through connections the test can drop as a network
-// failure would, holding new dials while the network is down.
-type dropNet struct {
-	mu    sync.Mutex
-	conns []net.Conn
-	dials int
-	gate  chan struct{} // nil: up
-}
-
-func (d *dropNet) client() *http.Client {
-	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		d.mu.Lock()
-		gate := d.gate
-		d.mu.Unlock()
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
-			d.mu.Lock()
-			d.conns, d.dials = append(d.conns, c), d.dials+1
-			d.mu.Unlock()
-		}
-		return c, err
-	}}}
-}
-
-// down closes every connection and holds new dials until up is called.
-func (d *dropNet) down() (up func()) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	gate := make(chan struct{})
-	d.gate = gate
-	for _, c := range d.conns {
-		c.Close()
-	}
-	d.conns = nil
-	return func() {
-		d.mu.Lock()
-		d.gate = nil
-		d.mu.Unlock()
-		close(gate)
-	}
-}
-
 // acs watch resumes after its connections drop: what the agent did while
 // the network was down is shown once it is back, each event once, and
 // watch exits 0 when the agent finishes.
@@ -374,7 +324,7 @@ func TestCLIWatchResumesAfterADroppedConnection(t *testing.T) {
 	}
 	id := *tk.AppConversationID
 
-	d := &dropNet{}
+	d := &netdrop.Net{}
 	out, errOut := &testwait.Buffer{}, &testwait.Buffer{}
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
@@ -383,12 +333,12 @@ func TestCLIWatchResumesAfterADroppedConnection(t *testing.T) {
 		code <- acscli.Main(ctx, []string{"watch", id}, acscli.IO{Stdin: strings.NewReader(""), Stdout: out, Stderr: errOut,
 			Getenv: func(k string) string {
 				return map[string]string{"ACS_URL": s.url, "ACS_API_KEY": apiKey}[k]
-			}, ConfigDir: t.TempDir(), HTTPClient: d.client()})
+			}, ConfigDir: t.TempDir(), HTTPClient: d.Client()})
 	}()
 	testwait.For(t, 60*time.Second, "watch to show the first command's output", func() bool {
 		return strings.Contains(out.String(), "  before-the-drop\n")
 	})
-	up := d.down()
+	up := d.Down()
 	unblock()
 	s.waitConv(apiKey, id, "finished", func(c *convInfo) bool { return deref(c.ExecutionStatus) == "finished" })
 	if strings.Contains(out.String(), "during-the-drop") {
@@ -416,9 +366,7 @@ func TestCLIWatchResumesAfterADroppedConnection(t *testing.T) {
 	if i, j := strings.Index(got, "before-the-drop"), strings.Index(got, "during-the-drop"); i > j {
 		t.Fatalf("events out of order:\n%s", got)
 	}
-	d.mu.Lock()
-	dials := d.dials
-	d.mu.Unlock()
+	dials := d.Dials()
 	if dials < 2 {
 		t.Fatalf("%d dials: watch never reconnected", dials)
 	}
