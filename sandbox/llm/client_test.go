@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -272,17 +271,6 @@ func TestThinkingBlocks(t *testing.T) {
 	}
 }
 
-// closedURL is the base URL of a port nothing listens on any more.
-func closedURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := "http://" + ln.Addr().String() + "/v1"
-	ln.Close()
-	return u
-}
-
 // TestFailuresThatDoNotHealEndAtOnce: each class of failure against a real
 // endpoint that misbehaves (the scripted server answering an error status,
 // a port nothing listens on, a name that does not resolve) gives its code
@@ -301,7 +289,7 @@ func TestFailuresThatDoNotHealEndAtOnce(t *testing.T) {
 		{"403", &llmtest.Reply{Status: 403, Error: "forbidden"}, nil, llm.ErrAuth, "LLMAuthenticationError", []string{"HTTP 403", "LLM_API_KEY"}},
 		{"404 model", &llmtest.Reply{Status: 404, Error: "The model `nope` does not exist"}, nil, llm.ErrNotFound, "LLMNotFoundError", []string{"HTTP 404", `"test-model"`, "LLM_MODEL", "LLM_BASE_URL"}},
 		{"400", &llmtest.Reply{Status: 400, Error: "unknown parameter: foo"}, nil, llm.ErrBadRequest, "LLMBadRequestError", []string{"HTTP 400", "unknown parameter: foo"}},
-		{"connection refused", nil, closedURL, llm.ErrConnection, "LLMConnectionError", []string{"Cannot reach", "LLM_BASE_URL", "acs llmtest"}},
+		{"connection refused", nil, func(*testing.T) string { return llmtest.ClosedURL() }, llm.ErrConnection, "LLMConnectionError", []string{"Cannot reach", "LLM_BASE_URL", "acs llmtest"}},
 		{"name does not resolve", nil, func(*testing.T) string { return "http://acs-no-such-llm.invalid/v1" }, llm.ErrConnection, "LLMConnectionError",
 			[]string{"acs-no-such-llm.invalid", "LLM_BASE_URL", "acs llmtest"}},
 	}

@@ -2,7 +2,6 @@ package llmhealth_test
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -10,16 +9,6 @@ import (
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/llmhealth"
 )
-
-func closedURL(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := "http://" + ln.Addr().String() + "/v1"
-	ln.Close()
-	return u
-}
 
 // TestCheck runs the check against real endpoints: the scripted LLM server
 // (with and without the key it requires), a port nothing listens on, and a
@@ -42,7 +31,7 @@ func TestCheck(t *testing.T) {
 		{"key accepted", llmhealth.Target{BaseURL: locked.URL, APIKey: key}, llmhealth.StatusOK, nil},
 		{"key refused", llmhealth.Target{BaseURL: locked.URL, APIKey: "sk-wrong-key"}, llmhealth.StatusUnusable, []string{"refuses LLM_API_KEY", "HTTP 401"}},
 		{"key missing", llmhealth.Target{BaseURL: locked.URL}, llmhealth.StatusUnusable, []string{"LLM_API_KEY is not set"}},
-		{"nothing listens", llmhealth.Target{BaseURL: closedURL(t), APIKey: key}, llmhealth.StatusUnusable, []string{"does not answer", "refused"}},
+		{"nothing listens", llmhealth.Target{BaseURL: llmtest.ClosedURL(), APIKey: key}, llmhealth.StatusUnusable, []string{"does not answer", "refused"}},
 		{"name does not resolve", llmhealth.Target{BaseURL: "http://acs-no-such-llm.invalid/v1", APIKey: key}, llmhealth.StatusUnusable,
 			[]string{"acs-no-such-llm.invalid does not resolve"}},
 	}

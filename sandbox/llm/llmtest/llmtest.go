@@ -571,3 +571,16 @@ func LoadScript(data []byte) ([]Reply, error) {
 	}
 	return replies, nil
 }
+
+// ClosedURL returns an OpenAI-style base URL (…/v1) on a loopback port
+// nothing listens on any more: a connection to it is refused. It panics
+// when no port can be had.
+func ClosedURL() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("llmtest: listen: %v", err))
+	}
+	u := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	return u
+}
