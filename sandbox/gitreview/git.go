@@ -378,15 +378,11 @@ func ownedByOther(dir string) bool {
 }
 
 // mayBeInRepo reports whether git could see dir (a real path) as inside
-// a repository: the environment names one, or dir or one of its ancestors
-// has a .git entry or looks like a git directory (HEAD and objects). When
-// it reports false, dir is in no repository.
+// a repository: dir or one of its ancestors has a .git entry or looks like
+// a git directory (HEAD and objects). When it reports false, dir is in no
+// repository. (The variables that name a repository are scrubbed from
+// git's environment, see gitEnv; the others only narrow the search.)
 func mayBeInRepo(dir string) bool {
-	for _, v := range []string{"GIT_DIR", "GIT_WORK_TREE", "GIT_CEILING_DIRECTORIES", "GIT_DISCOVERY_ACROSS_FILESYSTEM"} {
-		if os.Getenv(v) != "" {
-			return true
-		}
-	}
 	for d := dir; ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(filepath.Join(d, ".git")); !errors.Is(err, fs.ErrNotExist) {
 			return true

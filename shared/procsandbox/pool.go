@@ -69,25 +69,20 @@ func (r *Runtime) claimLocked(req acs.StartRequest) bool {
 	if _, err := os.Lstat(r.dir(req.SandboxID)); err == nil {
 		return false // its directory exists: a start again of a sandbox
 	}
-	var cands []string
+	// Ready members first, then those still starting, each oldest first.
+	var ready, starting []string
 	for _, id := range r.warm.members {
 		p := r.procs[id]
 		if r.warm.hash[id] != want || p == nil || p.failed != "" {
 			continue
 		}
-		cands = append(cands, id)
-	}
-	ready := func(id string) bool { return r.runStatusLocked(id).Status == acs.SandboxRunning }
-	slices.SortStableFunc(cands, func(a, b string) int {
-		ra, rb := ready(a), ready(b)
-		switch {
-		case ra == rb:
-			return 0
-		case ra:
-			return -1
+		if r.runStatusLocked(id).Status == acs.SandboxRunning {
+			ready = append(ready, id)
+		} else {
+			starting = append(starting, id)
 		}
-		return 1
-	})
+	}
+	cands := append(ready, starting...)
 	for _, wid := range cands {
 		if err := r.adoptLocked(wid, req); err != nil {
 			slog.Warn("procsandbox: claim a warm agent server", "sandbox", req.SandboxID, "warm", wid, "error", err)
@@ -175,9 +170,6 @@ func (r *Runtime) Fill(ctx context.Context, specs []acs.SandboxSpec) (acs.PoolRe
 		r.warm.spec = &spec
 		want = r.cfg.Warm
 		hash = poolHash(spec.ID, mergeEnv(spec.InitialEnv, r.cfg.WarmEnv))
-	}
-	if r.warm.hash == nil {
-		r.warm.hash = map[string]string{}
 	}
 	for _, wid := range slices.Clone(r.warm.members) {
 		p := r.procs[wid]

@@ -157,7 +157,7 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("procsandbox: create root: %w", err)
 	}
-	r := &Runtime{cfg: cfg, procs: map[string]*proc{}}
+	r := &Runtime{cfg: cfg, procs: map[string]*proc{}, warm: warmPool{hash: map[string]string{}}}
 	entries, _ := os.ReadDir(cfg.Root)
 	for _, e := range entries {
 		r.killOrphan(filepath.Join(cfg.Root, e.Name()))
