@@ -6,9 +6,12 @@
 package localqueue
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +49,9 @@ type Queue struct {
 
 	mu      sync.Mutex
 	changed chan struct{}
+
+	takeMu  sync.Mutex
+	waiters []*waiter // receivers waiting, longest first (under mu)
 }
 
 var _ acs.Queue = (*Queue)(nil)
@@ -95,17 +101,37 @@ func (q *Queue) signal() <-chan struct{} {
 	return q.changed
 }
 
-// Send enqueues m, visible after delay.
+// Send enqueues m, visible after delay. A message due now, sent while a
+// receiver waits with nothing to receive, is handed to that receiver:
+// stored already received by it (receive count 1, invisible for its
+// visibility timeout), in the same write, so the hand-off costs no second
+// durable write.
 func (q *Queue) Send(_ context.Context, m acs.Message, delay time.Duration) error {
 	now := q.now()
 	id := acs.NewID()
+	rec := record{Message: message(m), VisibleAt: now.Add(delay).UnixNano(), SentAt: now.UnixNano()}
+	var w *waiter
+	if delay <= 0 {
+		w = q.popWaiter()
+	}
+	if w != nil {
+		rec.ReceiveCount, rec.VisibleAt, rec.Receipt = 1, now.Add(w.visibility).UnixNano(), id+":1"
+	}
 	err := q.db.Update(func(tx *bolt.Tx) error {
-		raw, err := json.Marshal(record{Message: message(m), VisibleAt: now.Add(delay).UnixNano(), SentAt: now.UnixNano()})
+		raw, err := json.Marshal(rec)
 		if err != nil {
 			return err
 		}
 		return tx.Bucket(bMessages).Put([]byte(id), raw)
 	})
+	if w != nil {
+		if err != nil {
+			w.got <- nil // the receiver goes on waiting
+		} else {
+			w.got <- &acs.Delivery{Message: m, Receipt: rec.Receipt, ReceiveCount: 1}
+			return nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("send message: %w", err)
 	}
@@ -113,8 +139,47 @@ func (q *Queue) Send(_ context.Context, m acs.Message, delay time.Duration) erro
 	return nil
 }
 
+// waiter is a receiver waiting with nothing to receive; a send may hand
+// it a message (got receives it, or nil when the hand-off failed).
+type waiter struct {
+	visibility time.Duration
+	got        chan *acs.Delivery
+}
+
+// popWaiter takes the longest-waiting receiver, or nil.
+func (q *Queue) popWaiter() *waiter {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiters) == 0 {
+		return nil
+	}
+	w := q.waiters[0]
+	q.waiters = q.waiters[1:]
+	return w
+}
+
+// addWaiter registers w; removeWaiter unregisters it, reporting false when
+// a send took it first (it then receives on w.got).
+func (q *Queue) addWaiter(w *waiter) {
+	q.mu.Lock()
+	q.waiters = append(q.waiters, w)
+	q.mu.Unlock()
+}
+
+func (q *Queue) removeWaiter(w *waiter) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	i := slices.Index(q.waiters, w)
+	if i < 0 {
+		return false
+	}
+	q.waiters = slices.Delete(q.waiters, i, i+1)
+	return true
+}
+
 // Receive returns up to max visible messages, oldest first, waiting up to
-// wait for the first.
+// wait for the first. While it waits, a message sent is handed to it (see
+// Send).
 func (q *Queue) Receive(ctx context.Context, max int, wait, visibility time.Duration) ([]acs.Delivery, error) {
 	if max <= 0 {
 		max = 1
@@ -135,15 +200,30 @@ func (q *Queue) Receive(ctx context.Context, max int, wait, visibility time.Dura
 				remaining = max64(d, time.Millisecond)
 			}
 		}
+		w := &waiter{visibility: visibility, got: make(chan *acs.Delivery, 1)}
+		q.addWaiter(w)
 		t := time.NewTimer(remaining)
+		var handed *acs.Delivery
+		answered := false
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil, ctx.Err()
 		case <-sig:
 		case <-t.C:
+		case handed = <-w.got:
+			answered = true
 		}
 		t.Stop()
+		if !answered && !q.removeWaiter(w) {
+			// A send took this receiver meanwhile: its message is stored
+			// as received by it.
+			handed = <-w.got
+		}
+		if handed != nil {
+			return []acs.Delivery{*handed}, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 	}
 }
 
@@ -156,39 +236,37 @@ func max64(a, b time.Duration) time.Duration {
 
 // take claims visible messages; it also reports the earliest future
 // visibility (unix nanos, 0 when none) so Receive can sleep until then.
+// A look that finds nothing visible is a read: only a claim writes (and
+// waits for the disk), so receivers woken by a send that another one
+// claims cost no durable write.
 func (q *Queue) take(max int, visibility time.Duration) ([]acs.Delivery, int64, error) {
-	var out []acs.Delivery
-	var nextVisible int64
+	// One receiver looks and claims at a time: those woken with it find
+	// the message claimed by a read, not by a write that rolls back.
+	q.takeMu.Lock()
+	defer q.takeMu.Unlock()
 	now := q.now()
-	err := q.db.Update(func(tx *bolt.Tx) error {
-		out, nextVisible = nil, 0
-		b := tx.Bucket(bMessages)
-		type cand struct {
-			id  string
-			rec record
+	var visible bool
+	var nextVisible int64
+	err := q.db.View(func(tx *bolt.Tx) error {
+		cands, next, err := candidates(tx.Bucket(bMessages), now)
+		visible, nextVisible = len(cands) > 0, next
+		return err
+	})
+	if err != nil || !visible {
+		if err != nil {
+			err = fmt.Errorf("receive messages: %w", err)
 		}
-		var cands []cand
-		err := b.ForEach(func(k, v []byte) error {
-			var r record
-			if err := json.Unmarshal(v, &r); err != nil {
-				return err
-			}
-			if r.VisibleAt <= now.UnixNano() {
-				cands = append(cands, cand{string(k), r})
-			} else if nextVisible == 0 || r.VisibleAt < nextVisible {
-				nextVisible = r.VisibleAt
-			}
-			return nil
-		})
+		return nil, nextVisible, err
+	}
+	var out []acs.Delivery
+	err = q.db.Update(func(tx *bolt.Tx) error {
+		out = nil
+		b := tx.Bucket(bMessages)
+		cands, next, err := candidates(b, now)
 		if err != nil {
 			return err
 		}
-		// Oldest first.
-		for i := 1; i < len(cands); i++ {
-			for j := i; j > 0 && cands[j].rec.SentAt < cands[j-1].rec.SentAt; j-- {
-				cands[j], cands[j-1] = cands[j-1], cands[j]
-			}
-		}
+		nextVisible = next
 		for _, c := range cands {
 			if len(out) == max {
 				break
@@ -205,12 +283,49 @@ func (q *Queue) take(max int, visibility time.Duration) ([]acs.Delivery, int64, 
 			}
 			out = append(out, acs.Delivery{Message: acs.Message(c.rec.Message), Receipt: c.rec.Receipt, ReceiveCount: c.rec.ReceiveCount})
 		}
+		if len(out) == 0 {
+			// Another receiver claimed them first: roll back, unwritten.
+			return errClaimedElsewhere
+		}
 		return nil
 	})
+	if errors.Is(err, errClaimedElsewhere) {
+		return nil, nextVisible, nil
+	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("receive messages: %w", err)
 	}
 	return out, nextVisible, nil
+}
+
+// errClaimedElsewhere rolls back a claim that found nothing left to claim.
+var errClaimedElsewhere = errors.New("claimed by another receiver")
+
+// candidate is a stored message visible now.
+type candidate struct {
+	id  string
+	rec record
+}
+
+// candidates returns the messages visible at now, oldest first, and the
+// earliest visibility after now (unix nanos, 0 when none).
+func candidates(b *bolt.Bucket, now time.Time) ([]candidate, int64, error) {
+	var cands []candidate
+	var nextVisible int64
+	err := b.ForEach(func(k, v []byte) error {
+		var r record
+		if err := json.Unmarshal(v, &r); err != nil {
+			return err
+		}
+		if r.VisibleAt <= now.UnixNano() {
+			cands = append(cands, candidate{string(k), r})
+		} else if nextVisible == 0 || r.VisibleAt < nextVisible {
+			nextVisible = r.VisibleAt
+		}
+		return nil
+	})
+	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(a.rec.SentAt, b.rec.SentAt) })
+	return cands, nextVisible, err
 }
 
 // update applies fn to the message a receipt names, if the receipt is the

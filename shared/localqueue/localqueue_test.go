@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -124,6 +125,101 @@ func TestReadsMessagesWrittenEarlier(t *testing.T) {
 		t.Fatalf("delivery %+v, want %+v received a third time", d[0], want)
 	}
 	if err := q.Delete(context.Background(), d[0].Receipt); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEmptyReceiveWritesNothing: a receive that finds no visible message
+// (the workers a send wakes but another claims) leaves the queue file as
+// it was, so it costs no durable write; a receive that claims one writes.
+func TestEmptyReceiveWritesNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	q, err := localqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	ctx := context.Background()
+	if err := q.Send(ctx, acs.Message{TaskID: "later"}, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	before := fileMeta(t, path)
+	for i := 0; i < 3; i++ {
+		if d, err := q.Receive(ctx, 1, 0, time.Minute); err != nil || len(d) != 0 {
+			t.Fatalf("receive from a queue with nothing visible: %+v %v", d, err)
+		}
+	}
+	if after := fileMeta(t, path); after != before {
+		t.Fatalf("empty receives wrote the queue file (meta %x → %x)", before, after)
+	}
+	if err := q.Send(ctx, acs.Message{TaskID: "now"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	sent := fileMeta(t, path)
+	if d, err := q.Receive(ctx, 1, 0, time.Minute); err != nil || len(d) != 1 || d[0].TaskID != "now" {
+		t.Fatalf("receive: %+v %v", d, err)
+	}
+	if fileMeta(t, path) == sent {
+		t.Fatal("a claim did not write the queue file")
+	}
+}
+
+// fileMeta is the file's two bbolt meta pages (each commit rewrites one).
+func fileMeta(t *testing.T, path string) string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := os.Getpagesize()
+	return string(raw[:2*page])
+}
+
+// TestHandOffIsAReceive: a message sent while a receiver waits is handed
+// to it, stored as received by it in the send's own write: its receipt
+// works, and a restart before it is deleted redelivers it once its
+// visibility lapses, as the second receive.
+func TestHandOffIsAReceive(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "queue.db")
+	q, err := localqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	got := make(chan []acs.Delivery, 1)
+	go func() {
+		d, err := q.Receive(ctx, 1, 10*time.Second, 300*time.Millisecond)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- d
+	}()
+	// Sent until the receiver has it (it may not be waiting yet: then the
+	// first one is received the ordinary way, which is also right).
+	if err := q.Send(ctx, acs.Message{TaskID: "handed"}, 0); err != nil {
+		t.Fatal(err)
+	}
+	d := <-got
+	if len(d) != 1 || d[0].TaskID != "handed" || d[0].ReceiveCount != 1 {
+		t.Fatalf("the waiting receiver got %+v", d)
+	}
+	if err := q.Delay(ctx, d[0].Receipt, 300*time.Millisecond); err != nil {
+		t.Fatalf("the handed receipt: %v", err)
+	}
+	if again, err := q.Receive(ctx, 1, 0, time.Minute); err != nil || len(again) != 0 {
+		t.Fatalf("a handed message was visible to another receiver: %+v %v", again, err)
+	}
+	q.Close()
+	q, err = localqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	again, err := q.Receive(ctx, 1, 5*time.Second, time.Minute)
+	if err != nil || len(again) != 1 || again[0].TaskID != "handed" || again[0].ReceiveCount != 2 {
+		t.Fatalf("after a restart: %+v %v", again, err)
+	}
+	if err := q.Delete(ctx, again[0].Receipt); err != nil {
 		t.Fatal(err)
 	}
 }
