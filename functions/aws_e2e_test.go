@@ -600,14 +600,16 @@ func mustJSON(v any) string {
 // TestAWSProvisionerCrashes: the provisioner dies right after each start
 // step it runs, once (the message is redelivered each time); the start
 // still ends READY with exactly one sandbox and one conversation. (Without
-// a repository the setup-script and hooks steps have nothing to do: they
-// are recorded in the preparation's write, after which it crashes.)
+// a repository the preparation, setup-script and hooks steps have nothing
+// to do and the skills are loaded once the sandbox answers: they are
+// recorded in the waiting step's write, after which it crashes.)
 func TestAWSProvisionerCrashes(t *testing.T) {
 	t.Parallel()
 	var points []string
 	steps := strings.Split(allSteps, ",")
 	for _, st := range steps[:len(steps)-1] {
-		if st == string(acs.TaskRunningSetupScript) || st == string(acs.TaskSettingUpGitHooks) {
+		switch acs.StartTaskStatus(st) {
+		case acs.TaskPreparingRepository, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills:
 			continue
 		}
 		points = append(points, "provisioner.after."+st)

@@ -180,7 +180,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	if err != nil {
 		return err
 	}
-	if req.AgentType != "plan" && w.cfg().BrowserTools && browserUsable(ctx, client) {
+	if req.AgentType != "plan" && w.cfg().BrowserTools && w.browserUsable(ctx, sb.ID, client) {
 		addTool(areq.Agent, BrowserToolSet)
 	}
 	now := w.now()
@@ -286,7 +286,14 @@ const BrowserToolSet = "browser_tool_set"
 // browser tools: its /server_info lists browser_tool_set in usable_tools
 // only when it found Chromium (and its sandbox did not turn the browser off
 // with ACS_BROWSER_TOOLS=false). A server that cannot say counts as no.
-func browserUsable(ctx context.Context, c *agentclient.Client) bool {
+// An answer is remembered for the sandbox's agent server at that address
+// (what it found does not change while it runs), so later starts on the
+// sandbox do not ask again.
+func (w *Worker) browserUsable(ctx context.Context, sandboxID string, c *agentclient.Client) bool {
+	key := sandboxID + " " + c.BaseURL
+	if v, ok := w.browsers.Load(key); ok {
+		return v.(bool)
+	}
 	var info struct {
 		UsableTools []string `json:"usable_tools"`
 	}
@@ -294,7 +301,9 @@ func browserUsable(ctx context.Context, c *agentclient.Client) bool {
 		slog.Info("startflow: the agent server's usable tools are unknown; starting without the browser", "error", err)
 		return false
 	}
-	return slices.Contains(info.UsableTools, BrowserToolSet)
+	usable := slices.Contains(info.UsableTools, BrowserToolSet)
+	w.browsers.Store(key, usable)
+	return usable
 }
 
 // addTool appends the named tool to the agent's tools unless it is there.

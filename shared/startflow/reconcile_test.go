@@ -183,10 +183,10 @@ func TestReconcileSparesARunNotReportedYet(t *testing.T) {
 func TestReconcileSparesAStartInProgress(t *testing.T) {
 	e := newIdleEnv(t)
 	tk := e.submit(t, "wait for my go", false)
-	// (Without a repository the setup-script and hooks steps have nothing
-	// to do and are recorded with the preparation: the task rests at the
-	// skills step next.)
-	for _, status := range []acs.StartTaskStatus{acs.TaskPreparingRepository, acs.TaskSettingUpSkills, acs.TaskStartingConversation} {
+	// (Without a repository the preparation, setup-script and hooks steps
+	// have nothing to do, and are recorded with the skills step once the
+	// sandbox answers: the task rests at the conversation's start next.)
+	for _, status := range []acs.StartTaskStatus{acs.TaskStartingConversation} {
 		cur := e.stepUntil(t, tk.ID, status)
 		if e.reconcile(t, *cur.SandboxID) {
 			t.Fatalf("the sandbox was paused while its start was %s", status)

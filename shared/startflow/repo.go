@@ -105,6 +105,25 @@ func tail(s string, n int) string {
 	return s
 }
 
+// nothingToPrepare reports whether t's working directory is new and empty
+// (the conversation's own, or that of the sandbox this start created) with
+// no repository selected: nothing to clone, no setup script, hooks or
+// project skills. The agent server creates it and makes it a git repository
+// when the conversation starts, so the preparation, setup-script and hooks
+// steps are recorded together, as one write, with nothing run.
+func nothingToPrepare(sb acs.Sandbox, t acs.StartTask, req StartRequest) bool {
+	return req.SelectedRepository == nil && (t.OwnWorkDir || sb.CreatedByTask == t.ID)
+}
+
+// emptyWorkDir is the change that records a preparation with nothing to
+// do (nothingToPrepare) on the task: its directories and no project facts.
+func emptyWorkDir(sb acs.Sandbox, req StartRequest) func(*acs.StartTask) {
+	return func(tk *acs.StartTask) {
+		work, project := workDirs(sb, *tk, req)
+		tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", &acs.ProjectFacts{}
+	}
+}
+
 // prepareRepository creates the working directory and clones
 // selected_repository from the git host at selected_branch (a branch that
 // does not exist is created; without one, a new openhands-workspace-*
@@ -119,14 +138,9 @@ func (w *Worker) prepareRepository(ctx context.Context, t acs.StartTask, req Sta
 		return 0, false, err
 	}
 	work, project := workDirs(sb, t, req)
-	if req.SelectedRepository == nil && (t.OwnWorkDir || sb.CreatedByTask == t.ID) {
-		// A new, empty working directory (the conversation's own, or that
-		// of the sandbox this start created): nothing to clone, no setup
-		// script, hooks or project skills. The agent server creates it and
-		// makes it a git repository when the conversation starts. The
-		// setup-script and hooks steps are recorded with this one.
+	if nothingToPrepare(sb, t, req) {
 		return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, func(tk *acs.StartTask) {
-			tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", &acs.ProjectFacts{}
+			emptyWorkDir(sb, req)(tk)
 		}, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
 	}
 	var script strings.Builder
@@ -339,6 +353,16 @@ func (w *Worker) setUpSkills(ctx context.Context, t acs.StartTask) error {
 	if err != nil {
 		return err
 	}
+	detail, err := loadSkills(ctx, c, t.ProjectDir)
+	if err != nil {
+		return err
+	}
+	return w.advance(ctx, t.ID, acs.TaskSettingUpSkills, acs.TaskStartingConversation, skillsDetail(detail))
+}
+
+// loadSkills has the agent server load the skills for projectDir and
+// returns the step's detail: how many, and the files that failed.
+func loadSkills(ctx context.Context, c *agentclient.Client, projectDir string) (string, error) {
 	var resp struct {
 		Skills []struct {
 			Name string `json:"name"`
@@ -348,10 +372,10 @@ func (w *Worker) setUpSkills(ctx context.Context, t acs.StartTask) error {
 			Error string `json:"error"`
 		} `json:"errors"`
 	}
-	if err := c.Post(ctx, "/api/skills", map[string]any{"project_dir": t.ProjectDir}, &resp); err != nil {
+	if err := c.Post(ctx, "/api/skills", map[string]any{"project_dir": projectDir}, &resp); err != nil {
 		var he *agentclient.HTTPError
 		if !errors.As(err, &he) || he.Status/100 == 5 {
-			return fmt.Errorf("load skills: %w", err)
+			return "", fmt.Errorf("load skills: %w", err)
 		}
 		// An agent server without the route (or refusing the directory)
 		// does not stop the start.
@@ -361,7 +385,18 @@ func (w *Worker) setUpSkills(ctx context.Context, t acs.StartTask) error {
 	for _, e := range resp.Errors {
 		detail += fmt.Sprintf("; %s: %s", e.File, e.Error)
 	}
-	return w.advance(ctx, t.ID, acs.TaskSettingUpSkills, acs.TaskStartingConversation, func(tk *acs.StartTask) {
-		tk.Steps[len(tk.Steps)-1].Detail = tail(detail, 1000)
-	})
+	return detail, nil
+}
+
+// skillsDetail records the skills step's detail on the task (its last
+// step, the skills step's, being current when the change applies).
+func skillsDetail(detail string) func(*acs.StartTask) {
+	return func(tk *acs.StartTask) {
+		for i := len(tk.Steps) - 1; i >= 0; i-- {
+			if tk.Steps[i].Status == acs.TaskSettingUpSkills {
+				tk.Steps[i].Detail = tail(detail, 1000)
+				return
+			}
+		}
+	}
 }

@@ -58,6 +58,10 @@ type Worker struct {
 	// progress stored), with the status the step ran from: an observer for
 	// metrics and fault tests.
 	AfterStep func(ctx context.Context, ran acs.StartTaskStatus, d acs.Delivery)
+
+	// browsers remembers, per sandbox and agent server address, whether
+	// that agent server can run the browser tools (see browserUsable).
+	browsers sync.Map
 }
 
 func (w *Worker) now() time.Time {
@@ -314,7 +318,7 @@ func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration
 		delay, err := w.place(ctx, t, req)
 		return delay, false, err
 	case acs.TaskWaitingForSandbox:
-		return w.waitForSandbox(ctx, t)
+		return w.waitForSandbox(ctx, t, req)
 	case acs.TaskPreparingRepository:
 		return w.prepareRepository(ctx, t, req)
 	case acs.TaskRunningSetupScript:
@@ -343,6 +347,12 @@ func (w *Worker) advance(ctx context.Context, id string, from, to acs.StartTaskS
 // costs one durable write, not one each. A task already at one of them is
 // left as it is.
 func (w *Worker) advanceThrough(ctx context.Context, id string, from acs.StartTaskStatus, change func(*acs.StartTask), to ...acs.StartTaskStatus) error {
+	return w.advanceAround(ctx, id, from, change, nil, to...)
+}
+
+// advanceAround is advanceThrough with a change applied after the steps
+// are recorded too (after, when not nil: for a detail of a step of to).
+func (w *Worker) advanceAround(ctx context.Context, id string, from acs.StartTaskStatus, change, after func(*acs.StartTask), to ...acs.StartTaskStatus) error {
 	_, err := w.Store.UpdateStartTask(ctx, id, func(tk *acs.StartTask) error {
 		switch {
 		case slices.Contains(to, tk.Status):
@@ -356,6 +366,9 @@ func (w *Worker) advanceThrough(ctx context.Context, id string, from acs.StartTa
 		now := w.now()
 		for _, st := range to {
 			tk.Advance(st, now)
+		}
+		if after != nil {
+			after(tk)
 		}
 		return nil
 	})
@@ -391,8 +404,27 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	}
 	grouping := settings.SandboxGroupingStrategy != "" && settings.SandboxGroupingStrategy != acs.NoGrouping
 	if !grouping || req.SandboxID != nil {
-		_, err := w.placeLocked(ctx, t, req, settings, grouping, "")
+		_, err := w.placeLocked(ctx, t, req, settings, grouping, "", true)
 		return 0, err
+	}
+	// While no other start is placing, a sandbox with room is reserved
+	// without the lock (the reservation is atomic): the lock is for
+	// creating a sandbox, so that concurrent starts share the one the
+	// first of them creates.
+	if lock, free, err := w.placementFree(ctx, t); err != nil {
+		return 0, err
+	} else if free {
+		created, err := w.placeLocked(ctx, t, req, settings, grouping, lock.Created, false)
+		if created != "" && err == nil {
+			// A redelivery finding the sandbox it created under the lock
+			// records it, as the unlock it crashed before would have.
+			if uerr := w.unlockPlacement(ctx, t, created); uerr != nil {
+				slog.Warn("startflow: release the placement lock", "task", t.ID, "error", uerr)
+			}
+		}
+		if !errors.Is(err, errNoRoom) {
+			return 0, err
+		}
 	}
 	lock, err := w.lockPlacement(ctx, t)
 	if errors.Is(err, errPlacementBusy) {
@@ -401,7 +433,13 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	if err != nil {
 		return 0, err
 	}
-	created, err := w.placeLocked(ctx, t, req, settings, grouping, lock.Created)
+	created, err := w.placeLocked(ctx, t, req, settings, grouping, lock.Created, true)
+	if err == nil && created == "" {
+		// Placed on an existing sandbox: the task has left WORKING, which
+		// releases the lock (lockPlacement), and there is no new sandbox
+		// to record, so the unlock's write is saved.
+		return 0, nil
+	}
 	// Unlock even when placing failed (a retry locks again); an unlock that
 	// fails leaves a lock that lapses on its own.
 	if uerr := w.unlockPlacement(ctx, t, created); uerr != nil {
@@ -416,26 +454,71 @@ const placementLockTTL = 30 * time.Second
 
 var errPlacementBusy = errors.New("another start of this owner is placing")
 
+// errNoRoom: placeLocked, not allowed to create a sandbox, found none to
+// place on.
+var errNoRoom = errors.New("no sandbox with room")
+
+// errOnlyRead rolls back a quota update that only reads.
+var errOnlyRead = errors.New("read only")
+
+// placementFree reads the owner's placement lock and reports whether no
+// other start holds it (see lockPlacement), without writing.
+func (w *Worker) placementFree(ctx context.Context, t acs.StartTask) (acs.PlacementLock, bool, error) {
+	var lock acs.PlacementLock
+	_, err := w.Store.UpdateQuota(ctx, t.OwnerID, func(q *acs.Quota) error {
+		if q.Placement != nil {
+			lock = *q.Placement
+		}
+		return errOnlyRead
+	})
+	if !errors.Is(err, errOnlyRead) {
+		return lock, false, fmt.Errorf("read the placement lock of %s: %w", t.OwnerID, err)
+	}
+	if lock.Task == "" || lock.Task == t.ID || !lock.Until.After(w.now()) {
+		return lock, true, nil
+	}
+	holder, err := w.Store.GetStartTask(ctx, lock.Task)
+	if errors.Is(err, acs.ErrNotFound) || (err == nil && holder.Status != acs.TaskWorking) {
+		return lock, true, nil
+	}
+	return lock, false, err
+}
+
 // lockPlacement takes the owner's placement lock for t (again, for a
 // redelivery of the holder); errPlacementBusy while another start holds it.
+// A lock is held until its holder unlocks it, its time lapses, or its
+// holder's task has left WORKING (placed, failed or gone): a start placed
+// on an existing sandbox does not unlock.
 func (w *Worker) lockPlacement(ctx context.Context, t acs.StartTask) (acs.PlacementLock, error) {
 	var held acs.PlacementLock
 	now := w.now()
-	_, err := w.Store.UpdateQuota(ctx, t.OwnerID, func(q *acs.Quota) error {
-		if p := q.Placement; p != nil && p.Task != t.ID && p.Until.After(now) {
-			return errPlacementBusy
+	done := "" // a holder whose task is known to have left WORKING
+	for {
+		holder := ""
+		_, err := w.Store.UpdateQuota(ctx, t.OwnerID, func(q *acs.Quota) error {
+			if p := q.Placement; p != nil && p.Task != t.ID && p.Until.After(now) && p.Task != done {
+				holder = p.Task
+				return errPlacementBusy
+			}
+			held = acs.PlacementLock{Task: t.ID, Until: now.Add(placementLockTTL)}
+			if q.Placement != nil {
+				held.Created = q.Placement.Created
+			}
+			q.Placement = &held
+			return nil
+		})
+		if errors.Is(err, errPlacementBusy) && done != holder {
+			other, gerr := w.Store.GetStartTask(ctx, holder)
+			if errors.Is(gerr, acs.ErrNotFound) || (gerr == nil && other.Status != acs.TaskWorking) {
+				done = holder
+				continue
+			}
 		}
-		held = acs.PlacementLock{Task: t.ID, Until: now.Add(placementLockTTL)}
-		if q.Placement != nil {
-			held.Created = q.Placement.Created
+		if err != nil && !errors.Is(err, errPlacementBusy) {
+			err = fmt.Errorf("lock placement for %s: %w", t.OwnerID, err)
 		}
-		q.Placement = &held
-		return nil
-	})
-	if err != nil && !errors.Is(err, errPlacementBusy) {
-		err = fmt.Errorf("lock placement for %s: %w", t.OwnerID, err)
+		return held, err
 	}
-	return held, err
 }
 
 // unlockPlacement releases t's placement lock, recording the sandbox it
@@ -457,7 +540,8 @@ func (w *Worker) unlockPlacement(ctx context.Context, t acs.StartTask, created s
 // placeLocked is place's choice; it returns the id of the sandbox it
 // created, if any. lastCreated is the sandbox the previous placement lock
 // holder created (considered even before the owner's listing shows it).
-func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, grouping bool, lastCreated string) (string, error) {
+// Without mayCreate, a start that would need a new sandbox gets errNoRoom.
+func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, grouping bool, lastCreated string, mayCreate bool) (string, error) {
 	chosen := func(id, reason string) error {
 		return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
 			tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
@@ -528,7 +612,7 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		if p.Sandbox == nil {
 			break
 		}
-		_, err := w.Store.UpdateSandbox(ctx, p.Sandbox.ID, func(s *acs.Sandbox) error {
+		reserved, err := w.Store.UpdateSandbox(ctx, p.Sandbox.ID, func(s *acs.Sandbox) error {
 			if s.Status != acs.SandboxRunning && s.Status != acs.SandboxStarting {
 				return fmt.Errorf("sandbox %s is %s: %w", s.ID, s.Status, acs.ErrConflict)
 			}
@@ -541,6 +625,16 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			return nil
 		})
 		if err == nil {
+			if reserved.Status == acs.SandboxRunning {
+				// A sandbox whose agent server answers now needs no wait:
+				// the waiting step is recorded with the placement.
+				if sb, client, rerr := w.lifecycle().Ready(ctx, reserved, 0); rerr == nil {
+					id := sb.ID
+					return "", w.advanceReady(ctx, t, req, acs.TaskWorking, sb, client, func(tk *acs.StartTask) {
+						tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, grouping
+					})
+				}
+			}
 			return "", chosen(p.Sandbox.ID, p.Reason)
 		}
 		if !errors.Is(err, acs.ErrCapacity) && !errors.Is(err, acs.ErrConflict) && !errors.Is(err, acs.ErrNotFound) {
@@ -554,6 +648,9 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			}
 		}
 		cands = rest
+	}
+	if !mayCreate {
+		return "", errNoRoom
 	}
 	reason := acs.ChooseSandbox(settings.SandboxGroupingStrategy, nil, max).Reason
 	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, Slots: []string{t.ConversationID}, CreatedByTask: t.ID}
@@ -577,7 +674,7 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 
 // waitForSandbox resumes a paused sandbox and waits until it is RUNNING and
 // its agent server answers /alive.
-func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Duration, bool, error) {
+func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
 	cfg := w.cfg()
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
@@ -589,9 +686,7 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 	sb, client, err := w.lifecycle().Ready(ctx, sb, 0)
 	switch {
 	case err == nil:
-		remember(ctx, sb, client)
-		url := client.BaseURL
-		return 0, false, w.advance(ctx, t.ID, acs.TaskWaitingForSandbox, acs.TaskPreparingRepository, func(tk *acs.StartTask) { tk.AgentServerURL = &url })
+		return 0, false, w.advanceReady(ctx, t, req, acs.TaskWaitingForSandbox, sb, client, nil)
 	case errors.Is(err, acs.ErrGone):
 		return 0, false, failf("Sandbox %s no longer exists", sb.ID)
 	case errors.Is(err, acs.ErrSandboxFailed):
@@ -605,6 +700,44 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask) (time.Dura
 		return 0, false, failf("Sandbox %s did not become ready within %s (status %s)", sb.ID, cfg.StartupTimeout, sb.Status)
 	}
 	return cfg.Sandboxes.PollInterval, false, nil
+}
+
+// advanceReady records that t's sandbox sb answers (its agent server's
+// client), moving t from status from to the preparation in one write,
+// after change; the rest of the delivery reuses sb and client. With
+// nothing to prepare (nothingToPrepare), the preparation, setup-script and
+// hooks steps are recorded in that write too, and so is the skills step,
+// whose loading (a read on the agent server) runs first: the task goes on
+// to STARTING_CONVERSATION. A crash before the write repeats only reads
+// (and placement, which finds the slot it reserved).
+func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, sb acs.Sandbox, client *agentclient.Client, change func(*acs.StartTask)) error {
+	remember(ctx, sb, client)
+	url := client.BaseURL
+	var to []acs.StartTaskStatus
+	if from != acs.TaskWaitingForSandbox {
+		to = append(to, acs.TaskWaitingForSandbox)
+	}
+	if change != nil {
+		change(&t)
+	}
+	set := func(tk *acs.StartTask) {
+		if change != nil {
+			change(tk)
+		}
+		tk.AgentServerURL = &url
+	}
+	if !nothingToPrepare(sb, t, req) {
+		return w.advanceThrough(ctx, t.ID, from, set, append(to, acs.TaskPreparingRepository)...)
+	}
+	prepared := emptyWorkDir(sb, req)
+	prepared(&t)
+	skills, err := loadSkills(ctx, client, t.ProjectDir)
+	if err != nil {
+		return err
+	}
+	return w.advanceAround(ctx, t.ID, from, func(tk *acs.StartTask) { set(tk); prepared(tk) }, skillsDetail(skills),
+		append(to, acs.TaskPreparingRepository, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks,
+			acs.TaskSettingUpSkills, acs.TaskStartingConversation)...)
 }
 
 // deletedWhileStarting ends a start whose sandbox was removed under it,

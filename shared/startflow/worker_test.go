@@ -248,9 +248,32 @@ func TestConcurrentGroupedStartsShareSandboxes(t *testing.T) {
 			if len(sbs.Items) != c.sandboxes || total != c.starts {
 				t.Fatalf("%d starts made %d sandboxes holding %d conversations, want %d sandboxes", c.starts, len(sbs.Items), total, c.sandboxes)
 			}
+			// The lock is free: unlocked, or its holder has left WORKING
+			// (a start placed on an existing sandbox does not unlock).
 			q, _ := e.store.UpdateQuota(ctx, "alice", func(*acs.Quota) error { return nil })
-			if q.Placement == nil || !q.Placement.Until.IsZero() {
-				t.Fatalf("placement lock after the starts: %+v", q.Placement)
+			if q.Placement == nil {
+				t.Fatal("no placement lock was taken")
+			}
+			if !q.Placement.Until.IsZero() {
+				holder, err := e.store.GetStartTask(ctx, q.Placement.Task)
+				if err != nil || holder.Status == acs.TaskWorking {
+					t.Fatalf("placement lock after the starts: %+v (holder %s, %v)", q.Placement, holder.Status, err)
+				}
+			}
+			// A further start places at once, not after the lock's delay.
+			next, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tk, err := e.store.GetStartTask(ctx, next.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if delay, _, err := e.w.Step(ctx, tk); err != nil || delay != 0 {
+				t.Fatalf("a start after the others: delay %v, %v", delay, err)
+			}
+			if tk, _ = e.store.GetStartTask(ctx, next.ID); tk.Status == acs.TaskWorking {
+				t.Fatalf("a start after the others was not placed: %s", tk.Status)
 			}
 		})
 	}
