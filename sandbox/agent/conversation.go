@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -216,23 +217,22 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 	if err != nil {
 		return nil, err
 	}
-	policy := wire.NeverConfirm()
-	if req.ConfirmationPolicy != nil {
-		policy = *req.ConfirmationPolicy
-	}
 	now := events.Now()
 	c := newConversation(id, opts)
 	c.meta = meta{ID: id.String(), Request: req, Tags: req.Tags, CreatedAt: now}
 	if c.meta.Tags == nil {
 		c.meta.Tags = map[string]string{}
 	}
-	c.st = state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
-		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
-		AgentState: map[string]string{}, BlockedActions: map[string]string{}, BlockedMessages: map[string]string{}}
-	if err := c.writeMetaLocked(); err != nil {
+	c.st = initialState(req, now)
+	// The meta file is synced; the directory entries (meta's and the
+	// log's) are synced once, when the log is created, before Create
+	// returns. The state snapshot is never synced (see saveStateLocked):
+	// a crash before it reaches the disk leaves the initial state, which
+	// Load derives from the meta file.
+	if err := c.createMetaLocked(); err != nil {
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(opts.Dir, stateFile), &c.st); err != nil {
+	if err := c.writeStateLocked(); err != nil {
 		return nil, err
 	}
 	if err := c.open(ctx); err != nil {
@@ -261,7 +261,11 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 			"names", lost)
 	}
 	c.meta = m
-	if err := readJSON(filepath.Join(opts.Dir, stateFile), &c.st); err != nil {
+	if err := readJSON(filepath.Join(opts.Dir, stateFile), &c.st); errors.Is(err, fs.ErrNotExist) {
+		// Created, but its first snapshot was lost (a crash right after
+		// the creation): the state it started with.
+		c.st = initialState(m.Request, m.CreatedAt)
+	} else if err != nil {
 		return nil, err
 	}
 	if c.st.Stats.UsageToMetrics == nil {
@@ -291,6 +295,18 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// initialState is the state of a conversation created from req at now:
+// idle, with the request's confirmation policy and security analyzer.
+func initialState(req wire.StartConversationRequest, now events.Time) state {
+	policy := wire.NeverConfirm()
+	if req.ConfirmationPolicy != nil {
+		policy = *req.ConfirmationPolicy
+	}
+	return state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
+		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
+		AgentState: map[string]string{}, BlockedActions: map[string]string{}, BlockedMessages: map[string]string{}}
 }
 
 func newConversation(id uuid.UUID, opts Options) *Conversation {

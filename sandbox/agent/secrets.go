@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/tools"
@@ -364,4 +366,20 @@ func (c *Conversation) writeMetaLocked() error {
 	m := c.meta
 	m.Request, m.SecretScheme = sealRequest(c.meta.Request, c.opts.Cipher)
 	return writeJSON(c.path(metaFile), &m)
+}
+
+// createMetaLocked writes the meta file of a conversation being created,
+// leaving its directory's sync to the event log's creation (which syncs
+// the directory and its parent), so the two share one sync.
+func (c *Conversation) createMetaLocked() error {
+	m := c.meta
+	m.Request, m.SecretScheme = sealRequest(c.meta.Request, c.opts.Cipher)
+	b, err := strictjson.Marshal(&m)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", metaFile, err)
+	}
+	if err := atomicfile.WriteNoDirSync(c.path(metaFile), b, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", c.path(metaFile), err)
+	}
+	return nil
 }

@@ -520,6 +520,13 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteJSON(w, http.StatusOK, c.Info())
 		return
 	}
+	// The working directory is made a git repository while the
+	// conversation is created (each mostly waits for the disk); the
+	// request waits for both.
+	gitDone := make(chan error, 1)
+	go func() { gitDone <- gitreview.Init(context.WithoutCancel(r.Context()), req.Workspace.WorkingDir) }()
+	gitInit := sync.OnceValue(func() error { return <-gitDone })
+	defer gitInit()
 	c, err := agent.Create(r.Context(), id, req, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
 	if err != nil {
 		s.mu.Unlock()
@@ -552,7 +559,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	s.convs[id] = c
 	s.mu.Unlock()
-	if err := gitreview.Init(r.Context(), req.Workspace.WorkingDir); err != nil {
+	if err := gitInit(); err != nil {
 		slog.Warn("git init of the working directory failed", "dir", req.Workspace.WorkingDir, "error", err)
 	}
 	s.watch(c)

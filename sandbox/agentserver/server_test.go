@@ -601,3 +601,22 @@ func TestTerminalSessionPersists(t *testing.T) {
 		t.Fatalf("file from the terminal: %q %v", b, err)
 	}
 }
+
+// A conversation whose first state snapshot never reached the disk (a
+// crash right after it was created; the snapshot is not synced) comes back
+// in the state it was created with.
+func TestRestartWithoutTheFirstStateSnapshot(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(map[string]any{"confirmation_policy": map[string]any{"kind": "AlwaysConfirm"}})
+	e.stop()
+	if err := os.Remove(filepath.Join(e.cfg.ConversationsDir, strings.ReplaceAll(id, "-", ""), "state.json")); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	var info map[string]any
+	e.call("GET", "/api/conversations/"+id, nil).json(t, &info)
+	policy, _ := info["confirmation_policy"].(map[string]any)
+	if info["execution_status"] != "idle" || policy["kind"] != "AlwaysConfirm" {
+		t.Fatalf("after a restart without the state snapshot: %v", info)
+	}
+}

@@ -14,11 +14,31 @@ import (
 // directory sync fails: then the new content is in place but may not survive
 // a power loss. Renaming replaces a symbolic link at path rather than writing
 // through it.
-func Write(path string, data []byte, mode fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
+func Write(path string, data []byte, mode fs.FileMode) error {
+	if err := WriteNoDirSync(path, data, mode); err != nil {
+		return err
+	}
+	// The rename is only durable once the directory is synced; without this
+	// a power loss could bring back the old content (or no file at all).
+	// One fsync per write; not testable without a power cut.
+	return SyncDir(dirOf(path))
+}
+
+func dirOf(path string) string {
+	dir, _ := filepath.Split(path)
 	if dir == "" {
 		dir = "."
 	}
+	return dir
+}
+
+// WriteNoDirSync is Write without the final directory sync: readers see
+// the old content or the new one, and the new content is synced, but the
+// rename is durable only once the caller syncs the directory (SyncDir),
+// which lets several writes in one directory share that sync. Errors are
+// Write's; the target is unchanged on error.
+func WriteNoDirSync(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := dirOf(path), filepath.Base(path)
 	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
 		return err
@@ -46,10 +66,7 @@ func Write(path string, data []byte, mode fs.FileMode) (err error) {
 		return err
 	}
 	renamed = true
-	// The rename is only durable once the directory is synced; without this
-	// a power loss could bring back the old content (or no file at all).
-	// One fsync per write; not testable without a power cut.
-	return SyncDir(dir)
+	return nil
 }
 
 // SyncDir fsyncs directory dir, making the entries created or renamed in

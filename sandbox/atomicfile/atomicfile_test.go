@@ -42,3 +42,24 @@ func TestWrite(t *testing.T) {
 		t.Fatalf("leftover files: %v", entries)
 	}
 }
+
+// WriteNoDirSync replaces the content as Write does (the directory sync
+// it leaves to the caller is not observable without a power cut).
+func TestWriteNoDirSync(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.txt")
+	for _, content := range []string{"one", "two, longer"} {
+		if err := atomicfile.WriteNoDirSync(p, []byte(content), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(p); string(b) != content {
+			t.Fatalf("content %q", b)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("left %d entries, want the file only", len(entries))
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		t.Fatal(err)
+	}
+}

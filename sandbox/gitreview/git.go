@@ -325,14 +325,14 @@ func Init(ctx context.Context, dir string) error {
 	return nil
 }
 
-// The files of a new repository's .git directory, as "git init" writes
-// them (its templates' sample hooks aside).
+// gitDirFiles are the files of an empty repository's .git: what git needs
+// to see a repository (HEAD, objects and refs, with the config git init
+// writes). The optional parts git init adds (description, info/exclude,
+// sample hooks) are left out: git works without them, and each costs a
+// file system call on every conversation's start.
 var gitDirFiles = []struct{ name, content string }{
 	{"HEAD", "ref: refs/heads/main\n"},
 	{"config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"},
-	{"description", "Unnamed repository; edit this file 'description' to name the repository.\n"},
-	{"info/exclude", "# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n" +
-		"# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n"},
 }
 
 // writeGitDir creates dir/.git for an empty repository: built aside and
@@ -344,7 +344,7 @@ func writeGitDir(dir string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, d := range []string{"branches", "hooks", "info", "objects/info", "objects/pack", "refs/heads", "refs/tags"} {
+	for _, d := range []string{"objects", "refs/heads", "refs/tags"} {
 		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
 			return err
 		}
