@@ -132,8 +132,14 @@ func writeMeta(dir string, m meta) error {
 	return nil
 }
 
-// refillLocked starts a background Fill for the pool's spec, unless one
-// runs.
+// refillDelay is how long after a claim the pool's refill starts: an
+// agent server starting up competes for the CPU (on a 2-core machine it
+// doubled the time of the start that had just claimed a member), so the
+// refill lets that start finish first.
+const refillDelay = 300 * time.Millisecond
+
+// refillLocked starts a background Fill for the pool's spec, after
+// refillDelay, unless one is due or runs.
 func (r *Runtime) refillLocked() {
 	if r.warm.filling || r.warm.closed || r.warm.spec == nil {
 		return
@@ -141,6 +147,13 @@ func (r *Runtime) refillLocked() {
 	r.warm.filling = true
 	spec := *r.warm.spec
 	go func() {
+		time.Sleep(refillDelay)
+		r.mu.Lock()
+		closed := r.warm.closed
+		r.mu.Unlock()
+		if closed {
+			return
+		}
 		if _, err := r.Fill(context.Background(), []acs.SandboxSpec{spec}); err != nil {
 			slog.Warn("procsandbox: refill the warm pool", "error", err)
 		}
