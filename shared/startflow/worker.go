@@ -669,6 +669,14 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 	if made.WarmPool != "" {
 		reason += " (warm pool " + made.WarmPool + ")"
 	}
+	if made.Status == acs.SandboxRunning {
+		// A warm agent server answers at once: no waiting step of its own.
+		if ready, client, rerr := w.lifecycle().Ready(ctx, made, 0); rerr == nil {
+			return sb.ID, w.advanceReady(ctx, t, req, acs.TaskWorking, ready, client, func(tk *acs.StartTask) {
+				tk.SandboxID, tk.Placement, tk.OwnWorkDir = &sb.ID, reason, grouping
+			})
+		}
+	}
 	return sb.ID, chosen(sb.ID, reason)
 }
 
