@@ -187,6 +187,9 @@ func agentServer(ctx context.Context, args []string) error {
 		return err
 	}
 	defer srv.Close()
+	if cfg.Prewarm {
+		srv.Prewarm(ctx)
+	}
 	ln, err := listen(*addr, *addrFile)
 	if err != nil {
 		return err

@@ -50,6 +50,10 @@ type Config struct {
 	// (ACS_ORG_SKILLS_DIR), public (ACS_PUBLIC_SKILLS_DIR) and sandbox
 	// (ACS_SANDBOX_SKILLS_DIR) skill directories.
 	SkillDirs skills.Dirs
+	// Prewarm (ACS_AGENT_PREWARM=1) has the server create and remove a
+	// throwaway conversation before it listens (see Server.Prewarm): set
+	// for the pre-started agent servers of a warm pool.
+	Prewarm bool
 	// MCPConnectTimeout bounds connecting one MCP server
 	// (ACS_MCP_CONNECT_TIMEOUT_SECONDS, default 30).
 	MCPConnectTimeout time.Duration
@@ -96,8 +100,9 @@ func indexed(getenv func(string) string, prefix string) []string {
 // does: OH_SESSION_API_KEYS_0..n (else SESSION_API_KEY), OH_SECRET_KEY, OH_CONVERSATIONS_PATH
 // (default <workspace>/conversations), OH_BASH_EVENTS_DIR (default next to
 // the conversations directory), OH_WEBHOOKS_0_BASE_URL..n,
-// OH_ALLOW_CORS_ORIGINS_0..n, OH_RUNTIME_IDLE_TIMEOUT_SECONDS, and
-// ACS_WORKSPACE_DIR (default ./workspace) for the default working directory.
+// OH_ALLOW_CORS_ORIGINS_0..n, OH_RUNTIME_IDLE_TIMEOUT_SECONDS,
+// ACS_WORKSPACE_DIR (default ./workspace) for the default working directory,
+// and ACS_AGENT_PREWARM.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	var cfg Config
 	var problems []string
@@ -113,6 +118,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.SkillDirs.User = filepath.Join(home, ".openhands", "skills")
 		}
 	}
+	cfg.Prewarm = getenv("ACS_AGENT_PREWARM") == "1"
 	if v := getenv("ACS_MCP_CONNECT_TIMEOUT_SECONDS"); v != "" {
 		n, err := strconv.ParseFloat(v, 64)
 		if err != nil || n <= 0 {

@@ -217,7 +217,11 @@ func (r *Runtime) startMemberLocked(spec acs.SandboxSpec, hash string) error {
 	if err := writeMeta(dir, meta{ID: wid, SpecID: spec.ID, WorkingDir: filepath.Join(dir, "workspace"), CreatedAt: time.Now().UTC()}); err != nil {
 		return err
 	}
-	if err := r.launchLocked(wid, acs.NewSecret(40), mergeEnv(spec.InitialEnv, r.cfg.WarmEnv)); err != nil {
+	// A member pays for its first conversation's first-use costs before
+	// it listens (agentserver.Server.Prewarm), while it waits in the pool.
+	env := mergeEnv(spec.InitialEnv, r.cfg.WarmEnv)
+	env["ACS_AGENT_PREWARM"] = "1"
+	if err := r.launchLocked(wid, acs.NewSecret(40), env); err != nil {
 		os.RemoveAll(dir)
 		return fmt.Errorf("procsandbox: start a warm agent server: %w", err)
 	}
