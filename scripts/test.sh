@@ -25,7 +25,10 @@ env=$(scripts/aws-services.sh start); eval "$env"
 env=$(scripts/kube-cluster.sh start); eval "$env"
 env=$(scripts/oidc-provider.sh start); eval "$env"
 export ACS_REQUIRE_CHROMIUM=1 # scripts/setup.sh installs chromium: browser tests fail rather than skip without it
-go test -race -count=1 -timeout 25m ${TESTFLAGS:-} '"$pkgs"
+# TESTFLAGS is split into words as xargs splits: quotes group (-run "A B"),
+# and | needs none (-run TestA|TestB).
+mapfile -t flags < <(printf "%s" "${TESTFLAGS:-}" | xargs -r printf "%s\n")
+go test -race -count=1 -timeout 25m "${flags[@]+"${flags[@]}"}" '"$pkgs"
 if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
   GOPROXY=off exec unshare -n bash -c "$run"
 fi
