@@ -768,12 +768,16 @@ func copyMap(m map[string]string) map[string]string {
 	return out
 }
 
-func writeJSON(path string, v any) error {
+func writeJSON(path string, v any) error { return writeJSONWith(atomicfile.Write, path, v) }
+
+// writeJSONWith writes v's JSON to path (mode 0600) with write, an
+// atomicfile writer.
+func writeJSONWith(write func(string, []byte, fs.FileMode) error, path string, v any) error {
 	b, err := strictjson.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
 	}
-	if err := atomicfile.Write(path, b, 0o600); err != nil {
+	if err := write(path, b, 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/secrets"
@@ -363,23 +363,19 @@ func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.Sec
 
 // writeMetaLocked persists meta.json with the secrets sealed.
 func (c *Conversation) writeMetaLocked() error {
-	m := c.meta
-	m.Request, m.SecretScheme = sealRequest(c.meta.Request, c.opts.Cipher)
-	return writeJSON(c.path(metaFile), &m)
+	return c.putMetaLocked(atomicfile.Write)
 }
 
 // createMetaLocked writes the meta file of a conversation being created,
 // leaving its directory's sync to the event log's creation (which syncs
 // the directory and its parent), so the two share one sync.
 func (c *Conversation) createMetaLocked() error {
+	return c.putMetaLocked(atomicfile.WriteNoDirSync)
+}
+
+// putMetaLocked writes the meta file, secrets sealed, with write.
+func (c *Conversation) putMetaLocked(write func(string, []byte, fs.FileMode) error) error {
 	m := c.meta
 	m.Request, m.SecretScheme = sealRequest(c.meta.Request, c.opts.Cipher)
-	b, err := strictjson.Marshal(&m)
-	if err != nil {
-		return fmt.Errorf("encode %s: %w", metaFile, err)
-	}
-	if err := atomicfile.WriteNoDirSync(c.path(metaFile), b, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", c.path(metaFile), err)
-	}
-	return nil
+	return writeJSONWith(write, c.path(metaFile), &m)
 }

@@ -137,12 +137,11 @@ func (w *Worker) prepareRepository(ctx context.Context, t acs.StartTask, req Sta
 	if err != nil {
 		return 0, false, err
 	}
-	work, project := workDirs(sb, t, req)
 	if nothingToPrepare(sb, t, req) {
-		return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, func(tk *acs.StartTask) {
-			emptyWorkDir(sb, req)(tk)
-		}, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
+		return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, emptyWorkDir(sb, req),
+			acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
 	}
+	work, project := workDirs(sb, t, req)
 	var script strings.Builder
 	fmt.Fprintf(&script, "set -e\nmkdir -p %s\ncd %s\n", shellQuote(work), shellQuote(work))
 	secrets := map[string]string{}
@@ -388,8 +387,9 @@ func loadSkills(ctx context.Context, c *agentclient.Client, projectDir string) (
 	return detail, nil
 }
 
-// skillsDetail records the skills step's detail on the task (its last
-// step, the skills step's, being current when the change applies).
+// skillsDetail records the skills step's detail on the task: on its
+// latest SETTING_UP_SKILLS step, so it applies before or after the steps
+// are advanced.
 func skillsDetail(detail string) func(*acs.StartTask) {
 	return func(tk *acs.StartTask) {
 		for i := len(tk.Steps) - 1; i >= 0; i-- {

@@ -477,11 +477,18 @@ func (w *Worker) placementFree(ctx context.Context, t acs.StartTask) (acs.Placem
 	if lock.Task == "" || lock.Task == t.ID || !lock.Until.After(w.now()) {
 		return lock, true, nil
 	}
-	holder, err := w.Store.GetStartTask(ctx, lock.Task)
-	if errors.Is(err, acs.ErrNotFound) || (err == nil && holder.Status != acs.TaskWorking) {
-		return lock, true, nil
+	done, err := w.leftWorking(ctx, lock.Task)
+	return lock, done, err
+}
+
+// leftWorking reports whether task id has left WORKING (placed, failed or
+// gone), which frees a placement lock it holds.
+func (w *Worker) leftWorking(ctx context.Context, id string) (bool, error) {
+	tk, err := w.Store.GetStartTask(ctx, id)
+	if errors.Is(err, acs.ErrNotFound) {
+		return true, nil
 	}
-	return lock, false, err
+	return err == nil && tk.Status != acs.TaskWorking, err
 }
 
 // lockPlacement takes the owner's placement lock for t (again, for a
@@ -508,8 +515,7 @@ func (w *Worker) lockPlacement(ctx context.Context, t acs.StartTask) (acs.Placem
 			return nil
 		})
 		if errors.Is(err, errPlacementBusy) && done != holder {
-			other, gerr := w.Store.GetStartTask(ctx, holder)
-			if errors.Is(gerr, acs.ErrNotFound) || (gerr == nil && other.Status != acs.TaskWorking) {
+			if left, _ := w.leftWorking(ctx, holder); left {
 				done = holder
 				continue
 			}
