@@ -210,8 +210,8 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create conversation dir: %w", err)
 	}
-	if _, err := os.Stat(filepath.Join(opts.Dir, metaFile)); err == nil {
-		return nil, fmt.Errorf("create conversation %s: already exists", id)
+	if err := clearUnfinished(opts.Dir); err != nil {
+		return nil, fmt.Errorf("create conversation %s: %w", id, err)
 	}
 	req, err := openEncryptedRequest(req, opts.Cipher)
 	if err != nil {
@@ -224,21 +224,80 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 		c.meta.Tags = map[string]string{}
 	}
 	c.st = initialState(req, now)
-	// The meta file is synced; the directory entries (meta's and the
-	// log's) are synced once, when the log is created, before Create
-	// returns. The state snapshot is never synced (see saveStateLocked):
-	// a crash before it reaches the disk leaves the initial state, which
-	// Load derives from the meta file.
+	// Every file is written before anything is synced: the meta file, the
+	// state snapshot and the empty log. Then one sync of the meta file
+	// commits them all (the file system journals the new entries
+	// together), and the directories' syncs after it, which make the
+	// entries durable, find little left to do. Those syncs run while the
+	// log is opened and the tools are built; Create returns once they are
+	// done. The state snapshot is never synced (see saveStateLocked): a
+	// crash before it reaches the disk leaves the initial state, which
+	// Load derives from the meta file. A crash before the syncs end leaves
+	// a create that was never acknowledged, which the next Create of the
+	// id clears (clearUnfinished).
 	if err := c.createMetaLocked(); err != nil {
 		return nil, err
 	}
 	if err := c.writeStateLocked(); err != nil {
 		return nil, err
 	}
-	if err := c.open(ctx); err != nil {
+	if err := eventlog.Create(opts.Dir); err != nil {
+		return nil, err
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- syncCreated(opts.Dir) }()
+	err = c.open(ctx)
+	if serr := <-synced; err == nil && serr != nil {
+		c.Close()
+		err = fmt.Errorf("create conversation %s: sync: %w", id, serr)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return c, nil
+}
+
+// clearUnfinished removes what a create that never finished left in dir:
+// its files, when the meta file is missing or does not decode (written,
+// not yet synced, when the machine stopped; a finished create's meta file
+// is synced, and rewritten atomically after). A readable meta file is
+// fs.ErrExist: dir holds a conversation.
+func clearUnfinished(dir string) error {
+	var m meta
+	if err := readJSON(filepath.Join(dir, metaFile), &m); err == nil {
+		return fs.ErrExist
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncCreated makes a new conversation's files in dir durable: its meta
+// file's content, then the directory entries (dir's, and dir's own in its
+// parent). Errors: opening or syncing either.
+func syncCreated(dir string) error {
+	f, err := os.Open(filepath.Join(dir, metaFile))
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.SyncDir(dir); err != nil {
+		return err
+	}
+	return atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir)))
 }
 
 // Load reopens a conversation persisted in opts.Dir. A conversation that was

@@ -367,10 +367,10 @@ func (c *Conversation) writeMetaLocked() error {
 }
 
 // createMetaLocked writes the meta file of a conversation being created,
-// leaving its directory's sync to the event log's creation (which syncs
-// the directory and its parent), so the two share one sync.
+// unsynced: Create syncs it with the rest of the conversation's files
+// (syncCreated).
 func (c *Conversation) createMetaLocked() error {
-	return c.putMetaLocked(atomicfile.WriteNoDirSync)
+	return c.putMetaLocked(atomicfile.WriteUnsynced)
 }
 
 // putMetaLocked writes the meta file, secrets sealed, with write.

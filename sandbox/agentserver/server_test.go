@@ -620,3 +620,33 @@ func TestRestartWithoutTheFirstStateSnapshot(t *testing.T) {
 		t.Fatalf("after a restart without the state snapshot: %v", info)
 	}
 }
+
+// A create the machine stopped in the middle of (its meta file written but
+// not yet synced, so empty after the restart) was never acknowledged: the
+// restarted server skips it, and creating that conversation again works.
+// A conversation that was created is not created twice.
+func TestCreateAfterAnUnfinishedCreate(t *testing.T) {
+	e := newEnv(t)
+	id := e.create(nil)
+	e.stop()
+	dir := filepath.Join(e.cfg.ConversationsDir, strings.ReplaceAll(id, "-", ""))
+	if err := os.Truncate(filepath.Join(dir, "meta.json"), 0); err != nil {
+		t.Fatal(err)
+	}
+	e.start()
+	if r := e.call("GET", "/api/conversations/"+id, nil); r.status != 404 {
+		t.Fatalf("an unfinished create was loaded: %d %s", r.status, r.body)
+	}
+	if got := e.create(map[string]any{"conversation_id": id}); got != id {
+		t.Fatalf("created %s, want %s", got, id)
+	}
+	e.stop()
+	e.start()
+	if r := e.call("GET", "/api/conversations/"+id, nil); r.status != 200 {
+		t.Fatalf("the conversation created again did not survive a restart: %d %s", r.status, r.body)
+	}
+	if r := e.call("POST", "/api/conversations", map[string]any{"agent": e.agent(), "conversation_id": id,
+		"workspace": map[string]any{"working_dir": e.work}}); r.status != 200 {
+		t.Fatalf("creating an existing conversation: %d %s, want 200 (it exists)", r.status, r.body)
+	}
+}

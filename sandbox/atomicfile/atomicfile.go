@@ -37,7 +37,23 @@ func dirOf(path string) string {
 // rename is durable only once the caller syncs the directory (SyncDir),
 // which lets several writes in one directory share that sync. Errors are
 // Write's; the target is unchanged on error.
-func WriteNoDirSync(path string, data []byte, mode fs.FileMode) (err error) {
+func WriteNoDirSync(path string, data []byte, mode fs.FileMode) error {
+	return write(path, data, mode, true)
+}
+
+// WriteUnsynced is Write without any sync: readers see the old content or
+// the new one, but neither the new content nor the rename is durable until
+// the caller syncs the file and then its directory. It is for a file the
+// caller syncs together with others it writes (one sync of the file
+// system's journal for all). Errors are Write's; the target is unchanged
+// on error.
+func WriteUnsynced(path string, data []byte, mode fs.FileMode) error {
+	return write(path, data, mode, false)
+}
+
+// write writes data to a temporary file, synced when sync is set, and
+// renames it over path.
+func write(path string, data []byte, mode fs.FileMode, sync bool) (err error) {
 	dir, base := dirOf(path), filepath.Base(path)
 	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
 	if err != nil {
@@ -53,8 +69,10 @@ func WriteNoDirSync(path string, data []byte, mode fs.FileMode) (err error) {
 	if _, err = tmp.Write(data); err != nil {
 		return err
 	}
-	if err = tmp.Sync(); err != nil {
-		return err
+	if sync {
+		if err = tmp.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return err

@@ -8,11 +8,11 @@ import (
 	"github.com/acs-project/acs/sandbox/atomicfile"
 )
 
-// Write and WriteNoDirSync behave alike but for the directory sync, which
-// is not observable without a power cut.
+// Write, WriteNoDirSync and WriteUnsynced behave alike but for the syncs,
+// which are not observable without a power cut.
 func TestWrite(t *testing.T) {
 	for name, write := range map[string]func(string, []byte, os.FileMode) error{
-		"Write": atomicfile.Write, "WriteNoDirSync": atomicfile.WriteNoDirSync,
+		"Write": atomicfile.Write, "WriteNoDirSync": atomicfile.WriteNoDirSync, "WriteUnsynced": atomicfile.WriteUnsynced,
 	} {
 		t.Run(name, func(t *testing.T) { testWrite(t, write) })
 	}

@@ -89,6 +89,21 @@ type Log struct {
 	ckWG      sync.WaitGroup
 }
 
+// Create creates an empty log in dir (which must exist and hold no log),
+// without syncing anything: the new file's entry is durable only once the
+// caller syncs dir and dir's own entry in its parent (Open, creating a
+// log, does both). It is for a caller that creates other files beside the
+// log and syncs them all at once; Open then opens the log. Errors: a log
+// already in dir (fs.ErrExist), or creating the file.
+func Create(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("create event log: %w", err)
+	}
+	removeCheckpoint(dir) // a leftover describes another log
+	return f.Close()
+}
+
 // Open opens (creating if needed) the log in dir. A torn record at the end of
 // the file, left by a crash during a write, is truncated away; corruption
 // before the end is ErrCorrupt, so acknowledged events are never dropped.

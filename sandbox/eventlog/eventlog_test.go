@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -192,6 +193,30 @@ func TestDurableAcrossReopen(t *testing.T) {
 	}
 	if !ev.Timestamp.After(evs[5].EventBase().Timestamp.Time) {
 		t.Fatal("timestamp went backwards after reopen")
+	}
+}
+
+// Create makes an empty log that Open opens; a second Create finds it and
+// leaves it (and its events) alone.
+func TestCreate(t *testing.T) {
+	dir := t.TempDir()
+	if err := eventlog.Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Len() != 0 {
+		t.Fatalf("a created log has %d events", l.Len())
+	}
+	evs := fill(t, l)
+	l.Close()
+	if err := eventlog.Create(dir); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create over a log: %v, want fs.ErrExist", err)
+	}
+	if l := open(t, dir); l.Len() != len(evs) {
+		t.Fatalf("after a second Create the log has %d events, want %d", l.Len(), len(evs))
 	}
 }
 
