@@ -1,9 +1,11 @@
 package conversations
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -27,13 +29,19 @@ import (
 // deleted: the caller acknowledges it and drops it.
 var ErrTombstone = errors.New("conversation deleted")
 
+// ErrStarting is the answer for a report on a conversation a start is
+// still creating (its record is not stored yet): the sandbox retries the
+// report later (it is an acs.ErrConflict, 409).
+var ErrStarting = acs.Errorf(acs.ECONFLICT, "The conversation is still starting; retry the report shortly")
+
 // MaxTags bounds the tags a report may set (and the record keeps).
 const MaxTags = 100
 
 // SandboxConversation loads (or, for a conversation created directly on
 // the agent server, creates) the record of a conversation sandbox sb
 // reports on. A malformed id is acs.ErrNotFound, a conversation of another
-// sandbox acs.ErrForbidden, one deleted by the user ErrTombstone.
+// sandbox acs.ErrForbidden, one deleted by the user ErrTombstone, one a
+// start is still creating ErrStarting.
 func (s *Service) SandboxConversation(ctx context.Context, sb acs.Sandbox, rawID string) (acs.Conversation, error) {
 	id, err := acs.NormalizeID(rawID)
 	if err != nil {
@@ -52,6 +60,14 @@ func (s *Service) SandboxConversation(ctx context.Context, sb acs.Sandbox, rawID
 	if !errors.Is(err, acs.ErrNotFound) {
 		return acs.Conversation{}, err
 	}
+	if sb.HasSlot(id) {
+		// A start placed it here and has not stored its record yet (it
+		// creates the conversation on the agent server meanwhile): the
+		// report waits for that record rather than make another.
+		if starting, err := s.startingHere(ctx, sb, id); err != nil || starting {
+			return acs.Conversation{}, cmp.Or[error](err, ErrStarting)
+		}
+	}
 	now := s.now()
 	title := acs.FallbackTitle(id)
 	c = acs.Conversation{ID: id, OwnerID: sb.OwnerID, SandboxID: sb.ID, Title: &title, WorkingDir: sb.WorkingDir,
@@ -68,6 +84,21 @@ func (s *Service) SandboxConversation(ctx context.Context, sb acs.Sandbox, rawID
 		return acs.Conversation{}, err
 	}
 	return s.Store.GetConversation(ctx, id)
+}
+
+// startingHere reports whether an unfinished start task of sb's owner is
+// starting conversation id (on sb: the caller found id's slot there).
+func (s *Service) startingHere(ctx context.Context, sb acs.Sandbox, id string) (bool, error) {
+	page, err := s.Store.SearchStartTasks(ctx, sb.OwnerID, acs.StartTaskFilter{ConversationID: id}, acs.SortCreatedAtDesc, acs.ListOptions{Limit: 10})
+	if err != nil {
+		return false, fmt.Errorf("find the start of conversation %s: %w", id, err)
+	}
+	for _, t := range page.Items {
+		if !t.Status.Done() {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ReportEvents applies a batch of events sandbox sb reports on conversation

@@ -133,6 +133,35 @@ func TestReportConversation(t *testing.T) {
 			t.Fatalf("recorded %+v on %+v", c, got)
 		}
 	})
+	t.Run("a conversation a start is still creating waits for its record", func(t *testing.T) {
+		// The start reserved the slot and creates the conversation on the
+		// agent server while it stores the record: a report arriving first
+		// must not make a record of its own (the start's would then
+		// conflict), nor be lost.
+		s, store := newService(t)
+		sb, _, _, _ := seed(t, store)
+		id := acs.NewID()
+		task := acs.StartTask{ID: acs.NewID(), OwnerID: sb.OwnerID, Status: acs.TaskStartingConversation, ConversationID: id,
+			CreatedAt: received, UpdatedAt: received}
+		must(t, store.CreateStartTask(ctx, task))
+		sb, err := store.UpdateSandbox(ctx, sb.ID, func(x *acs.Sandbox) error { return x.Reserve(id, 0) })
+		must(t, err)
+		err = s.ReportConversation(ctx, sb, conversations.Report{ID: id, ExecutionStatus: "idle"}, received)
+		if !errors.Is(err, conversations.ErrStarting) || !errors.Is(err, acs.ErrConflict) {
+			t.Fatalf("report while starting: %v, want ErrStarting (a conflict, so the sandbox retries)", err)
+		}
+		if _, err := store.GetConversation(ctx, id); !errors.Is(err, acs.ErrNotFound) {
+			t.Fatalf("the report made a record while the start was creating it: %v", err)
+		}
+		// The start failed before storing its record (and kept the slot):
+		// the conversation on the agent server is recorded from its report.
+		_, err = store.UpdateStartTask(ctx, task.ID, func(tk *acs.StartTask) error { tk.Fail("boom", received); return nil })
+		must(t, err)
+		must(t, s.ReportConversation(ctx, sb, conversations.Report{ID: id, ExecutionStatus: "idle"}, received))
+		if c, err := store.GetConversation(ctx, id); err != nil || c.SandboxID != sb.ID {
+			t.Fatalf("after the start ended: %+v, %v", c, err)
+		}
+	})
 }
 
 func TestReportEventsVerifiesUserMessages(t *testing.T) {

@@ -216,18 +216,30 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		// Delivered with the conversation's creation below.
 		conv.RecordDelivery(sandboxes.MessageDigest(msg.Content))
 	}
-	if err := w.Store.CreateConversation(ctx, conv); errors.Is(err, acs.ErrConflict) {
-		// A redelivered step finds its own record; any other record with
-		// this id (a concurrent start that asked for the same
-		// conversation_id and won) makes this start fail.
-		existing, err := w.Store.GetConversation(ctx, conv.ID)
-		if err != nil {
-			return err
+	create := func(ctx context.Context) error {
+		_, err := client.CreateConversation(ctx, areq)
+		var he *agentclient.HTTPError
+		if errors.As(err, &he) && he.Status == 422 {
+			return failf("The agent server rejected the conversation: %s", he.Detail)
 		}
-		if existing.StartTaskID != t.ID {
-			return failf("%s", errIDUnavailable.Message)
+		return err
+	}
+	// A generated id is this start's alone, so its conversation is created
+	// on the agent server while its record is stored: the two durable
+	// writes overlap. The agent server's reports of it wait for the record
+	// (conversations.ErrStarting), and a crash between the two is repaired
+	// by the redelivery, whose create finds the conversation made. An id
+	// the caller chose may be taken by a concurrent start: its record
+	// goes first, so that the loser creates nothing.
+	var created chan error
+	if req.ConversationID == nil {
+		created = make(chan error, 1)
+		go func() { created <- create(ctx) }()
+	}
+	if err := w.createRecord(ctx, t, conv); err != nil {
+		if created != nil {
+			<-created
 		}
-	} else if err != nil {
 		return err
 	}
 	if conv.ParentConversationID != nil {
@@ -240,11 +252,11 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 			return err
 		}
 	}
-	if _, err := client.CreateConversation(ctx, areq); err != nil {
-		var he *agentclient.HTTPError
-		if errors.As(err, &he) && he.Status == 422 {
-			return failf("The agent server rejected the conversation: %s", he.Detail)
+	if created != nil {
+		if err := <-created; err != nil {
+			return err
 		}
+	} else if err := create(ctx); err != nil {
 		return err
 	}
 	if msg := InitialMessage(req); msg != nil && !msg.Run {
@@ -261,6 +273,25 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, "task-"+t.ID, t.ConversationID)
 	id := t.ConversationID
 	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
+}
+
+// createRecord stores conv, the conversation record of t. A redelivered
+// step finds its own record; any other record with this id (a concurrent
+// start that asked for the same conversation_id and won) makes this start
+// fail.
+func (w *Worker) createRecord(ctx context.Context, t acs.StartTask, conv acs.Conversation) error {
+	err := w.Store.CreateConversation(ctx, conv)
+	if !errors.Is(err, acs.ErrConflict) {
+		return err
+	}
+	existing, err := w.Store.GetConversation(ctx, conv.ID)
+	if err != nil {
+		return err
+	}
+	if existing.StartTaskID != t.ID {
+		return failf("%s", errIDUnavailable.Message)
+	}
+	return nil
 }
 
 // sendOnce sends the initial message unless the conversation already has a

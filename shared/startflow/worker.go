@@ -605,7 +605,11 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		}
 	}
 	max := settings.MaxConversationsPerSandbox
-	cands := mine
+	cands := slices.Clone(mine)
+	running := map[string]bool{}
+	for _, sb := range mine {
+		running[sb.ID] = sb.Status == acs.SandboxRunning
+	}
 	for grouping {
 		// STARTING sandboxes count as available (ACS): concurrent starts
 		// share the sandbox the first of them created.
@@ -617,6 +621,14 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
 		if p.Sandbox == nil {
 			break
+		}
+		// A running sandbox's readiness is asked while its slot is
+		// reserved: the reads overlap the write.
+		var probe func() readyProbe
+		if running[p.Sandbox.ID] {
+			placed := t
+			placed.OwnWorkDir = grouping
+			probe = w.probeReady(ctx, placed, req, *p.Sandbox)
 		}
 		reserved, err := w.Store.UpdateSandbox(ctx, p.Sandbox.ID, func(s *acs.Sandbox) error {
 			if s.Status != acs.SandboxRunning && s.Status != acs.SandboxStarting {
@@ -630,16 +642,20 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			s.LastUsedAt, s.LastActivityAt = w.now(), w.now()
 			return nil
 		})
+		var ready readyProbe
+		if probe != nil {
+			ready = probe()
+		}
 		if err == nil {
-			if reserved.Status == acs.SandboxRunning {
+			if reserved.Status == acs.SandboxRunning && probe != nil && ready.err == nil {
 				// A sandbox whose agent server answers now needs no wait:
-				// the waiting step is recorded with the placement.
-				if sb, client, rerr := w.lifecycle().Ready(ctx, reserved, 0); rerr == nil {
-					id := sb.ID
-					return "", w.advanceReady(ctx, t, req, acs.TaskWorking, sb, client, func(tk *acs.StartTask) {
-						tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, grouping
-					})
-				}
+				// the waiting step is recorded with the placement. (The
+				// reserved record is the one that says the start used it.)
+				ready.sb = reserved
+				id := reserved.ID
+				return "", w.advanceReady(ctx, t, req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
+					tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, grouping
+				})
 			}
 			return "", chosen(p.Sandbox.ID, p.Reason)
 		}
@@ -677,8 +693,10 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 	}
 	if made.Status == acs.SandboxRunning {
 		// A warm agent server answers at once: no waiting step of its own.
-		if ready, client, rerr := w.lifecycle().Ready(ctx, made, 0); rerr == nil {
-			return sb.ID, w.advanceReady(ctx, t, req, acs.TaskWorking, ready, client, func(tk *acs.StartTask) {
+		placed := t
+		placed.OwnWorkDir = grouping
+		if ready := w.probeReady(ctx, placed, req, made)(); ready.err == nil {
+			return sb.ID, w.advanceReady(ctx, t, req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
 				tk.SandboxID, tk.Placement, tk.OwnWorkDir = &sb.ID, reason, grouping
 			})
 		}
@@ -697,10 +715,11 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask, req StartR
 	if err != nil {
 		return 0, false, err
 	}
-	sb, client, err := w.lifecycle().Ready(ctx, sb, 0)
+	ready := w.probeReady(ctx, t, req, sb)()
+	sb, err = ready.sb, ready.err
 	switch {
 	case err == nil:
-		return 0, false, w.advanceReady(ctx, t, req, acs.TaskWaitingForSandbox, sb, client, nil)
+		return 0, false, w.advanceReady(ctx, t, req, acs.TaskWaitingForSandbox, ready, nil)
 	case errors.Is(err, acs.ErrGone):
 		return 0, false, failf("Sandbox %s no longer exists", sb.ID)
 	case errors.Is(err, acs.ErrSandboxFailed):
@@ -716,23 +735,51 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask, req StartR
 	return cfg.Sandboxes.PollInterval, false, nil
 }
 
-// advanceReady records that t's sandbox sb answers (its agent server's
-// client), moving t from status from to the preparation in one write,
-// after change; the rest of the delivery reuses sb and client. With
-// nothing to prepare (nothingToPrepare), the preparation, setup-script and
-// hooks steps are recorded in that write too, and so is the skills step,
-// whose loading (a read on the agent server) runs first: the task goes on
-// to STARTING_CONVERSATION. A crash before the write repeats only reads
-// (and placement, which finds the slot it reserved).
-func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, sb acs.Sandbox, client *agentclient.Client, change func(*acs.StartTask)) error {
-	remember(ctx, sb, client)
-	url := client.BaseURL
+// readyProbe is what advanceReady records: a sandbox found ready, its
+// agent server's client and, when there is nothing to prepare
+// (nothingToPrepare), the skills step's detail (skills loaded).
+type readyProbe struct {
+	sb      acs.Sandbox
+	client  *agentclient.Client
+	prepare bool
+	skills  string
+	err     error
+}
+
+// probeReady starts asking whether sb's agent server answers now
+// (Lifecycle.Ready, without waiting) and, when t (placed on sb) has
+// nothing to prepare, having it load the skills: only reads, so they may
+// overlap a write such as the slot's reservation. The returned function
+// waits for the answer; err is Ready's, or the skills' loading's.
+func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) func() readyProbe {
+	done := make(chan readyProbe, 1)
+	go func() {
+		var r readyProbe
+		r.sb, r.client, r.err = w.lifecycle().Ready(ctx, sb, 0)
+		r.prepare = !nothingToPrepare(r.sb, t, req)
+		if r.err == nil && !r.prepare {
+			emptyWorkDir(r.sb, req)(&t)
+			r.skills, r.err = loadSkills(ctx, r.client, t.ProjectDir)
+		}
+		done <- r
+	}()
+	return sync.OnceValue(func() readyProbe { return <-done })
+}
+
+// advanceReady records that t's sandbox answers (ready, from probeReady),
+// moving t from status from to the preparation in one write, after
+// change; the rest of the delivery reuses the sandbox and its client. With
+// nothing to prepare, the preparation, setup-script and hooks steps are
+// recorded in that write too, and so is the skills step, whose loading
+// ran in the probe: the task goes on to STARTING_CONVERSATION. A crash
+// before the write repeats only reads (and placement, which finds the slot
+// it reserved).
+func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) error {
+	remember(ctx, ready.sb, ready.client)
+	url := ready.client.BaseURL
 	var to []acs.StartTaskStatus
 	if from != acs.TaskWaitingForSandbox {
 		to = append(to, acs.TaskWaitingForSandbox)
-	}
-	if change != nil {
-		change(&t)
 	}
 	set := func(tk *acs.StartTask) {
 		if change != nil {
@@ -740,15 +787,11 @@ func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartReq
 		}
 		tk.AgentServerURL = &url
 	}
-	if !nothingToPrepare(sb, t, req) {
+	if ready.prepare {
 		return w.advanceThrough(ctx, t.ID, from, set, append(to, acs.TaskPreparingRepository)...)
 	}
-	prepared := emptyWorkDir(sb, req)
-	prepared(&t)
-	skills, err := loadSkills(ctx, client, t.ProjectDir)
-	if err != nil {
-		return err
-	}
+	prepared := emptyWorkDir(ready.sb, req)
+	skills := ready.skills
 	return w.advanceAround(ctx, t.ID, from, func(tk *acs.StartTask) { set(tk); prepared(tk) }, skillsDetail(skills),
 		append(to, acs.TaskPreparingRepository, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks,
 			acs.TaskSettingUpSkills, acs.TaskStartingConversation)...)
