@@ -748,19 +748,30 @@ type readyProbe struct {
 
 // probeReady starts asking whether sb's agent server answers now
 // (Lifecycle.Ready, without waiting) and, when t (placed on sb) has
-// nothing to prepare, having it load the skills: only reads, so they may
-// overlap a write such as the slot's reservation. The returned function
-// waits for the answer; err is Ready's, or the skills' loading's.
+// nothing to prepare, having it load the skills, while whether it can run
+// the browser tools is asked (browserUsable, which remembers it for
+// startConversation): only reads, so they may overlap a write such as the
+// slot's reservation. The returned function waits for the answer; err is
+// Ready's, or the skills' loading's.
 func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) func() readyProbe {
 	done := make(chan readyProbe, 1)
 	go func() {
 		var r readyProbe
 		r.sb, r.client, r.err = w.lifecycle().Ready(ctx, sb, 0)
 		r.prepare = !nothingToPrepare(r.sb, t, req)
+		asked := make(chan struct{})
+		if r.err == nil && req.AgentType != "plan" && w.cfg().BrowserTools {
+			// What startConversation asks about the browser, asked (and
+			// remembered) meanwhile.
+			go func() { defer close(asked); w.browserUsable(ctx, r.sb.ID, r.client) }()
+		} else {
+			close(asked)
+		}
 		if r.err == nil && !r.prepare {
 			emptyWorkDir(r.sb, req)(&t)
 			r.skills, r.err = loadSkills(ctx, r.client, t.ProjectDir)
 		}
+		<-asked
 		done <- r
 	}()
 	return sync.OnceValue(func() readyProbe { return <-done })
