@@ -236,27 +236,28 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		created = make(chan error, 1)
 		go func() { created <- create(ctx) }()
 	}
-	if err := w.createRecord(ctx, t, conv); err != nil {
-		if created != nil {
-			<-created
-		}
-		return err
-	}
-	if conv.ParentConversationID != nil {
-		if _, err := w.Store.UpdateConversation(ctx, *conv.ParentConversationID, func(p *acs.Conversation) error {
+	err = w.createRecord(ctx, t, conv)
+	if err == nil && conv.ParentConversationID != nil {
+		_, err = w.Store.UpdateConversation(ctx, *conv.ParentConversationID, func(p *acs.Conversation) error {
 			if !slices.Contains(p.SubConversationIDs, conv.ID) {
 				p.SubConversationIDs = append(p.SubConversationIDs, conv.ID)
 			}
 			return nil
-		}); err != nil && !errors.Is(err, acs.ErrNotFound) {
-			return err
+		})
+		if errors.Is(err, acs.ErrNotFound) {
+			err = nil
 		}
 	}
+	// The create running alongside is always waited for, so it is over
+	// when the step returns (a failed step is retried whole).
 	if created != nil {
-		if err := <-created; err != nil {
-			return err
+		if cerr := <-created; err == nil {
+			err = cerr
 		}
-	} else if err := create(ctx); err != nil {
+	} else if err == nil {
+		err = create(ctx)
+	}
+	if err != nil {
 		return err
 	}
 	if msg := InitialMessage(req); msg != nil && !msg.Run {
