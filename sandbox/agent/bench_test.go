@@ -24,7 +24,9 @@ import (
 //
 // Besides µs-overhead/step it reports µs-fsync-1KiB, the floor measured in
 // the same run: a step of the think tool durably appends its events (stats
-// update, action, observation) in one write and one fsync.
+// update, action, observation) in one write and one fsync, which runs
+// while the next step's LLM call does (emitNoWaitLocked), so it counts in
+// the overhead only where it outlasts that call.
 //
 // The "with-secrets" case adds five secrets, so every event is checked (and
 // would be masked) before it is logged.

@@ -172,6 +172,9 @@ type Conversation struct {
 	spanCtx context.Context // parent of LLM and tool spans
 
 	stateDirty bool
+	// unsynced waits for the fsync of the last emitNoWaitLocked (nil when
+	// none is outstanding).
+	unsynced func() error
 	// llmRetrying is set (under mu) while an llm_retry state update
 	// announces a retry the LLM call has not finished yet.
 	llmRetrying bool
@@ -532,13 +535,50 @@ func inView(ev events.Event) bool {
 // emitLocked appends events durably and adds them to the history. c.mu must
 // be held.
 func (c *Conversation) emitLocked(ctx context.Context, evs ...events.Event) error {
+	return c.emitWithLocked(ctx, evs, func(ctx context.Context) error { return c.log.Append(ctx, evs...) })
+}
+
+// emitNoWaitLocked is emitLocked without waiting for the fsync
+// (eventlog.AppendNoWait): the events are written and in the history, and
+// become visible (to searches, subscribers and the webhook) once synced.
+// Every later emit returns only once they are durable too, and fails if
+// their fsync failed; awaitSyncLocked waits for them. It is for events
+// after which the run only reads (an LLM call) until its next emit. c.mu
+// must be held.
+func (c *Conversation) emitNoWaitLocked(ctx context.Context, evs ...events.Event) error {
+	return c.emitWithLocked(ctx, evs, func(ctx context.Context) error {
+		wait, err := c.log.AppendNoWait(ctx, evs...)
+		if err == nil {
+			c.unsynced = wait
+		}
+		return err
+	})
+}
+
+// awaitSyncLocked waits for the fsync of the last emitNoWaitLocked, if
+// any, and returns its error.
+func (c *Conversation) awaitSyncLocked() error {
+	wait := c.unsynced
+	c.unsynced = nil
+	if wait == nil {
+		return nil
+	}
+	if err := wait(); err != nil {
+		return fmt.Errorf("append events: %w", err)
+	}
+	return nil
+}
+
+// emitWithLocked masks evs, stores them with appendEvs and adds them to
+// the history.
+func (c *Conversation) emitWithLocked(ctx context.Context, evs []events.Event, appendEvs func(context.Context) error) error {
 	if len(evs) == 0 {
 		return nil
 	}
 	if err := c.maskEvents(evs); err != nil {
 		return err
 	}
-	if err := c.log.Append(context.WithoutCancel(ctx), evs...); err != nil {
+	if err := appendEvs(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("append events: %w", err)
 	}
 	navigated := false

@@ -249,6 +249,11 @@ func (c *Conversation) startRunLocked(ctx context.Context) error {
 func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 	defer func() {
 		c.mu.Lock()
+		if err := c.awaitSyncLocked(); err != nil && c.st.ExecutionStatus != wire.StatusError {
+			// The last step's events were never stored: the run ends in
+			// error, as a failed emit ends it.
+			c.logErr(c.failLocked(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
+		}
 		c.running = false
 		c.cancelRun = nil
 		c.mu.Unlock()
@@ -549,7 +554,14 @@ func (c *Conversation) executeInstantLocked(ctx context.Context, logged []events
 	if err != nil {
 		return false, errors.Join(err, c.emitLocked(ctx, logged...))
 	}
-	if err := c.emitLocked(ctx, append(logged, results...)...); err != nil {
+	emit := c.emitLocked
+	if !finished && (c.hookRunner == nil || len(c.hookRunner.Config.For(hooks.PostToolUse)) == 0) {
+		// The next step's LLM call runs while the fsync does: it only
+		// reads, nothing of this step is visible before the fsync, and
+		// the next emit (or the end of the run) waits for it.
+		emit = c.emitNoWaitLocked
+	}
+	if err := emit(ctx, append(logged, results...)...); err != nil {
 		return false, err
 	}
 	c.mu.Unlock()

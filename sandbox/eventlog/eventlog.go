@@ -268,20 +268,47 @@ func indexEntry(payload []byte) (entry, error) {
 // timestamps are raised where needed so they strictly increase in log order.
 // An event whose id is already in the log is an error and nothing is written.
 func (l *Log) Append(ctx context.Context, evs ...events.Event) error {
+	seq, err := l.write(ctx, evs)
+	if err != nil || seq == 0 {
+		return err
+	}
+	return l.sync(seq)
+}
+
+// AppendNoWait is Append without waiting for the fsync: the events are
+// written, in order with every other append, and the fsync runs in the
+// background; they become visible once it is done, as with Append. The
+// returned function waits for it and returns its error. A later Append
+// returns only once these events are durable too (one fsync covers every
+// write before it), and fails if their fsync failed (the log is then
+// unusable). Its own errors are Append's, before anything is written.
+func (l *Log) AppendNoWait(ctx context.Context, evs ...events.Event) (wait func() error, err error) {
+	seq, err := l.write(ctx, evs)
+	if err != nil || seq == 0 {
+		return func() error { return nil }, err
+	}
+	synced := make(chan error, 1)
+	go func() { synced <- l.sync(seq) }()
+	return sync.OnceValue(func() error { return <-synced }), nil
+}
+
+// write writes evs to the file (not synced) as pending events and returns
+// the write's sequence number for sync (0 when evs is empty).
+func (l *Log) write(ctx context.Context, evs []events.Event) (uint64, error) {
 	if len(evs) == 0 {
-		return nil
+		return 0, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return 0, err
 	}
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()
-		return ErrClosed
+		return 0, ErrClosed
 	}
 	if l.failed != nil {
 		l.mu.Unlock()
-		return l.failed
+		return 0, l.failed
 	}
 	var buf bytes.Buffer
 	batch := make([]entry, 0, len(evs))
@@ -292,7 +319,7 @@ func (l *Log) Append(ctx context.Context, evs ...events.Event) error {
 		b := ev.EventBase()
 		if _, dup := l.byID[b.ID]; dup || l.ids[b.ID] || seen[b.ID] {
 			l.mu.Unlock()
-			return fmt.Errorf("append event %s: id already in the log", b.ID)
+			return 0, fmt.Errorf("append event %s: id already in the log", b.ID)
 		}
 		seen[b.ID] = true
 		ts := b.Timestamp.UnixMicro()
@@ -304,7 +331,7 @@ func (l *Log) Append(ctx context.Context, evs ...events.Event) error {
 		payload, err := events.Encode(ev)
 		if err != nil {
 			l.mu.Unlock()
-			return fmt.Errorf("encode %s event: %w", ev.Kind(), err)
+			return 0, fmt.Errorf("encode %s event: %w", ev.Kind(), err)
 		}
 		var hdr [headerSize]byte
 		binary.LittleEndian.PutUint32(hdr[0:4], uint32(len(payload)))
@@ -321,7 +348,7 @@ func (l *Log) Append(ctx context.Context, evs ...events.Event) error {
 			l.failed = fmt.Errorf("event log unusable after failed write: %w", terr)
 		}
 		l.mu.Unlock()
-		return fmt.Errorf("write event log: %w", err)
+		return 0, fmt.Errorf("write event log: %w", err)
 	}
 	l.size += int64(buf.Len())
 	l.lastTS = lastTS
@@ -332,7 +359,7 @@ func (l *Log) Append(ctx context.Context, evs ...events.Event) error {
 	l.writeSeq++
 	mySeq := l.writeSeq
 	l.mu.Unlock()
-	return l.sync(mySeq)
+	return mySeq, nil
 }
 
 // sync makes every write up to seq durable and visible, sharing one fsync

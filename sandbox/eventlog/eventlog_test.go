@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -217,6 +218,40 @@ func TestCreate(t *testing.T) {
 	}
 	if l := open(t, dir); l.Len() != len(evs) {
 		t.Fatalf("after a second Create the log has %d events, want %d", l.Len(), len(evs))
+	}
+}
+
+// AppendNoWait's events are visible once its wait returns, and a later
+// Append returns only once they are durable and visible too, in order;
+// both survive a reopen.
+func TestAppendNoWait(t *testing.T) {
+	dir := t.TempDir()
+	l, err := eventlog.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	wait, err := l.AppendNoWait(ctx, msg("user", "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wait(); err != nil || l.Len() != 1 {
+		t.Fatalf("after the wait: %v, %d events", err, l.Len())
+	}
+	if _, err := l.AppendNoWait(ctx, msg("agent", "second")); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Append(ctx, msg("user", "third")); err != nil {
+		t.Fatal(err)
+	}
+	if l.Len() != 3 {
+		t.Fatalf("an Append returned before the no-wait events before it were visible: %d events", l.Len())
+	}
+	l.Close()
+	l = open(t, dir)
+	got, err := l.ReadFrom(0, 10)
+	if err != nil || len(got) != 3 || !strings.Contains(string(got[1]), "second") {
+		t.Fatalf("after a reopen: %v, %d events", err, len(got))
 	}
 }
 
