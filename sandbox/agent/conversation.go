@@ -297,10 +297,7 @@ func syncCreated(dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := atomicfile.SyncDir(dir); err != nil {
-		return err
-	}
-	return atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir)))
+	return atomicfile.SyncDirAndParent(dir)
 }
 
 // Load reopens a conversation persisted in opts.Dir. A conversation that was

@@ -100,3 +100,13 @@ func SyncDir(dir string) error {
 	}
 	return err
 }
+
+// SyncDirAndParent is SyncDir of dir, then of its parent: for a new
+// directory, both the entries created in it and its own entry are then
+// durable. Errors: SyncDir's.
+func SyncDirAndParent(dir string) error {
+	if err := SyncDir(dir); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(filepath.Clean(dir)))
+}

@@ -19,6 +19,12 @@ func TestWrite(t *testing.T) {
 	if err := atomicfile.SyncDir(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
+	if err := atomicfile.SyncDirAndParent(t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := atomicfile.SyncDirAndParent(filepath.Join(t.TempDir(), "missing")); err == nil {
+		t.Fatal("SyncDirAndParent of a missing directory succeeded")
+	}
 }
 
 func testWrite(t *testing.T, write func(string, []byte, os.FileMode) error) {

@@ -126,10 +126,7 @@ func Open(dir string) (*Log, error) {
 		// usually new too (one per conversation), so its own entry in the
 		// parent is synced as well. Only when the log is created, so appends
 		// are unaffected. (Not testable without a power cut.)
-		if err = atomicfile.SyncDir(dir); err == nil {
-			err = atomicfile.SyncDir(filepath.Dir(filepath.Clean(dir)))
-		}
-		if err != nil {
+		if err = atomicfile.SyncDirAndParent(dir); err != nil {
 			f.Close()
 			os.Remove(path) // so the next Open creates it again and retries
 			return nil, fmt.Errorf("sync event log dir: %w", err)
