@@ -259,6 +259,17 @@ type Store interface {
 	PendingMessageStore
 	SessionStore
 	IdentityStore
+	StartCompleter
+}
+
+// StartCompleter stores the end of a start in one durable write.
+type StartCompleter interface {
+	// UpdateStartTaskCreatingConversation is UpdateStartTask(id, fn) and
+	// CreateConversation(c) as one atomic write: both are stored or
+	// neither is. ErrNotFound when the task is absent and ErrConflict when
+	// c's id exists (nothing stored); an error of fn is returned as it is
+	// (nothing stored).
+	UpdateStartTaskCreatingConversation(ctx context.Context, id string, fn func(*StartTask) error, c Conversation) (StartTask, error)
 }
 
 // Blobs keeps large opaque objects: workspace archives and transcripts. Keys

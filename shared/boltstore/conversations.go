@@ -136,12 +136,16 @@ func topLevel(c *acs.Conversation) int {
 
 // CreateConversation implements acs.Store.
 func (s *Store) CreateConversation(_ context.Context, c acs.Conversation) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bConvs).Get([]byte(c.ID)) != nil {
-			return fmt.Errorf("conversation %s: %w", c.ID, acs.ErrConflict)
-		}
-		return insertConversation(tx, &c)
-	})
+	return s.db.Update(func(tx *bolt.Tx) error { return createConversation(tx, &c) })
+}
+
+// createConversation stores the new conversation c in tx; ErrConflict when
+// its id exists.
+func createConversation(tx *bolt.Tx, c *acs.Conversation) error {
+	if tx.Bucket(bConvs).Get([]byte(c.ID)) != nil {
+		return fmt.Errorf("conversation %s: %w", c.ID, acs.ErrConflict)
+	}
+	return insertConversation(tx, c)
 }
 
 func insertConversation(tx *bolt.Tx, c *acs.Conversation) error {

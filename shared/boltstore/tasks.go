@@ -95,31 +95,53 @@ func (s *Store) GetStartTask(_ context.Context, id string) (acs.StartTask, error
 // not updatable.
 func (s *Store) UpdateStartTask(_ context.Context, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
 	var t acs.StartTask
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		t = acs.StartTask{}
-		if err := get(tx, bTasks, id, &t, "start task"); err != nil {
-			return err
-		}
-		owner, created := t.OwnerID, t.CreatedAt
-		oldUpdated, oldOpen := ownerKey(owner, t.UpdatedAt, id), openKey(&t)
-		if err := fn(&t); err != nil {
-			return err
-		}
-		if err := tx.Bucket(bTasksOpen).Delete(oldOpen); err != nil {
-			return fmt.Errorf("index start task %s: %w", id, err)
-		}
-		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
-		if !bytes.Equal(oldUpdated, ownerKey(owner, t.UpdatedAt, id)) {
-			if err := tx.Bucket(bTasksUpdated).Delete(oldUpdated); err != nil {
-				return fmt.Errorf("index start task %s: %w", id, err)
-			}
-		}
-		if err := putTaskIndexes(tx, &t); err != nil {
-			return err
-		}
-		return put(tx, bTasks, id, t)
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		t, err = updateStartTask(tx, id, fn)
+		return err
 	})
 	return t, err
+}
+
+// UpdateStartTaskCreatingConversation implements acs.Store: one
+// transaction.
+func (s *Store) UpdateStartTaskCreatingConversation(_ context.Context, id string, fn func(*acs.StartTask) error, c acs.Conversation) (acs.StartTask, error) {
+	var t acs.StartTask
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		if t, err = updateStartTask(tx, id, fn); err != nil {
+			return err
+		}
+		return createConversation(tx, &c)
+	})
+	if err != nil {
+		return acs.StartTask{}, err
+	}
+	return t, nil
+}
+
+// updateStartTask is UpdateStartTask in tx.
+func updateStartTask(tx *bolt.Tx, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
+	var t acs.StartTask
+	if err := get(tx, bTasks, id, &t, "start task"); err != nil {
+		return t, err
+	}
+	owner, created := t.OwnerID, t.CreatedAt
+	oldUpdated, oldOpen := ownerKey(owner, t.UpdatedAt, id), openKey(&t)
+	if err := fn(&t); err != nil {
+		return t, err
+	}
+	if err := tx.Bucket(bTasksOpen).Delete(oldOpen); err != nil {
+		return t, fmt.Errorf("index start task %s: %w", id, err)
+	}
+	t.ID, t.OwnerID, t.CreatedAt = id, owner, created
+	if !bytes.Equal(oldUpdated, ownerKey(owner, t.UpdatedAt, id)) {
+		if err := tx.Bucket(bTasksUpdated).Delete(oldUpdated); err != nil {
+			return t, fmt.Errorf("index start task %s: %w", id, err)
+		}
+	}
+	if err := putTaskIndexes(tx, &t); err != nil {
+		return t, err
+	}
+	return t, put(tx, bTasks, id, t)
 }
 
 // ListStartTasks implements acs.Store: SearchStartTasks without a filter.

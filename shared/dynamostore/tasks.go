@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/acs-project/acs/shared/acs"
 )
@@ -85,6 +86,49 @@ func (s *Store) UpdateStartTask(ctx context.Context, id string, fn func(*acs.Sta
 		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
 		it, err := s.taskItem(&t)
 		return writePlan{item: it}, err
+	})
+	if err != nil {
+		return acs.StartTask{}, err
+	}
+	return t, nil
+}
+
+// UpdateStartTaskCreatingConversation implements acs.Store: the task's
+// conditional put, the conversation's (on its absence) and the owner's
+// counters in one transaction.
+func (s *Store) UpdateStartTaskCreatingConversation(ctx context.Context, id string, fn func(*acs.StartTask) error, c acs.Conversation) (acs.StartTask, error) {
+	if c.ID == "" {
+		return acs.StartTask{}, fmt.Errorf("conversation without an id: %w", acs.ErrInvalid)
+	}
+	var t acs.StartTask
+	_, err := s.update(ctx, "start task", id, key(pTask+id, sRecord), false, func(cur item) (writePlan, error) {
+		t = acs.StartTask{}
+		if err := decode(cur, &t, "start task", id); err != nil {
+			return writePlan{}, err
+		}
+		owner, created := t.OwnerID, t.CreatedAt
+		if err := fn(&t); err != nil {
+			return writePlan{}, err
+		}
+		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
+		it, err := s.taskItem(&t)
+		if err != nil {
+			return writePlan{}, err
+		}
+		conv, err := conversationItem(&c)
+		if err != nil {
+			return writePlan{}, err
+		}
+		conv[aVersion] = nv(1)
+		e := newExpr()
+		return writePlan{item: it,
+			extra: []types.TransactWriteItem{condPut(conv, notExists(e), e), countUpdate(c.OwnerID, 1, topLevel(&c))},
+			extraFailed: func(i int) error {
+				if i == 0 {
+					return fmt.Errorf("conversation %s: %w", c.ID, acs.ErrConflict)
+				}
+				return nil
+			}}, nil
 	})
 	if err != nil {
 		return acs.StartTask{}, err
