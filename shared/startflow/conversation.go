@@ -212,7 +212,8 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		p := mustNorm(*req.ParentConversationID)
 		conv.ParentConversationID = &p
 	}
-	if msg := InitialMessage(req); msg != nil && msg.Run {
+	msg := InitialMessage(req)
+	if msg != nil && msg.Run {
 		// Delivered with the conversation's creation below.
 		conv.RecordDelivery(sandboxes.MessageDigest(msg.Content))
 	}
@@ -224,15 +225,38 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		}
 		return err
 	}
-	// A generated id is this start's alone, so its conversation is created
-	// on the agent server while its record is stored: the two durable
-	// writes overlap. The agent server's reports of it wait for the record
-	// (conversations.ErrStarting), and a crash between the two is repaired
-	// by the redelivery, whose create finds the conversation made. An id
-	// the caller chose may be taken by a concurrent start: its record
-	// goes first, so that the loser creates nothing.
+	// A generated id is this start's alone. When nothing is delivered
+	// after the creation (no run=false message, no message queued for the
+	// start) and no parent records the conversation, the conversation is
+	// created on the agent server first, then its record and READY are
+	// stored in one write (finish). The agent server's reports of it wait
+	// for the record (conversations.ErrStarting), and a crash before the
+	// write is repaired by the redelivery, whose create finds the
+	// conversation made. An id the caller chose may be taken by a
+	// concurrent start: its record goes first, so that the loser creates
+	// nothing.
+	generated := req.ConversationID == nil
+	if generated && conv.ParentConversationID == nil && (msg == nil || msg.Run) {
+		queued := make(chan bool, 1)
+		go func() { queued <- w.hasQueued(ctx, t) }()
+		err := create(ctx)
+		q := <-queued
+		if err != nil {
+			return err
+		}
+		if !q {
+			w.touch(ctx, t, sb)
+			return w.finish(ctx, t, conv)
+		}
+		// Messages to deliver: the record goes first (they are recorded
+		// on it), READY after them.
+		generated = false
+		create = func(context.Context) error { return nil }
+	}
+	// Otherwise a generated id's conversation is created on the agent
+	// server while its record is stored: the two durable writes overlap.
 	var created chan error
-	if req.ConversationID == nil {
+	if generated {
 		created = make(chan error, 1)
 		go func() { created <- create(ctx) }()
 	}
@@ -260,20 +284,65 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	if err != nil {
 		return err
 	}
-	if msg := InitialMessage(req); msg != nil && !msg.Run {
+	if msg != nil && !msg.Run {
 		// run=false: deliver the message without starting the agent, once.
 		if err := sendOnce(ctx, w.Store, client, t.ConversationID, msg); err != nil {
 			return err
 		}
 	}
-	if sb.LastUsedAt.Before(t.CreatedAt) || sb.LastActivityAt.Before(t.CreatedAt) {
-		// (A sandbox this start created or placed the conversation on by
-		// grouping was marked used and active then.)
-		w.lifecycle().Touch(ctx, sb, true)
-	}
-	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, "task-"+t.ID, t.ConversationID)
+	w.touch(ctx, t, sb)
+	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, pendingKeys(t)...)
 	id := t.ConversationID
 	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
+}
+
+// pendingKeys are the keys messages for t's conversation are queued under
+// before it is ready (sandboxes.FlushPending).
+func pendingKeys(t acs.StartTask) []string { return []string{"task-" + t.ID, t.ConversationID} }
+
+// hasQueued reports whether messages wait to be delivered to t's
+// conversation (under pendingKeys); a failed read counts as yes, which
+// takes the path that delivers them.
+func (w *Worker) hasQueued(ctx context.Context, t acs.StartTask) bool {
+	for _, key := range pendingKeys(t) {
+		msgs, err := w.Store.ListPendingMessages(ctx, key)
+		if err != nil || len(msgs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// touch records that t used sb, unless the start already did (a sandbox
+// it created, or reserved a slot on, was marked used and active then).
+func (w *Worker) touch(ctx context.Context, t acs.StartTask, sb acs.Sandbox) {
+	if sb.LastUsedAt.Before(t.CreatedAt) || sb.LastActivityAt.Before(t.CreatedAt) {
+		w.lifecycle().Touch(ctx, sb, true)
+	}
+}
+
+// finish stores conv, t's conversation record, and t's move to READY in
+// one write. A record of this id that t stored earlier (a redelivery
+// after a start that stored it on its own) leaves only the move; any
+// other makes the start fail.
+func (w *Worker) finish(ctx context.Context, t acs.StartTask, conv acs.Conversation) error {
+	id := t.ConversationID
+	ready := func(tk *acs.StartTask) { tk.AppConversationID = &id }
+	_, err := w.Store.UpdateStartTaskCreatingConversation(ctx, t.ID,
+		advanceFn(w.now, acs.TaskStartingConversation, ready, nil, acs.TaskReady), conv)
+	if !errors.Is(err, acs.ErrConflict) {
+		return err
+	}
+	existing, gerr := w.Store.GetConversation(ctx, conv.ID)
+	switch {
+	case errors.Is(gerr, acs.ErrNotFound):
+		return err // the task's status conflicted
+	case gerr != nil:
+		return gerr
+	case existing.StartTaskID != t.ID:
+		return failf("%s", errIDUnavailable.Message)
+	}
+	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, ready)
 }
 
 // createRecord stores conv, the conversation record of t. A redelivered

@@ -353,7 +353,14 @@ func (w *Worker) advanceThrough(ctx context.Context, id string, from acs.StartTa
 // advanceAround is advanceThrough with a change applied after the steps
 // are recorded too (after, when not nil: for a detail of a step of to).
 func (w *Worker) advanceAround(ctx context.Context, id string, from acs.StartTaskStatus, change, after func(*acs.StartTask), to ...acs.StartTaskStatus) error {
-	_, err := w.Store.UpdateStartTask(ctx, id, func(tk *acs.StartTask) error {
+	_, err := w.Store.UpdateStartTask(ctx, id, advanceFn(w.now, from, change, after, to...))
+	return err
+}
+
+// advanceFn is advanceAround's update of the task: nothing for a task at
+// one of to, ErrConflict for a task not at from.
+func advanceFn(now func() time.Time, from acs.StartTaskStatus, change, after func(*acs.StartTask), to ...acs.StartTaskStatus) func(*acs.StartTask) error {
+	return func(tk *acs.StartTask) error {
 		switch {
 		case slices.Contains(to, tk.Status):
 			return nil
@@ -363,16 +370,15 @@ func (w *Worker) advanceAround(ctx context.Context, id string, from acs.StartTas
 		if change != nil {
 			change(tk)
 		}
-		now := w.now()
+		at := now()
 		for _, st := range to {
-			tk.Advance(st, now)
+			tk.Advance(st, at)
 		}
 		if after != nil {
 			after(tk)
 		}
 		return nil
-	})
-	return err
+	}
 }
 
 // settings returns the owner's settings (the defaults when never saved).

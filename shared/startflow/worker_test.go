@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,14 +61,45 @@ func (e *env) drive(t *testing.T, id string, replay bool) acs.StartTask {
 	return acs.StartTask{}
 }
 
+// Every step delivered twice (a crash before each acknowledgement) makes
+// one sandbox, one conversation record and one conversation on the agent
+// server, and delivers the initial message once: whether the record is
+// stored before the agent server's create (a run=false message, delivered
+// after it) or with READY after it (no message, or one the create runs).
 func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
-	e := newEnv(t, envOptions{})
-	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{
-		InitialMessage: &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("wait for my go")}, Run: false}})
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		name  string
+		msg   *wire.SendMessageRequest
+		users int
+	}{
+		{"run=false message", &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("wait for my go")}, Run: false}, 1},
+		{"no message", nil, 0},
+		{"run=true message", &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("say hello")}, Run: true}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{InitialMessage: tc.msg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			done := e.drive(t, tk.ID, true)
+			e.checkOneOfEach(t, done, tc.users)
+			if tc.msg != nil && !tc.msg.Run {
+				st, _ := e.rt.Status(ctx, *done.SandboxID)
+				infos, err := agentclient.New(st.AgentURL, st.SessionKey).GetConversations(ctx, []string{done.ConversationID})
+				if err != nil || infos[0].ExecutionStatus != "idle" {
+					t.Fatalf("a run=false message ran: %v (%v)", infos, err)
+				}
+			}
+		})
 	}
-	done := e.drive(t, tk.ID, true)
+}
+
+// checkOneOfEach checks that the READY task done made one sandbox, one
+// conversation record (this start's) and one conversation on the agent
+// server, with users user messages.
+func (e *env) checkOneOfEach(t *testing.T, done acs.StartTask, users int) {
+	t.Helper()
 	if done.Status != acs.TaskReady {
 		t.Fatalf("task %s: %s", done.Status, *done.Detail)
 	}
@@ -78,27 +110,60 @@ func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 	if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,PREPARING_REPOSITORY,RUNNING_SETUP_SCRIPT,SETTING_UP_GIT_HOOKS,SETTING_UP_SKILLS,STARTING_CONVERSATION,READY" {
 		t.Fatalf("steps recorded %v", steps)
 	}
+	if done.AppConversationID == nil || *done.AppConversationID != done.ConversationID {
+		t.Fatalf("app_conversation_id %v, want %s", done.AppConversationID, done.ConversationID)
+	}
 	sbs, _ := e.store.ListSandboxes(ctx, "alice", acs.ListOptions{})
 	if len(sbs.Items) != 1 || sbs.Items[0].ConversationCount() != 1 {
 		t.Fatalf("sandboxes %+v", sbs.Items)
 	}
 	convs, _ := e.store.ListConversationsBySandbox(ctx, sbs.Items[0].ID)
-	if len(convs) != 1 || convs[0].ID != done.ConversationID {
+	if len(convs) != 1 || convs[0].ID != done.ConversationID || convs[0].StartTaskID != done.ID {
 		t.Fatalf("conversations %+v", convs)
 	}
 	st, _ := e.rt.Status(ctx, sbs.Items[0].ID)
+	client := agentclient.New(st.AgentURL, st.SessionKey)
 	var n int
-	if err := agentclient.New(st.AgentURL, st.SessionKey).Get(ctx, "/api/conversations/count", &n); err != nil || n != 1 {
+	if err := client.Get(ctx, "/api/conversations/count", &n); err != nil || n != 1 {
 		t.Fatalf("agent server has %d conversations (%v)", n, err)
 	}
-	// The initial message with run=false was delivered once, and not run.
-	client := agentclient.New(st.AgentURL, st.SessionKey)
-	var users int
-	client.Get(ctx, "/api/conversations/"+done.ConversationID+"/events/count?kind=MessageEvent&source=user", &users)
-	infos, err := client.GetConversations(ctx, []string{done.ConversationID})
-	if err != nil || users != 1 || infos[0].ExecutionStatus != "idle" {
-		t.Fatalf("%d user messages, status %v (%v)", users, infos, err)
+	var got int
+	if err := client.Get(ctx, "/api/conversations/"+done.ConversationID+"/events/count?kind=MessageEvent&source=user", &got); err != nil || got != users {
+		t.Fatalf("%d user messages, want %d (%v)", got, users, err)
 	}
+}
+
+// failFinish is a store whose first UpdateStartTaskCreatingConversation
+// fails, as a store the control plane loses between the agent server's
+// create and the start's last write would.
+type failFinish struct {
+	acs.Store
+	failed atomic.Bool
+}
+
+func (f *failFinish) UpdateStartTaskCreatingConversation(ctx context.Context, id string, fn func(*acs.StartTask) error, c acs.Conversation) (acs.StartTask, error) {
+	if f.failed.CompareAndSwap(false, true) {
+		return acs.StartTask{}, errors.New("injected: the store is unreachable")
+	}
+	return f.Store.UpdateStartTaskCreatingConversation(ctx, id, fn, c)
+}
+
+// A start whose last write fails after the agent server created the
+// conversation is repaired by its retry: the create finds the conversation
+// made, and the record and READY are stored once.
+func TestAFailedLastWriteIsRetried(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ff := &failFinish{Store: e.store}
+	e.w.Store = ff
+	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := e.drive(t, tk.ID, false)
+	if !ff.failed.Load() {
+		t.Fatal("the last write was not UpdateStartTaskCreatingConversation")
+	}
+	e.checkOneOfEach(t, done, 0)
 }
 
 func TestExplicitSandbox(t *testing.T) {
