@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +53,16 @@ type Queue struct {
 
 	takeMu  sync.Mutex
 	waiters []*waiter // receivers waiting, longest first (under mu)
+
+	ackMu    sync.Mutex
+	acks     map[string]string // message id → receipt: deleted, not yet written (see Delete)
+	ackTimer *time.Timer       // writes acks when no other write does (nil: none due)
+	closed   bool
 }
+
+// AckWriteDelay bounds how long an acknowledgement (Delete) waits for
+// another write to carry it before it is written on its own.
+const AckWriteDelay = 250 * time.Millisecond
 
 var _ acs.Queue = (*Queue)(nil)
 
@@ -69,11 +79,94 @@ func Open(path string) (*Queue, error) {
 		db.Close()
 		return nil, fmt.Errorf("init queue: %w", err)
 	}
-	return &Queue{db: boltDB{db}, now: time.Now, changed: make(chan struct{})}, nil
+	return &Queue{db: boltDB{db}, now: time.Now, changed: make(chan struct{}), acks: map[string]string{}}, nil
 }
 
-// Close closes the file.
-func (q *Queue) Close() error { return q.db.Close() }
+// Close writes the acknowledgements not yet written and closes the file.
+func (q *Queue) Close() error {
+	q.ackMu.Lock()
+	q.closed = true
+	if q.ackTimer != nil {
+		q.ackTimer.Stop()
+		q.ackTimer = nil
+	}
+	pending := len(q.acks) > 0
+	q.ackMu.Unlock()
+	var err error
+	if pending {
+		err = q.write(func(*bolt.Tx) error { return nil })
+	}
+	return errors.Join(err, q.db.Close())
+}
+
+// write runs fn in a write transaction that first applies the
+// acknowledgements not yet written (each deletes its message if its
+// receipt is still the message's latest). They are written with it, or,
+// when the transaction fails, stay for the next write.
+func (q *Queue) write(fn func(*bolt.Tx) error) error {
+	q.ackMu.Lock()
+	acks := make(map[string]string, len(q.acks))
+	for id, r := range q.acks {
+		acks[id] = r
+	}
+	q.ackMu.Unlock()
+	err := q.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bMessages)
+		for id, receipt := range acks {
+			if raw := b.Get([]byte(id)); raw != nil {
+				var r record
+				if err := json.Unmarshal(raw, &r); err != nil {
+					return err
+				}
+				if r.Receipt == receipt {
+					if err := b.Delete([]byte(id)); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return fn(tx)
+	})
+	if err == nil && len(acks) > 0 {
+		q.ackMu.Lock()
+		for id, r := range acks {
+			if q.acks[id] == r {
+				delete(q.acks, id)
+			}
+		}
+		q.ackMu.Unlock()
+	}
+	return err
+}
+
+// acked reports whether the delivery of message id with this receipt was
+// deleted (its deletion not written yet).
+func (q *Queue) acked(id, receipt string) bool {
+	q.ackMu.Lock()
+	defer q.ackMu.Unlock()
+	r, ok := q.acks[id]
+	return ok && r == receipt
+}
+
+// writeAcks writes the acknowledgements no other write carried (the
+// timer Delete sets); a failed write is tried again later.
+func (q *Queue) writeAcks() {
+	q.ackMu.Lock()
+	q.ackTimer = nil
+	due := len(q.acks) > 0 && !q.closed
+	q.ackMu.Unlock()
+	if !due {
+		return
+	}
+	if err := q.write(func(*bolt.Tx) error { return nil }); err != nil {
+		slog.Warn("localqueue: write acknowledgements; retrying", "error", err)
+		q.ackMu.Lock()
+		if q.ackTimer == nil && !q.closed {
+			q.ackTimer = time.AfterFunc(AckWriteDelay, q.writeAcks)
+		}
+		q.ackMu.Unlock()
+	}
+}
 
 // boltDB is the queue's bbolt file. Its Update reports a write that found
 // the disk or quota full as acs.ErrStorageFull: nothing is stored, and the
@@ -117,7 +210,7 @@ func (q *Queue) Send(_ context.Context, m acs.Message, delay time.Duration) erro
 	if w != nil {
 		rec.ReceiveCount, rec.VisibleAt, rec.Receipt = 1, now.Add(w.visibility).UnixNano(), id+":1"
 	}
-	err := q.db.Update(func(tx *bolt.Tx) error {
+	err := q.write(func(tx *bolt.Tx) error {
 		raw, err := json.Marshal(rec)
 		if err != nil {
 			return err
@@ -249,7 +342,10 @@ func (q *Queue) take(max int, visibility time.Duration) ([]acs.Delivery, int64, 
 	var nextVisible int64
 	err := q.db.View(func(tx *bolt.Tx) error {
 		cands, next, err := candidates(tx.Bucket(bMessages), now)
-		visible, nextVisible = len(cands) > 0, next
+		for _, c := range cands {
+			visible = visible || !q.acked(c.id, c.rec.Receipt)
+		}
+		nextVisible = next
 		return err
 	})
 	if err != nil || !visible {
@@ -259,7 +355,7 @@ func (q *Queue) take(max int, visibility time.Duration) ([]acs.Delivery, int64, 
 		return nil, nextVisible, err
 	}
 	var out []acs.Delivery
-	err = q.db.Update(func(tx *bolt.Tx) error {
+	err = q.write(func(tx *bolt.Tx) error {
 		out = nil
 		b := tx.Bucket(bMessages)
 		cands, next, err := candidates(b, now)
@@ -335,7 +431,7 @@ func (q *Queue) update(receipt string, fn func(b *bolt.Bucket, id string, r *rec
 	if !ok {
 		return fmt.Errorf("receipt %q: %w", receipt, acs.ErrInvalid)
 	}
-	return q.db.Update(func(tx *bolt.Tx) error {
+	return q.write(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bMessages)
 		raw := b.Get([]byte(id))
 		if raw == nil {
@@ -352,11 +448,26 @@ func (q *Queue) update(receipt string, fn func(b *bolt.Bucket, id string, r *rec
 	})
 }
 
-// Delete acknowledges a delivery.
+// Delete acknowledges a delivery. The message is gone at once for every
+// receiver; its deletion is written with the queue's next write (a send,
+// a claim, a delay), or on its own after AckWriteDelay when none comes, or
+// by Close: an acknowledgement costs no durable write of its own. A crash
+// before it is written delivers the message again once its visibility
+// timeout ends, which at-least-once delivery allows (a start's worker
+// finds its task finished and deletes it again).
 func (q *Queue) Delete(_ context.Context, receipt string) error {
-	err := q.update(receipt, func(b *bolt.Bucket, id string, _ *record) error { return b.Delete([]byte(id)) })
-	if err != nil {
-		return fmt.Errorf("delete message: %w", err)
+	id, _, ok := strings.Cut(receipt, ":")
+	if !ok {
+		return fmt.Errorf("delete message: receipt %q: %w", receipt, acs.ErrInvalid)
+	}
+	q.ackMu.Lock()
+	defer q.ackMu.Unlock()
+	if q.closed {
+		return fmt.Errorf("delete message: %w", bolt.ErrDatabaseNotOpen)
+	}
+	q.acks[id] = receipt
+	if q.ackTimer == nil {
+		q.ackTimer = time.AfterFunc(AckWriteDelay, q.writeAcks)
 	}
 	return nil
 }
@@ -378,11 +489,21 @@ func (q *Queue) Delay(_ context.Context, receipt string, d time.Duration) error 
 	return nil
 }
 
-// Len returns how many messages are queued (visible or not).
+// Len returns how many messages are queued (visible or not; deleted ones
+// are not, written or not).
 func (q *Queue) Len() int {
 	n := 0
 	_ = q.db.View(func(tx *bolt.Tx) error {
-		n = tx.Bucket(bMessages).Stats().KeyN
+		b := tx.Bucket(bMessages)
+		n = b.Stats().KeyN
+		q.ackMu.Lock()
+		defer q.ackMu.Unlock()
+		for id, receipt := range q.acks {
+			var r record
+			if raw := b.Get([]byte(id)); raw != nil && json.Unmarshal(raw, &r) == nil && r.Receipt == receipt {
+				n--
+			}
+		}
 		return nil
 	})
 	return n

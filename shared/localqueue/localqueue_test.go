@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/localqueue"
 	"github.com/acs-project/acs/shared/queuetest"
@@ -221,5 +222,88 @@ func TestHandOffIsAReceive(t *testing.T) {
 	}
 	if err := q.Delete(ctx, again[0].Receipt); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// snapshot opens a copy of the queue file at path as it is on disk now
+// (what a crash of the process holding it would leave).
+func snapshot(t *testing.T, path string) *localqueue.Queue {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := filepath.Join(t.TempDir(), "copy.db")
+	if err := os.WriteFile(cp, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q, err := localqueue.Open(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Close() })
+	return q
+}
+
+// An acknowledgement (Delete) takes effect at once and is written with the
+// queue's next write, or on its own soon after when none comes, or by
+// Close; a crash before it is written delivers the message again.
+func TestAcknowledgementsAreWrittenLazily(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "queue.db")
+	q, err := localqueue.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiveOne := func(q *localqueue.Queue, vis time.Duration) acs.Delivery {
+		t.Helper()
+		ds, err := q.Receive(ctx, 1, 5*time.Second, vis)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("receive: %+v %v", ds, err)
+		}
+		return ds[0]
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(q.Send(ctx, acs.Message{TaskID: "a"}, 0))
+	must(q.Delete(ctx, receiveOne(q, 50*time.Millisecond).Receipt))
+	if n := q.Len(); n != 0 {
+		t.Fatalf("Len after the delete: %d", n)
+	}
+	if ds, err := q.Receive(ctx, 1, 100*time.Millisecond, time.Minute); err != nil || len(ds) != 0 {
+		t.Fatalf("a deleted message was delivered again: %+v %v", ds, err)
+	}
+
+	// Not written yet: after a crash now, the message comes back.
+	crashed := snapshot(t, path)
+	if d := receiveOne(crashed, time.Minute); d.TaskID != "a" || d.ReceiveCount != 2 {
+		t.Fatalf("after a crash before the acknowledgement was written: %+v", d)
+	}
+
+	// The next write carries it.
+	must(q.Send(ctx, acs.Message{TaskID: "b"}, 0))
+	if n := snapshot(t, path).Len(); n != 1 {
+		t.Fatalf("on disk after the next send: %d messages, want 1 (b)", n)
+	}
+
+	// With no other write, it is written on its own.
+	must(q.Delete(ctx, receiveOne(q, time.Minute).Receipt))
+	if !testwait.Until(5*time.Second, func() bool { return snapshot(t, path).Len() == 0 }) {
+		t.Fatal("an acknowledgement with no write after it was never written")
+	}
+
+	// Close writes what is left.
+	must(q.Send(ctx, acs.Message{TaskID: "c"}, 0))
+	must(q.Delete(ctx, receiveOne(q, time.Minute).Receipt))
+	must(q.Close())
+	if n := snapshot(t, path).Len(); n != 0 {
+		t.Fatalf("on disk after Close: %d messages", n)
+	}
+	if err := q.Delete(ctx, "x:1"); err == nil {
+		t.Fatal("a delete on a closed queue succeeded")
 	}
 }
