@@ -259,11 +259,18 @@ type Store interface {
 	PendingMessageStore
 	SessionStore
 	IdentityStore
-	StartCompleter
+	StartWrites
 }
 
-// StartCompleter stores the end of a start in one durable write.
-type StartCompleter interface {
+// StartWrites stores a start task together with another record in one
+// atomic write, so that a start's step costs one durable write.
+type StartWrites interface {
+	// UpdateStartTaskAndSandbox is UpdateSandbox(sandboxID, sandboxFn)
+	// and UpdateStartTask(id, fn) as one atomic write: both are stored or
+	// neither is. ErrNotFound when either is absent; an error of either
+	// function is returned as it is (nothing stored). A slot reserved in
+	// sandboxFn never overfills the sandbox, as with UpdateSandbox.
+	UpdateStartTaskAndSandbox(ctx context.Context, id string, fn func(*StartTask) error, sandboxID string, sandboxFn func(*Sandbox) error) (StartTask, Sandbox, error)
 	// UpdateStartTaskCreatingConversation is UpdateStartTask(id, fn) and
 	// CreateConversation(c) as one atomic write: both are stored or
 	// neither is. ErrNotFound when the task is absent and ErrConflict when

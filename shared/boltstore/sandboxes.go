@@ -52,31 +52,54 @@ func (s *Store) GetSandboxBySessionKeyHash(_ context.Context, hash string) (acs.
 // reserved in fn (acs.Sandbox.Reserve) never overfills the sandbox.
 func (s *Store) UpdateSandbox(_ context.Context, id string, fn func(*acs.Sandbox) error) (acs.Sandbox, error) {
 	var sb acs.Sandbox
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		sb = acs.Sandbox{}
-		if err := get(tx, bSandboxes, id, &sb, "sandbox"); err != nil {
-			return err
-		}
-		oldHash, owner, created := sb.SessionKeyHash, sb.OwnerID, sb.CreatedAt
-		if err := fn(&sb); err != nil {
-			return err
-		}
-		sb.ID, sb.OwnerID, sb.CreatedAt = id, owner, created
-		if sb.SessionKeyHash != oldHash {
-			if oldHash != "" {
-				if err := tx.Bucket(bSandboxHash).Delete([]byte(oldHash)); err != nil {
-					return err
-				}
-			}
-			if sb.SessionKeyHash != "" {
-				if err := tx.Bucket(bSandboxHash).Put([]byte(sb.SessionKeyHash), []byte(id)); err != nil {
-					return err
-				}
-			}
-		}
-		return put(tx, bSandboxes, id, sb)
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		sb, err = updateSandbox(tx, id, fn)
+		return err
 	})
 	return sb, err
+}
+
+// UpdateStartTaskAndSandbox implements acs.Store: one transaction.
+func (s *Store) UpdateStartTaskAndSandbox(_ context.Context, id string, fn func(*acs.StartTask) error, sandboxID string, sandboxFn func(*acs.Sandbox) error) (acs.StartTask, acs.Sandbox, error) {
+	var t acs.StartTask
+	var sb acs.Sandbox
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		if sb, err = updateSandbox(tx, sandboxID, sandboxFn); err != nil {
+			return err
+		}
+		t, err = updateStartTask(tx, id, fn)
+		return err
+	})
+	if err != nil {
+		return acs.StartTask{}, acs.Sandbox{}, err
+	}
+	return t, sb, nil
+}
+
+// updateSandbox is UpdateSandbox in tx.
+func updateSandbox(tx *bolt.Tx, id string, fn func(*acs.Sandbox) error) (acs.Sandbox, error) {
+	var sb acs.Sandbox
+	if err := get(tx, bSandboxes, id, &sb, "sandbox"); err != nil {
+		return sb, err
+	}
+	oldHash, owner, created := sb.SessionKeyHash, sb.OwnerID, sb.CreatedAt
+	if err := fn(&sb); err != nil {
+		return sb, err
+	}
+	sb.ID, sb.OwnerID, sb.CreatedAt = id, owner, created
+	if sb.SessionKeyHash != oldHash {
+		if oldHash != "" {
+			if err := tx.Bucket(bSandboxHash).Delete([]byte(oldHash)); err != nil {
+				return sb, err
+			}
+		}
+		if sb.SessionKeyHash != "" {
+			if err := tx.Bucket(bSandboxHash).Put([]byte(sb.SessionKeyHash), []byte(id)); err != nil {
+				return sb, err
+			}
+		}
+	}
+	return sb, put(tx, bSandboxes, id, sb)
 }
 
 // ListSandboxes implements acs.Store.

@@ -114,45 +114,94 @@ func (s *Store) GetSandboxBySessionKeyHash(ctx context.Context, hash string) (ac
 // A new session key moves its lookup in the same transaction.
 func (s *Store) UpdateSandbox(ctx context.Context, id string, fn func(*acs.Sandbox) error) (acs.Sandbox, error) {
 	var sb acs.Sandbox
-	_, err := s.update(ctx, "sandbox", id, key(pSandbox+id, sRecord), false, func(cur item) (writePlan, error) {
-		sb = acs.Sandbox{}
-		if err := decode(cur, &sb, "sandbox", id); err != nil {
-			return writePlan{}, err
-		}
-		oldHash, owner, created := sb.SessionKeyHash, sb.OwnerID, sb.CreatedAt
-		if err := fn(&sb); err != nil {
-			return writePlan{}, err
-		}
-		sb.ID, sb.OwnerID, sb.CreatedAt = id, owner, created
-		it, err := sandboxItem(&sb)
-		p := writePlan{item: it}
-		if err != nil || sb.SessionKeyHash == oldHash {
-			return p, err
-		}
-		if oldHash != "" {
-			e := newExpr()
-			p.extra = append(p.extra, condDelete(key(pSessionHash+oldHash, sRecord),
-				fmt.Sprintf("attribute_not_exists(%s) OR %s = %s", e.n(aPK), e.n(aID), e.v(sv(id))), e))
-		}
-		newAt := -1
-		if sb.SessionKeyHash != "" {
-			e := newExpr()
-			newAt = len(p.extra)
-			p.extra = append(p.extra, condPut(sessionLookup(sb.SessionKeyHash, id),
-				fmt.Sprintf("attribute_not_exists(%s) OR %s = %s", e.n(aPK), e.n(aID), e.v(sv(id))), e))
-		}
-		p.extraFailed = func(i int) error {
-			if i == newAt {
-				return fmt.Errorf("sandbox %s: session key hash in use: %w", id, acs.ErrConflict)
-			}
-			return nil
-		}
-		return p, nil
+	_, err := s.update(ctx, "sandbox", id, key(pSandbox+id, sRecord), false, func(cur item) (p writePlan, err error) {
+		sb, p, err = sandboxPlan(id, cur, fn)
+		return p, err
 	})
 	if err != nil {
 		return acs.Sandbox{}, err
 	}
 	return sb, nil
+}
+
+// sandboxPlan is UpdateSandbox's write of the sandbox id, whose item is
+// cur: the sandbox after fn, its item and the session-key lookup's
+// changes.
+func sandboxPlan(id string, cur item, fn func(*acs.Sandbox) error) (acs.Sandbox, writePlan, error) {
+	var sb acs.Sandbox
+	if err := decode(cur, &sb, "sandbox", id); err != nil {
+		return sb, writePlan{}, err
+	}
+	oldHash, owner, created := sb.SessionKeyHash, sb.OwnerID, sb.CreatedAt
+	if err := fn(&sb); err != nil {
+		return sb, writePlan{}, err
+	}
+	sb.ID, sb.OwnerID, sb.CreatedAt = id, owner, created
+	it, err := sandboxItem(&sb)
+	p := writePlan{item: it}
+	if err != nil || sb.SessionKeyHash == oldHash {
+		return sb, p, err
+	}
+	if oldHash != "" {
+		e := newExpr()
+		p.extra = append(p.extra, condDelete(key(pSessionHash+oldHash, sRecord),
+			fmt.Sprintf("attribute_not_exists(%s) OR %s = %s", e.n(aPK), e.n(aID), e.v(sv(id))), e))
+	}
+	newAt := -1
+	if sb.SessionKeyHash != "" {
+		e := newExpr()
+		newAt = len(p.extra)
+		p.extra = append(p.extra, condPut(sessionLookup(sb.SessionKeyHash, id),
+			fmt.Sprintf("attribute_not_exists(%s) OR %s = %s", e.n(aPK), e.n(aID), e.v(sv(id))), e))
+	}
+	p.extraFailed = func(i int) error {
+		if i == newAt {
+			return fmt.Errorf("sandbox %s: session key hash in use: %w", id, acs.ErrConflict)
+		}
+		return nil
+	}
+	return sb, p, nil
+}
+
+// UpdateStartTaskAndSandbox implements acs.Store: the task's conditional
+// put, the sandbox's (on its version, as read) and the session-key
+// lookup's changes in one transaction; a sandbox changed meanwhile starts
+// both over.
+func (s *Store) UpdateStartTaskAndSandbox(ctx context.Context, id string, fn func(*acs.StartTask) error, sandboxID string, sandboxFn func(*acs.Sandbox) error) (acs.StartTask, acs.Sandbox, error) {
+	var t acs.StartTask
+	var sb acs.Sandbox
+	_, err := s.update(ctx, "start task", id, key(pTask+id, sRecord), false, func(cur item) (writePlan, error) {
+		sbCur, err := s.getItem(ctx, key(pSandbox+sandboxID, sRecord))
+		if err != nil {
+			return writePlan{}, err
+		}
+		if sbCur == nil || s.expired(sbCur) {
+			return writePlan{}, notFound("sandbox", sandboxID)
+		}
+		var sp writePlan
+		if sb, sp, err = sandboxPlan(sandboxID, sbCur, sandboxFn); err != nil {
+			return writePlan{}, err
+		}
+		p, err := s.taskPlan(id, cur, fn, &t)
+		if err != nil {
+			return writePlan{}, err
+		}
+		v := num(sbCur, aVersion)
+		sp.item[aVersion], sp.item[aWrite] = nv(v+1), sv(writeToken())
+		e := newExpr()
+		p.extra = append([]types.TransactWriteItem{condPut(sp.item, versionIs(e, v), e)}, sp.extra...)
+		p.extraFailed = func(i int) error {
+			if i == 0 || sp.extraFailed == nil {
+				return nil // the sandbox changed: again
+			}
+			return sp.extraFailed(i - 1)
+		}
+		return p, nil
+	})
+	if err != nil {
+		return acs.StartTask{}, acs.Sandbox{}, err
+	}
+	return t, sb, nil
 }
 
 // ListSandboxes implements acs.Store: GSI3 (KEYS_ONLY) by creation time,

@@ -75,22 +75,28 @@ func (s *Store) GetStartTask(ctx context.Context, id string) (acs.StartTask, err
 func (s *Store) UpdateStartTask(ctx context.Context, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
 	var t acs.StartTask
 	_, err := s.update(ctx, "start task", id, key(pTask+id, sRecord), false, func(cur item) (writePlan, error) {
-		t = acs.StartTask{}
-		if err := decode(cur, &t, "start task", id); err != nil {
-			return writePlan{}, err
-		}
-		owner, created := t.OwnerID, t.CreatedAt
-		if err := fn(&t); err != nil {
-			return writePlan{}, err
-		}
-		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
-		it, err := s.taskItem(&t)
-		return writePlan{item: it}, err
+		return s.taskPlan(id, cur, fn, &t)
 	})
 	if err != nil {
 		return acs.StartTask{}, err
 	}
 	return t, nil
+}
+
+// taskPlan is UpdateStartTask's write of the task id, whose item is cur:
+// *t is the task after fn.
+func (s *Store) taskPlan(id string, cur item, fn func(*acs.StartTask) error, t *acs.StartTask) (writePlan, error) {
+	*t = acs.StartTask{}
+	if err := decode(cur, t, "start task", id); err != nil {
+		return writePlan{}, err
+	}
+	owner, created := t.OwnerID, t.CreatedAt
+	if err := fn(t); err != nil {
+		return writePlan{}, err
+	}
+	t.ID, t.OwnerID, t.CreatedAt = id, owner, created
+	it, err := s.taskItem(t)
+	return writePlan{item: it}, err
 }
 
 // UpdateStartTaskCreatingConversation implements acs.Store: the task's
@@ -102,16 +108,7 @@ func (s *Store) UpdateStartTaskCreatingConversation(ctx context.Context, id stri
 	}
 	var t acs.StartTask
 	_, err := s.update(ctx, "start task", id, key(pTask+id, sRecord), false, func(cur item) (writePlan, error) {
-		t = acs.StartTask{}
-		if err := decode(cur, &t, "start task", id); err != nil {
-			return writePlan{}, err
-		}
-		owner, created := t.OwnerID, t.CreatedAt
-		if err := fn(&t); err != nil {
-			return writePlan{}, err
-		}
-		t.ID, t.OwnerID, t.CreatedAt = id, owner, created
-		it, err := s.taskItem(&t)
+		p, err := s.taskPlan(id, cur, fn, &t)
 		if err != nil {
 			return writePlan{}, err
 		}
@@ -121,14 +118,14 @@ func (s *Store) UpdateStartTaskCreatingConversation(ctx context.Context, id stri
 		}
 		conv[aVersion] = nv(1)
 		e := newExpr()
-		return writePlan{item: it,
-			extra: []types.TransactWriteItem{condPut(conv, notExists(e), e), countUpdate(c.OwnerID, 1, topLevel(&c))},
-			extraFailed: func(i int) error {
-				if i == 0 {
-					return fmt.Errorf("conversation %s: %w", c.ID, acs.ErrConflict)
-				}
-				return nil
-			}}, nil
+		p.extra = []types.TransactWriteItem{condPut(conv, notExists(e), e), countUpdate(c.OwnerID, 1, topLevel(&c))}
+		p.extraFailed = func(i int) error {
+			if i == 0 {
+				return fmt.Errorf("conversation %s: %w", c.ID, acs.ErrConflict)
+			}
+			return nil
+		}
+		return p, nil
 	})
 	if err != nil {
 		return acs.StartTask{}, err

@@ -55,7 +55,7 @@ func Run(t *testing.T, h Harness[acs.Store]) {
 	t.Run("PendingMessageStore", func(t *testing.T) { RunPendingMessageStoreTests(t, narrow[acs.PendingMessageStore](h)) })
 	t.Run("SessionStore", func(t *testing.T) { RunSessionStoreTests(t, narrow[acs.SessionStore](h)) })
 	t.Run("IdentityStore", func(t *testing.T) { RunIdentityStoreTests(t, narrow[acs.IdentityStore](h)) })
-	t.Run("StartCompleter", func(t *testing.T) { RunStartCompleterTests(t, h) })
+	t.Run("StartWrites", func(t *testing.T) { RunStartWritesTests(t, h) })
 }
 
 var ctx = context.Background()
