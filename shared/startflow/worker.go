@@ -464,6 +464,10 @@ var errPlacementBusy = errors.New("another start of this owner is placing")
 // place on.
 var errNoRoom = errors.New("no sandbox with room")
 
+// errStoppedRunning: the sandbox a start found answering is no longer
+// RUNNING when its slot is reserved.
+var errStoppedRunning = errors.New("the sandbox stopped running")
+
 // errOnlyRead rolls back a quota update that only reads.
 var errOnlyRead = errors.New("read only")
 
@@ -628,15 +632,7 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		if p.Sandbox == nil {
 			break
 		}
-		// A running sandbox's readiness is asked while its slot is
-		// reserved: the reads overlap the write.
-		var probe func() readyProbe
-		if running[p.Sandbox.ID] {
-			placed := t
-			placed.OwnWorkDir = grouping
-			probe = w.probeReady(ctx, placed, req, *p.Sandbox)
-		}
-		reserved, err := w.Store.UpdateSandbox(ctx, p.Sandbox.ID, func(s *acs.Sandbox) error {
+		reserve := func(s *acs.Sandbox) error {
 			if s.Status != acs.SandboxRunning && s.Status != acs.SandboxStarting {
 				return fmt.Errorf("sandbox %s is %s: %w", s.ID, s.Status, acs.ErrConflict)
 			}
@@ -647,23 +643,49 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			// saves the start its own).
 			s.LastUsedAt, s.LastActivityAt = w.now(), w.now()
 			return nil
-		})
-		var ready readyProbe
-		if probe != nil {
-			ready = probe()
 		}
-		if err == nil {
-			if reserved.Status == acs.SandboxRunning && probe != nil && ready.err == nil {
-				// A sandbox whose agent server answers now needs no wait:
-				// the waiting step is recorded with the placement. (The
-				// reserved record is the one that says the start used it.)
-				ready.sb = reserved
-				id := reserved.ID
-				return "", w.advanceReady(ctx, t, req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
+		var err error
+		if running[p.Sandbox.ID] {
+			// A sandbox whose agent server answers now needs no wait: the
+			// slot's reservation and the task's placement, through the
+			// steps with nothing to do, are one write (the reserved record
+			// is the one that says the start used it). A sandbox that
+			// stopped running meanwhile gets the reservation alone.
+			placed := t
+			placed.OwnWorkDir = grouping
+			ready := w.probeReady(ctx, placed, req, *p.Sandbox)()
+			if ready.err == nil {
+				id := p.Sandbox.ID
+				advance := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
 					tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, grouping
 				})
+				var taskErr error
+				var reserved acs.Sandbox
+				_, reserved, err = w.Store.UpdateStartTaskAndSandbox(ctx, t.ID,
+					func(tk *acs.StartTask) error { taskErr = advance(tk); return taskErr },
+					id, func(s *acs.Sandbox) error {
+						if s.Status != acs.SandboxRunning {
+							return errStoppedRunning
+						}
+						return reserve(s)
+					})
+				switch {
+				case err == nil:
+					remember(ctx, reserved, ready.client)
+					return "", nil
+				case taskErr != nil && errors.Is(err, taskErr):
+					return "", err // the task moved on: not a lost race for the slot
+				case errors.Is(err, acs.ErrNotFound):
+					if _, gerr := w.Store.GetStartTask(ctx, t.ID); gerr != nil {
+						return "", gerr // the task is gone, not the sandbox
+					}
+				}
 			}
-			return "", chosen(p.Sandbox.ID, p.Reason)
+		}
+		if err == nil || errors.Is(err, errStoppedRunning) {
+			if _, err = w.Store.UpdateSandbox(ctx, p.Sandbox.ID, reserve); err == nil {
+				return "", chosen(p.Sandbox.ID, p.Reason)
+			}
 		}
 		if !errors.Is(err, acs.ErrCapacity) && !errors.Is(err, acs.ErrConflict) && !errors.Is(err, acs.ErrNotFound) {
 			return "", err
@@ -756,9 +778,9 @@ type readyProbe struct {
 // (Lifecycle.Ready, without waiting) and, when t (placed on sb) has
 // nothing to prepare, having it load the skills, while whether it can run
 // the browser tools is asked (browserUsable, which remembers it for
-// startConversation): only reads, so they may overlap a write such as the
-// slot's reservation. The returned function waits for the answer; err is
-// Ready's, or the skills' loading's.
+// startConversation): only reads, whose answers the placement's write
+// records. The returned function waits for the answer; err is Ready's, or
+// the skills' loading's.
 func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) func() readyProbe {
 	done := make(chan readyProbe, 1)
 	go func() {
@@ -793,6 +815,12 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartReque
 // it reserved).
 func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) error {
 	remember(ctx, ready.sb, ready.client)
+	_, err := w.Store.UpdateStartTask(ctx, t.ID, w.readyFn(req, from, ready, change))
+	return err
+}
+
+// readyFn is advanceReady's update of the task.
+func (w *Worker) readyFn(req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) func(*acs.StartTask) error {
 	url := ready.client.BaseURL
 	var to []acs.StartTaskStatus
 	if from != acs.TaskWaitingForSandbox {
@@ -805,11 +833,10 @@ func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartReq
 		tk.AgentServerURL = &url
 	}
 	if ready.prepare {
-		return w.advanceThrough(ctx, t.ID, from, set, append(to, acs.TaskPreparingRepository)...)
+		return advanceFn(w.now, from, set, nil, append(to, acs.TaskPreparingRepository)...)
 	}
 	prepared := emptyWorkDir(ready.sb, req)
-	skills := ready.skills
-	return w.advanceAround(ctx, t.ID, from, func(tk *acs.StartTask) { set(tk); prepared(tk) }, skillsDetail(skills),
+	return advanceFn(w.now, from, func(tk *acs.StartTask) { set(tk); prepared(tk) }, skillsDetail(ready.skills),
 		append(to, acs.TaskPreparingRepository, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks,
 			acs.TaskSettingUpSkills, acs.TaskStartingConversation)...)
 }
