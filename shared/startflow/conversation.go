@@ -225,18 +225,20 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		}
 		return err
 	}
-	// A generated id is this start's alone. When nothing is delivered
-	// after the creation (no run=false message, no message queued for the
-	// start) and no parent records the conversation, the conversation is
+	// A generated id is this start's alone. When the conversation starts
+	// idle (no initial message: one that runs would make the agent
+	// server report the run at once, and each report would wait for the
+	// record), nothing is delivered after the creation (no message queued
+	// for the start) and no parent records it, the conversation is
 	// created on the agent server first, then its record and READY are
-	// stored in one write (finish). The agent server's reports of it wait
-	// for the record (conversations.ErrStarting), and a crash before the
-	// write is repaired by the redelivery, whose create finds the
+	// stored in one write (finish). The agent server's first report of it
+	// waits for the record (conversations.ErrStarting), and a crash before
+	// the write is repaired by the redelivery, whose create finds the
 	// conversation made. An id the caller chose may be taken by a
 	// concurrent start: its record goes first, so that the loser creates
 	// nothing.
 	generated := req.ConversationID == nil
-	if generated && conv.ParentConversationID == nil && (msg == nil || msg.Run) {
+	if generated && conv.ParentConversationID == nil && msg == nil {
 		queued := make(chan bool, 1)
 		go func() { queued <- w.hasQueued(ctx, t) }()
 		err := create(ctx)

@@ -64,8 +64,9 @@ func (e *env) drive(t *testing.T, id string, replay bool) acs.StartTask {
 // Every step delivered twice (a crash before each acknowledgement) makes
 // one sandbox, one conversation record and one conversation on the agent
 // server, and delivers the initial message once: whether the record is
-// stored before the agent server's create (a run=false message, delivered
-// after it) or with READY after it (no message, or one the create runs).
+// stored with READY after the agent server's create (no message) or
+// before it (a message: run=false, delivered after the create, or one the
+// create runs).
 func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
