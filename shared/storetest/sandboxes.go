@@ -1,10 +1,7 @@
 package storetest
 
 import (
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -77,25 +74,14 @@ func testSlots(t *testing.T, s acs.SandboxStore) {
 	reserve := func(conv string) (acs.Sandbox, error) {
 		return s.UpdateSandbox(ctx, "s", func(sb *acs.Sandbox) error { return sb.Reserve(conv, capacity) })
 	}
-	var won atomic.Int32
-	var wg sync.WaitGroup
-	for i := 0; i < contenders; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := reserve(fmt.Sprintf("conv-%02d", i))
-			if err == nil {
-				won.Add(1)
-			} else if !errors.Is(err, acs.ErrCapacity) {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	won := contend(t, contenders, acs.ErrCapacity, func(i int) error {
+		_, err := reserve(fmt.Sprintf("conv-%02d", i))
+		return err
+	})
 	got, err := s.GetSandbox(ctx, "s")
 	must(t, err)
-	if won.Load() != capacity || got.ConversationCount() != capacity {
-		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won.Load(), got.ConversationCount(), capacity)
+	if won != capacity || got.ConversationCount() != capacity {
+		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won, got.ConversationCount(), capacity)
 	}
 	distinct := map[string]bool{}
 	for _, id := range got.Slots {

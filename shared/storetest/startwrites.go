@@ -3,8 +3,6 @@ package storetest
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -109,26 +107,15 @@ func testTaskAndSandboxSlots(t *testing.T, s acs.Store) {
 	for i := 0; i < contenders; i++ {
 		must(t, s.CreateStartTask(ctx, task(fmt.Sprintf("t%02d", i), "u1", i)))
 	}
-	var won atomic.Int32
-	var wg sync.WaitGroup
-	for i := 0; i < contenders; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			id := fmt.Sprintf("t%02d", i)
-			_, _, err := s.UpdateStartTaskAndSandbox(ctx, id, placed("s"), "s", func(sb *acs.Sandbox) error { return sb.Reserve("c-"+id, capacity) })
-			if err == nil {
-				won.Add(1)
-			} else if !errors.Is(err, acs.ErrCapacity) {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
+	won := contend(t, contenders, acs.ErrCapacity, func(i int) error {
+		id := fmt.Sprintf("t%02d", i)
+		_, _, err := s.UpdateStartTaskAndSandbox(ctx, id, placed("s"), "s", func(sb *acs.Sandbox) error { return sb.Reserve("c-"+id, capacity) })
+		return err
+	})
 	got, err := s.GetSandbox(ctx, "s")
 	must(t, err)
-	if won.Load() != capacity || got.ConversationCount() != capacity {
-		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won.Load(), got.ConversationCount(), capacity)
+	if won != capacity || got.ConversationCount() != capacity {
+		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won, got.ConversationCount(), capacity)
 	}
 	for i := 0; i < contenders; i++ {
 		id := fmt.Sprintf("t%02d", i)

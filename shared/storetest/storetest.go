@@ -13,6 +13,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -114,4 +116,26 @@ func pageAll[T any](t *testing.T, limit int, list func(acs.ListOptions) (acs.Pag
 		}
 		opts.PageToken = page.Next
 	}
+}
+
+// contend runs try(0) … try(n-1) at once and returns how many succeeded;
+// an error other than lost (the expected way to lose the race) fails the
+// test.
+func contend(t *testing.T, n int, lost error, try func(i int) error) int {
+	t.Helper()
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := try(i); err == nil {
+				won.Add(1)
+			} else if !errors.Is(err, lost) {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return int(won.Load())
 }

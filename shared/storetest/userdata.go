@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/acs-project/acs/shared/acs"
@@ -327,30 +326,19 @@ func testQuota(t *testing.T, s acs.QuotaStore) {
 	}
 	const limit, contenders = 3, 20
 	full := errors.New("full")
-	var won atomic.Int32
-	var wg sync.WaitGroup
-	for i := 0; i < contenders; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, err := s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error {
-				if len(q.Claims) >= limit {
-					return full
-				}
-				q.Claims[fmt.Sprintf("sb%d", i)] = at(i)
-				return nil
-			})
-			if err == nil {
-				won.Add(1)
-			} else if !errors.Is(err, full) {
-				t.Error(err)
+	won := contend(t, contenders, full, func(i int) error {
+		_, err := s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error {
+			if len(q.Claims) >= limit {
+				return full
 			}
-		}()
-	}
-	wg.Wait()
+			q.Claims[fmt.Sprintf("sb%d", i)] = at(i)
+			return nil
+		})
+		return err
+	})
 	q, _ = s.UpdateQuota(ctx, "u1", func(*acs.Quota) error { return nil })
-	if won.Load() != limit || len(q.Claims) != limit {
-		t.Fatalf("%d claims won, %d stored; limit %d", won.Load(), len(q.Claims), limit)
+	if won != limit || len(q.Claims) != limit {
+		t.Fatalf("%d claims won, %d stored; limit %d", won, len(q.Claims), limit)
 	}
 	_, err = s.UpdateQuota(ctx, "u1", func(q *acs.Quota) error { q.Claims = nil; return full })
 	wantErr(t, err, full)
