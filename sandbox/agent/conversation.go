@@ -227,21 +227,20 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 		c.meta.Tags = map[string]string{}
 	}
 	c.st = initialState(req, now)
-	// Every file is written before anything is synced: the meta file, the
-	// state snapshot and the empty log. Then one sync of the meta file
-	// commits them all (the file system journals the new entries
-	// together), and the directories' syncs after it, which make the
-	// entries durable, find little left to do. Those syncs run while the
-	// log is opened and the tools are built; Create returns once they are
-	// done. The state snapshot is never synced (see saveStateLocked): a
-	// crash before it reaches the disk leaves the initial state, which
-	// Load derives from the meta file. A crash before the syncs end leaves
-	// a create that was never acknowledged, which the next Create of the
-	// id clears (clearUnfinished).
+	// Every file is written before anything is synced: the meta file and
+	// the empty log. Then one sync of the meta file commits them both (the
+	// file system journals the new entries together), and the
+	// directories' syncs after it, which make the entries durable, find
+	// little left to do. Those syncs run while the log is opened and the
+	// tools are built; Create returns once they are done. No state
+	// snapshot is written: the initial state is what Load derives from the
+	// meta file when there is none, and the first snapshot is written when
+	// the execution status first changes (or at Close, see
+	// saveStateLocked). A new file costs a millisecond of kernel time on
+	// some file systems, so a create makes only those it needs. A crash
+	// before the syncs end leaves a create that was never acknowledged,
+	// which the next Create of the id clears (clearUnfinished).
 	if err := c.createMetaLocked(); err != nil {
-		return nil, err
-	}
-	if err := c.writeStateLocked(); err != nil {
 		return nil, err
 	}
 	if err := eventlog.Create(opts.Dir); err != nil {

@@ -325,15 +325,20 @@ func Init(ctx context.Context, dir string) error {
 	return nil
 }
 
-// gitDirFiles are the files of an empty repository's .git: what git needs
-// to see a repository (HEAD, objects and refs, with the config git init
-// writes). The optional parts git init adds (description, info/exclude,
-// sample hooks) are left out: git works without them, and each costs a
-// file system call on every conversation's start.
-var gitDirFiles = []struct{ name, content string }{
-	{"HEAD", "ref: refs/heads/main\n"},
-	{"config", "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n"},
-}
+// gitDirDirs and gitDirFiles are an empty repository's .git: what git
+// needs to see a repository (HEAD, objects and refs). Everything else git
+// init writes is optional and left out: the subdirectories of refs and
+// objects, made by git when it first writes there; the config, whose
+// settings for a work tree's repository are git's defaults (format 0,
+// not bare, file modes, reflogs); description, info/exclude and sample
+// hooks. Each file or directory made costs a file system call on every
+// conversation's start, a millisecond of kernel time on some file systems.
+var (
+	gitDirDirs  = []string{"objects", "refs"}
+	gitDirFiles = []struct{ name, content string }{
+		{"HEAD", "ref: refs/heads/main\n"},
+	}
+)
 
 // writeGitDir creates dir/.git for an empty repository: built aside and
 // renamed into place, so that no one sees a partial one. A .git that
@@ -344,8 +349,8 @@ func writeGitDir(dir string) error {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	for _, d := range []string{"objects", "refs/heads", "refs/tags"} {
-		if err := os.MkdirAll(filepath.Join(tmp, d), 0o755); err != nil {
+	for _, d := range gitDirDirs {
+		if err := os.Mkdir(filepath.Join(tmp, d), 0o755); err != nil {
 			return err
 		}
 	}

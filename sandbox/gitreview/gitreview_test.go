@@ -367,6 +367,10 @@ func TestInit(t *testing.T) {
 	if head := gitCmd(t, dir, "symbolic-ref", "HEAD"); head != "refs/heads/main" {
 		t.Errorf("HEAD = %q, want refs/heads/main", head)
 	}
+	// A work tree's repository, though .git holds no config.
+	if bare := gitCmd(t, dir, "rev-parse", "--is-bare-repository"); bare != "false" {
+		t.Errorf("--is-bare-repository = %q, want false", bare)
+	}
 	safeDirs := func(dir string) (n int) {
 		cmd := exec.Command("git", "config", "--global", "--get-all", "safe.directory")
 		out, _ := cmd.Output() // exit 1: none listed

@@ -55,7 +55,8 @@ type Editor struct {
 
 // New validates opts and returns an Editor. It fails when Root is not an
 // absolute path to an existing directory, or when the history directory
-// cannot be created, is not writable or lies inside Root.
+// lies inside Root, or it (or, while it does not exist, its deepest
+// existing ancestor) is not a directory this process can write in.
 func New(opts Options) (*Editor, error) {
 	if opts.Root == "" || !filepath.IsAbs(opts.Root) {
 		return nil, fmt.Errorf("fileeditor: root %q must be an absolute path", opts.Root)
@@ -93,9 +94,6 @@ func New(opts Options) (*Editor, error) {
 		if dir, err = filepath.Abs(dir); err != nil {
 			return nil, fmt.Errorf("fileeditor: history directory: %w", err)
 		}
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("fileeditor: creating history directory: %w", err)
-		}
 	}
 	e.hist.dir = dir
 	fail := func(err error) (*Editor, error) {
@@ -104,19 +102,23 @@ func New(opts Options) (*Editor, error) {
 		}
 		return nil, err
 	}
-	dirReal, err := filepath.EvalSymlinks(dir)
+	// A caller's history directory is made at the first edit that keeps
+	// history (history.push), not here: a new file or directory costs a
+	// millisecond of kernel time on some file systems, and most
+	// conversations start without editing. Where it will be is checked
+	// now: its real path (that of its deepest existing ancestor, with the
+	// rest appended), outside Root, and a directory this process can
+	// write in.
+	dirReal, existing, err := realPathOf(dir)
 	if err != nil {
 		return fail(fmt.Errorf("fileeditor: history directory: %w", err))
 	}
 	if pathguard.Within(rootReal, dirReal) {
 		return fail(fmt.Errorf("fileeditor: history directory %s must not be inside root %s", dir, root))
 	}
-	probe, err := os.CreateTemp(dir, ".probe-*")
-	if err != nil {
+	if err := writableDir(existing); err != nil {
 		return fail(fmt.Errorf("fileeditor: history directory is not writable: %w", err))
 	}
-	probe.Close()
-	os.Remove(probe.Name())
 	return e, nil
 }
 

@@ -2,7 +2,9 @@ package fileeditor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -832,7 +834,13 @@ func TestHistoryOnDisk(t *testing.T) {
 	if v.ed.HistoryDir() != histDir {
 		t.Fatalf("HistoryDir() = %q", v.ed.HistoryDir())
 	}
+	// The directory is made by the first edit that keeps history, not by
+	// New or a view.
 	p := v.write(t, "doc.txt", "original content\n")
+	v.ok(t, events.FileEditorFields{Command: events.EditorView, Path: p})
+	if _, err := os.Stat(histDir); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("history directory before the first edit: %v, want it absent", err)
+	}
 	v.ok(t, replace(p, "original", sp("changed")))
 
 	// The previous content is stored in a file under HistoryDir.
@@ -899,6 +907,10 @@ func TestNewValidation(t *testing.T) {
 	root := t.TempDir()
 	file := filepath.Join(root, "f")
 	os.WriteFile(file, nil, 0o644)
+	link := filepath.Join(t.TempDir(), "to-root")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name string
 		opts fileeditor.Options
@@ -910,6 +922,9 @@ func TestNewValidation(t *testing.T) {
 		{"history inside root", fileeditor.Options{Root: root, HistoryDir: filepath.Join(root, ".history")}},
 		{"history is root", fileeditor.Options{Root: root, HistoryDir: root}},
 		{"history dir is a file", fileeditor.Options{Root: root, HistoryDir: file}},
+		{"history dir under a file", fileeditor.Options{Root: root, HistoryDir: filepath.Join(file, "h", "i")}},
+		{"missing history dir inside root", fileeditor.Options{Root: root, HistoryDir: filepath.Join(root, "a", "b")}},
+		{"missing history dir inside root through a symlink", fileeditor.Options{Root: root, HistoryDir: filepath.Join(link, "a")}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,10 +1,15 @@
 package fileeditor
 
 import (
-	"github.com/acs-project/acs/sandbox/atomicfile"
+	"errors"
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"syscall"
 	"unicode/utf8"
+
+	"github.com/acs-project/acs/sandbox/atomicfile"
 )
 
 // binaryCheckLen is how much of a file is inspected to decide whether it is
@@ -64,4 +69,45 @@ func looksBinary(data []byte) bool {
 		}
 	}
 	return true
+}
+
+// realPathOf returns the real path dir has or will have: that of its
+// deepest existing ancestor (dir itself when it exists), symlinks
+// resolved, with the missing components appended. existing is that
+// ancestor. Errors: an existing component that is not a directory, or a
+// failed lookup.
+func realPathOf(dir string) (real, existing string, err error) {
+	dir = filepath.Clean(dir)
+	var missing []string
+	for existing = dir; ; existing = filepath.Dir(existing) {
+		fi, err := os.Stat(existing)
+		if err == nil {
+			if !fi.IsDir() {
+				return "", "", fmt.Errorf("%s is not a directory", existing)
+			}
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(existing) == existing {
+			return "", "", err
+		}
+		missing = append(missing, filepath.Base(existing))
+	}
+	real, err = filepath.EvalSymlinks(existing)
+	if err != nil {
+		return "", "", err
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		real = filepath.Join(real, missing[i])
+	}
+	return real, existing, nil
+}
+
+// writableDir reports (nil) whether this process may make entries in the
+// directory dir, without making one. Errors: access(2)'s, e.g. EACCES or
+// EROFS.
+func writableDir(dir string) error {
+	if err := syscall.Access(dir, 0x2|0x1); err != nil { // W_OK|X_OK
+		return &fs.PathError{Op: "access", Path: dir, Err: err}
+	}
+	return nil
 }
