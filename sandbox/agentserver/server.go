@@ -34,6 +34,7 @@ import (
 	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/skills"
+	"github.com/acs-project/acs/sandbox/spare"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
 	"github.com/acs-project/acs/sandbox/wire"
@@ -55,6 +56,10 @@ type Server struct {
 	ownMasked int
 	// installed manages the installed skills (skillsinstalled.go).
 	installed *skills.Installed
+	// convDirs and workspaces are spare conversation directories and
+	// empty repositories' work trees, made ahead of creates (see
+	// newSpares); workspaces is nil without git.
+	convDirs, workspaces *spare.Pool
 
 	mu    sync.RWMutex
 	convs map[uuid.UUID]*agent.Conversation
@@ -145,6 +150,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.convs[c.ID()] = c
 		s.watch(c)
 	}
+	s.newSpares()
 	s.routes()
 	s.ready.Store(true)
 	slog.Info("agent server ready", "conversations", len(s.convs), "dir", cfg.ConversationsDir)
@@ -159,6 +165,10 @@ func (s *Server) Close() {
 	s.mu.Unlock()
 	for _, c := range convs {
 		c.Close()
+	}
+	s.convDirs.Close()
+	if s.workspaces != nil {
+		s.workspaces.Close()
 	}
 	s.bash.Close()
 	s.push.Close()
@@ -521,15 +531,24 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The working directory is made a git repository while the
-	// conversation is created (each mostly waits for the disk); the
-	// request waits for both.
+	// conversation is created (each mostly waits for the disk), unless a
+	// spare one was renamed into place; the request waits for both.
 	gitDone := make(chan error, 1)
-	go func() { gitDone <- gitreview.Init(context.WithoutCancel(r.Context()), req.Workspace.WorkingDir) }()
+	if s.takeWorkspace(req.Workspace.WorkingDir) {
+		gitDone <- nil
+	} else {
+		go func() { gitDone <- gitreview.Init(context.WithoutCancel(r.Context()), req.Workspace.WorkingDir) }()
+	}
 	gitInit := sync.OnceValue(func() error { return <-gitDone })
 	defer gitInit()
-	c, err := agent.Create(r.Context(), id, req, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
+	dir := filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))
+	tookDir := s.convDirs.Take(dir)
+	c, err := agent.Create(r.Context(), id, req, s.convOptions(dir))
 	if err != nil {
 		s.mu.Unlock()
+		if tookDir {
+			os.Remove(dir) // the spare, when the create left it empty
+		}
 		var ute *tools.UnknownToolError
 		if errors.As(err, &ute) {
 			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "agent", "tools"}, Msg: ute.Error(), Type: "value_error"}})

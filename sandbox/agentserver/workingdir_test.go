@@ -35,8 +35,15 @@ func TestCreateConversationRefusesAnUnusableWorkingDir(t *testing.T) {
 			}
 		})
 	}
-	// Nothing was created.
+	// Nothing was created, and no conversation directory (a spare taken
+	// for a refused create) was left behind.
 	if r := e.call("GET", "/api/conversations/count", nil); string(r.body) != "0" {
 		t.Fatalf("conversations after refusals: %s", r.body)
+	}
+	entries, _ := os.ReadDir(e.cfg.ConversationsDir)
+	for _, en := range entries {
+		if en.Name() != ".spares" {
+			t.Errorf("a refused create left %s in the conversations directory", en.Name())
+		}
 	}
 }

@@ -340,6 +340,26 @@ var (
 	}
 )
 
+// MakeEmptyRepo makes dir, an existing empty directory, the work tree of
+// an empty repository, as Init does where there is none: for a directory
+// made ahead of need (see sandbox/spare), which Init then need not see.
+func MakeEmptyRepo(dir string) error {
+	if err := writeGitDir(dir); err != nil {
+		return fmt.Errorf("gitreview: make a repository in %s: %w", dir, err)
+	}
+	return nil
+}
+
+// InRepo reports whether git could see dir, an existing directory, as
+// inside a repository (Init makes none there). It may report true for a
+// directory git would not see as in one; false is certain.
+func InRepo(dir string) bool {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	return mayBeInRepo(dir)
+}
+
 // writeGitDir creates dir/.git for an empty repository: built aside and
 // renamed into place, so that no one sees a partial one. A .git that
 // appeared meanwhile is kept.
