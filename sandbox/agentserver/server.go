@@ -530,6 +530,8 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 		httpjson.WriteJSON(w, http.StatusOK, c.Info())
 		return
 	}
+	// The spares this create takes are made again once it is over.
+	defer s.fillSpares()
 	// The working directory is made a git repository while the
 	// conversation is created (each mostly waits for the disk), unless a
 	// spare one was renamed into place; the request waits for both.

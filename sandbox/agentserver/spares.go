@@ -42,3 +42,11 @@ func (s *Server) takeWorkspace(dir string) bool {
 	}
 	return s.workspaces.Take(dir)
 }
+
+// fillSpares has the pools make the spares taken (in the background).
+func (s *Server) fillSpares() {
+	s.convDirs.Fill()
+	if s.workspaces != nil {
+		s.workspaces.Fill()
+	}
+}

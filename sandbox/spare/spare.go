@@ -6,9 +6,9 @@
 // project's CI machine: mkdir 1.2–1.5 ms on ext4, 10–20 µs on tmpfs; a
 // rename 35 µs). A request that needs a fresh directory tree (a
 // conversation's directory, an empty repository's work tree) takes a spare
-// in one rename, and the pool makes the next one in the background, at
-// the lowest CPU priority, so that the work is done between requests
-// rather than during one.
+// in one rename, and the pool makes the next one in the background when
+// the request is over, at the lowest CPU priority, so that the work is
+// done between requests rather than during one.
 package spare
 
 import (
@@ -40,7 +40,7 @@ type Pool struct {
 // New returns a pool of n spares kept in dir (made if missing; spares
 // left there by an earlier process are removed), each an empty directory
 // with permissions mode that make then fills (nil: left empty). It starts
-// making them in the background. A pool that cannot use dir hands out
+// making them in the background (see Fill). A pool that cannot use dir hands out
 // nothing (Take reports false).
 func New(dir string, n int, mode fs.FileMode, make func(dir string) error) *Pool {
 	p := &Pool{dir: dir, n: n, make: make, mode: mode}
@@ -54,9 +54,12 @@ func New(dir string, n int, mode fs.FileMode, make func(dir string) error) *Pool
 }
 
 // Take renames a spare to dst, which must not exist and whose parent must,
-// and reports whether it did; then the pool makes another. It reports false,
-// leaving dst as it was, when no spare is ready, dst exists, or the rename
-// fails (a spare on another file system than dst turns the pool off).
+// and reports whether it did. It reports false, leaving dst as it was,
+// when no spare is ready, dst exists, or the rename fails (a spare on
+// another file system than dst turns the pool off). The pool makes no
+// other until Fill: the caller says when, so that the making does not
+// contend with the rest of the work the spare was taken for (a file
+// system journals new entries together, and a sync commits them all).
 func (p *Pool) Take(dst string) bool {
 	if _, err := os.Lstat(dst); !errors.Is(err, fs.ErrNotExist) {
 		return false
@@ -80,8 +83,15 @@ func (p *Pool) Take(dst string) bool {
 		p.ready = append(p.ready, src) // still a good spare
 		return false
 	}
-	p.fillLocked()
 	return true
+}
+
+// Fill starts making spares in the background until there are N, unless
+// that is under way.
+func (p *Pool) Fill() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fillLocked()
 }
 
 // Ready reports how many spares are ready to be taken.
@@ -111,12 +121,20 @@ func (p *Pool) fillLocked() {
 	go p.fill()
 }
 
+// filling is held by the pool that is making spares: the pools of a
+// process make theirs one at a time, so that they never take more than
+// one CPU (making a file or directory is kernel work, which a lower
+// priority does not always interrupt).
+var filling sync.Mutex
+
 // fill makes spares until there are n or the pool is off, on a thread of
 // its own at the lowest CPU priority (the thread ends with the goroutine).
 func (p *Pool) fill() {
 	defer p.wg.Done()
 	runtime.LockOSThread() // never unlocked: the thread goes with its priority
 	lowerPriority()
+	filling.Lock()
+	defer filling.Unlock()
 	for {
 		p.mu.Lock()
 		if p.off || len(p.ready) >= p.n {

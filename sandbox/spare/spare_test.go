@@ -24,7 +24,7 @@ func fill(dir string) error {
 // take waits until the pool hands out a spare to dst.
 func take(t *testing.T, p *spare.Pool, dst string) {
 	t.Helper()
-	if !testwait.Until(10*time.Second, func() bool { return p.Take(dst) }) {
+	if !testwait.Until(10*time.Second, func() bool { p.Fill(); return p.Take(dst) }) {
 		t.Fatalf("no spare was handed out to %s", dst)
 	}
 }
@@ -81,6 +81,10 @@ func TestTakeWithoutTheParentKeepsTheSpare(t *testing.T) {
 	p := spare.New(filepath.Join(root, "spares"), 1, 0o700, nil)
 	defer p.Close()
 	take(t, p, filepath.Join(root, "first"))
+	if p.Ready() != 0 {
+		t.Fatalf("a spare was made before Fill: %d ready", p.Ready())
+	}
+	p.Fill()
 	if !testwait.Until(10*time.Second, func() bool { return p.Ready() == 1 }) {
 		t.Fatal("no new spare was made after a take")
 	}
@@ -129,7 +133,7 @@ func TestConcurrentTakesHandOutEachSpareOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			dst := filepath.Join(root, "dst", string(rune('a'+i)))
-			if testwait.Until(10*time.Second, func() bool { return p.Take(dst) }) {
+			if testwait.Until(10*time.Second, func() bool { p.Fill(); return p.Take(dst) }) {
 				got.Add(1)
 			}
 		}()
