@@ -106,10 +106,14 @@ func New(opts Options) (*Editor, error) {
 	// history (history.push), not here: a new file or directory costs a
 	// millisecond of kernel time on some file systems, and most
 	// conversations start without editing. Where it will be is checked
-	// now: its real path (that of its deepest existing ancestor, with the
-	// rest appended), outside Root, and a directory this process can
-	// write in.
-	dirReal, existing, err := realPathOf(dir)
+	// now: its real path (pathguard.Real: symlinks of its existing part
+	// resolved) outside Root, and its deepest existing ancestor a
+	// directory this process can write in.
+	existing, err := existingDir(dir)
+	if err != nil {
+		return fail(fmt.Errorf("fileeditor: history directory: %w", err))
+	}
+	dirReal, err := pathguard.Real(dir)
 	if err != nil {
 		return fail(fmt.Errorf("fileeditor: history directory: %w", err))
 	}

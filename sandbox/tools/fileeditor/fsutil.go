@@ -71,35 +71,20 @@ func looksBinary(data []byte) bool {
 	return true
 }
 
-// realPathOf returns the real path dir has or will have: that of its
-// deepest existing ancestor (dir itself when it exists), symlinks
-// resolved, with the missing components appended. existing is that
-// ancestor. Errors: an existing component that is not a directory, or a
-// failed lookup.
-func realPathOf(dir string) (real, existing string, err error) {
-	dir = filepath.Clean(dir)
-	var missing []string
-	for existing = dir; ; existing = filepath.Dir(existing) {
-		fi, err := os.Stat(existing)
-		if err == nil {
-			if !fi.IsDir() {
-				return "", "", fmt.Errorf("%s is not a directory", existing)
-			}
-			break
+// existingDir returns the deepest of dir and its ancestors that exists.
+// Errors: that one is not a directory, or a failed lookup.
+func existingDir(dir string) (string, error) {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		switch {
+		case err == nil && !fi.IsDir():
+			return "", fmt.Errorf("%s is not a directory", d)
+		case err == nil:
+			return d, nil
+		case !errors.Is(err, fs.ErrNotExist) || filepath.Dir(d) == d:
+			return "", err
 		}
-		if !errors.Is(err, fs.ErrNotExist) || filepath.Dir(existing) == existing {
-			return "", "", err
-		}
-		missing = append(missing, filepath.Base(existing))
 	}
-	real, err = filepath.EvalSymlinks(existing)
-	if err != nil {
-		return "", "", err
-	}
-	for i := len(missing) - 1; i >= 0; i-- {
-		real = filepath.Join(real, missing[i])
-	}
-	return real, existing, nil
 }
 
 // writableDir reports (nil) whether this process may make entries in the
