@@ -40,8 +40,8 @@ type Pool struct {
 // New returns a pool of n spares kept in dir (made if missing; spares
 // left there by an earlier process are removed), each an empty directory
 // with permissions mode that make then fills (nil: left empty). It starts
-// making them in the background (see Fill). A pool that cannot use dir hands out
-// nothing (Take reports false).
+// making them in the background (see Fill). A pool that cannot use dir
+// hands out nothing (Take reports false).
 func New(dir string, n int, mode fs.FileMode, make func(dir string) error) *Pool {
 	p := &Pool{dir: dir, n: n, make: make, mode: mode}
 	if err := os.RemoveAll(dir); err != nil || os.MkdirAll(dir, 0o700) != nil {
@@ -121,11 +121,11 @@ func (p *Pool) fillLocked() {
 	go p.fill()
 }
 
-// filling is held by the pool that is making spares: the pools of a
+// fillTurn is held by the pool that is making spares: the pools of a
 // process make theirs one at a time, so that they never take more than
 // one CPU (making a file or directory is kernel work, which a lower
 // priority does not always interrupt).
-var filling sync.Mutex
+var fillTurn sync.Mutex
 
 // fill makes spares until there are n or the pool is off, on a thread of
 // its own at the lowest CPU priority (the thread ends with the goroutine).
@@ -133,8 +133,8 @@ func (p *Pool) fill() {
 	defer p.wg.Done()
 	runtime.LockOSThread() // never unlocked: the thread goes with its priority
 	lowerPriority()
-	filling.Lock()
-	defer filling.Unlock()
+	fillTurn.Lock()
+	defer fillTurn.Unlock()
 	for {
 		p.mu.Lock()
 		if p.off || len(p.ready) >= p.n {
