@@ -454,6 +454,49 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	return 0, err
 }
 
+// reserveRunning places t on sb, a RUNNING sandbox, when its agent server
+// answers now, so that it needs no wait: the slot's reservation (reserve)
+// and the task's placement, through the steps with nothing to do, are one
+// write (the reserved record is the one that says the start used it).
+// done reports that the start is placed (err nil) or failed for good (the
+// task moved on, or is gone). Otherwise err is why not: nil when the agent
+// server did not answer, errStoppedRunning for a sandbox that stopped
+// running meanwhile (both get the reservation alone), or the reservation's
+// error (a lost race for the slot, or the sandbox gone).
+func (w *Worker) reserveRunning(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, reason string, grouping bool, reserve func(*acs.Sandbox) error) (done bool, err error) {
+	placed := t
+	placed.OwnWorkDir = grouping
+	ready := w.probeReady(ctx, placed, req, sb)()
+	if ready.err != nil {
+		return false, nil
+	}
+	id := sb.ID
+	advance := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
+		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
+	})
+	var taskErr error
+	_, reserved, err := w.Store.UpdateStartTaskAndSandbox(ctx, t.ID,
+		func(tk *acs.StartTask) error { taskErr = advance(tk); return taskErr },
+		id, func(s *acs.Sandbox) error {
+			if s.Status != acs.SandboxRunning {
+				return errStoppedRunning
+			}
+			return reserve(s)
+		})
+	switch {
+	case err == nil:
+		remember(ctx, reserved, ready.client)
+		return true, nil
+	case taskErr != nil && errors.Is(err, taskErr):
+		return true, err // the task moved on: not a lost race for the slot
+	case errors.Is(err, acs.ErrNotFound):
+		if _, gerr := w.Store.GetStartTask(ctx, t.ID); gerr != nil {
+			return true, gerr // the task is gone, not the sandbox
+		}
+	}
+	return false, err
+}
+
 // placementLockTTL bounds how long a crashed start can hold its owner's
 // placement lock.
 const placementLockTTL = 30 * time.Second
@@ -646,40 +689,9 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		}
 		var err error
 		if running[p.Sandbox.ID] {
-			// A sandbox whose agent server answers now needs no wait: the
-			// slot's reservation and the task's placement, through the
-			// steps with nothing to do, are one write (the reserved record
-			// is the one that says the start used it). A sandbox that
-			// stopped running meanwhile gets the reservation alone.
-			placed := t
-			placed.OwnWorkDir = grouping
-			ready := w.probeReady(ctx, placed, req, *p.Sandbox)()
-			if ready.err == nil {
-				id := p.Sandbox.ID
-				advance := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
-					tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, grouping
-				})
-				var taskErr error
-				var reserved acs.Sandbox
-				_, reserved, err = w.Store.UpdateStartTaskAndSandbox(ctx, t.ID,
-					func(tk *acs.StartTask) error { taskErr = advance(tk); return taskErr },
-					id, func(s *acs.Sandbox) error {
-						if s.Status != acs.SandboxRunning {
-							return errStoppedRunning
-						}
-						return reserve(s)
-					})
-				switch {
-				case err == nil:
-					remember(ctx, reserved, ready.client)
-					return "", nil
-				case taskErr != nil && errors.Is(err, taskErr):
-					return "", err // the task moved on: not a lost race for the slot
-				case errors.Is(err, acs.ErrNotFound):
-					if _, gerr := w.Store.GetStartTask(ctx, t.ID); gerr != nil {
-						return "", gerr // the task is gone, not the sandbox
-					}
-				}
+			var done bool
+			if done, err = w.reserveRunning(ctx, t, req, *p.Sandbox, p.Reason, grouping, reserve); done {
+				return "", err
 			}
 		}
 		if err == nil || errors.Is(err, errStoppedRunning) {
