@@ -399,6 +399,18 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 // Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still not ready after
 // wait is ErrConflict naming its status.
 func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *agentclient.Client, error) {
+	return l.ReadyAsking(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *agentclient.Client) bool {
+		return c.Alive(ctx) == nil
+	})
+}
+
+// ReadyAsking is Ready with ask, a request the caller needs of the agent
+// server, sent in place of the /alive probe (with the sandbox as
+// refreshed): ask reports whether the agent server answered, and keeps
+// what it answered for the caller. An agent server that answers ask is
+// ready, so a caller that needs one request of it saves a round trip. ask
+// may be called again while Ready waits.
+func (l *Lifecycle) ReadyAsking(ctx context.Context, sb acs.Sandbox, wait time.Duration, ask func(context.Context, acs.Sandbox, *agentclient.Client) bool) (acs.Sandbox, *agentclient.Client, error) {
 	if err := sb.Usable(); err != nil {
 		return sb, nil, err
 	}
@@ -421,9 +433,10 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 		case acs.SandboxRunning:
 			client := agentclient.New(st.AgentURL, st.SessionKey)
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			err := client.Alive(actx)
+			answered := ask(actx, sb, client)
 			cancel()
-			if err == nil {
+			if answered {
+				var err error
 				l.buryTombstones(ctx, sb, client)
 				if resumed || sb.PendingFlush {
 					// Messages queued while the sandbox was unreachable.

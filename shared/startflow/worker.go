@@ -787,31 +787,39 @@ type readyProbe struct {
 }
 
 // probeReady starts asking whether sb's agent server answers now
-// (Lifecycle.Ready, without waiting) and, when t (placed on sb) has
-// nothing to prepare, having it load the skills, while whether it can run
-// the browser tools is asked (browserUsable, which remembers it for
-// startConversation): only reads, whose answers the placement's write
-// records. The returned function waits for the answer; err is Ready's, or
-// the skills' loading's.
+// (Lifecycle.ReadyAsking, without waiting) and, when t (placed on sb) has
+// nothing to prepare, having it load the skills, which is the request that
+// shows it answers (one round trip, not an /alive probe before it), while
+// whether it can run the browser tools is asked (browserUsable, which
+// remembers it for startConversation): only reads, whose answers the
+// placement's write records. The returned function waits for the answer;
+// err is Ready's, or the skills' loading's.
 func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) func() readyProbe {
 	done := make(chan readyProbe, 1)
 	go func() {
 		var r readyProbe
-		r.sb, r.client, r.err = w.lifecycle().Ready(ctx, sb, 0)
-		r.prepare = !nothingToPrepare(r.sb, t, req)
-		asked := make(chan struct{})
-		if r.err == nil && req.AgentType != "plan" && w.cfg().BrowserTools {
-			// What startConversation asks about the browser, asked (and
-			// remembered) meanwhile.
-			go func() { defer close(asked); w.browserUsable(ctx, r.sb.ID, r.client) }()
-		} else {
-			close(asked)
+		var skillsErr error
+		browser := sync.WaitGroup{}
+		var askBrowser sync.Once
+		r.sb, r.client, r.err = w.lifecycle().ReadyAsking(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *agentclient.Client) bool {
+			if req.AgentType != "plan" && w.cfg().BrowserTools {
+				// What startConversation asks about the browser, asked (and
+				// remembered) meanwhile.
+				askBrowser.Do(func() { browser.Go(func() { w.browserUsable(ctx, sb.ID, c) }) })
+			}
+			if r.prepare = !nothingToPrepare(sb, t, req); r.prepare {
+				return c.Alive(actx) == nil
+			}
+			placed := t
+			emptyWorkDir(sb, req)(&placed)
+			r.skills, skillsErr = loadSkills(actx, c, placed.ProjectDir)
+			var he *agentclient.HTTPError
+			return skillsErr == nil || errors.As(skillsErr, &he)
+		})
+		if r.err == nil {
+			r.err = skillsErr
 		}
-		if r.err == nil && !r.prepare {
-			emptyWorkDir(r.sb, req)(&t)
-			r.skills, r.err = loadSkills(ctx, r.client, t.ProjectDir)
-		}
-		<-asked
+		browser.Wait()
 		done <- r
 	}()
 	return sync.OnceValue(func() readyProbe { return <-done })
