@@ -367,10 +367,10 @@ func (c *Conversation) writeMetaLocked() error {
 }
 
 // createMetaLocked writes the meta file of a conversation being created,
-// unsynced: Create syncs it with the rest of the conversation's files
-// (syncCreated).
+// unsynced (writeCreatedMeta): Create syncs it with the rest of the
+// conversation's files (syncCreated).
 func (c *Conversation) createMetaLocked() error {
-	return c.putMetaLocked(atomicfile.WriteUnsynced)
+	return c.putMetaLocked(writeCreatedMeta)
 }
 
 // putMetaLocked writes the meta file, secrets sealed, with write.

@@ -549,7 +549,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.mu.Unlock()
 		if tookDir {
-			os.Remove(dir) // the spare, when the create left it empty
+			os.RemoveAll(dir) // the spare this create took: nothing else made it
 		}
 		var ute *tools.UnknownToolError
 		if errors.As(err, &ute) {

@@ -623,32 +623,58 @@ func TestRestartWithoutTheFirstStateSnapshot(t *testing.T) {
 	}
 }
 
-// A create the machine stopped in the middle of (its meta file written but
-// not yet synced, so empty after the restart) was never acknowledged: the
-// restarted server skips it, and creating that conversation again works.
-// A conversation that was created is not created twice.
+// A create the machine stopped in the middle of was never acknowledged:
+// the restarted server skips it, and creating that conversation again
+// works, whatever the create left: its meta file written but not yet
+// synced (so empty after the restart), or not yet renamed into place (a
+// half-written new meta file beside a log holding bytes of nothing), or
+// only the empty files a spare directory comes with (agent.Prepare),
+// which the new create uses. A conversation that was created is not
+// created twice.
 func TestCreateAfterAnUnfinishedCreate(t *testing.T) {
-	e := newEnv(t)
-	id := e.create(nil)
-	e.stop()
-	dir := filepath.Join(e.cfg.ConversationsDir, strings.ReplaceAll(id, "-", ""))
-	if err := os.Truncate(filepath.Join(dir, "meta.json"), 0); err != nil {
-		t.Fatal(err)
+	write := func(t *testing.T, path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	e.start()
-	if r := e.call("GET", "/api/conversations/"+id, nil); r.status != 404 {
-		t.Fatalf("an unfinished create was loaded: %d %s", r.status, r.body)
-	}
-	if got := e.create(map[string]any{"conversation_id": id}); got != id {
-		t.Fatalf("created %s, want %s", got, id)
-	}
-	e.stop()
-	e.start()
-	if r := e.call("GET", "/api/conversations/"+id, nil); r.status != 200 {
-		t.Fatalf("the conversation created again did not survive a restart: %d %s", r.status, r.body)
-	}
-	if r := e.call("POST", "/api/conversations", map[string]any{"agent": e.agent(), "conversation_id": id,
-		"workspace": map[string]any{"working_dir": e.work}}); r.status != 200 {
-		t.Fatalf("creating an existing conversation: %d %s, want 200 (it exists)", r.status, r.body)
+	for _, tc := range []struct {
+		name     string
+		leftover func(t *testing.T, dir string)
+	}{
+		{"empty meta file", func(t *testing.T, dir string) { write(t, filepath.Join(dir, "meta.json"), "") }},
+		{"half-written new meta file and a torn log", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "meta.json"))
+			write(t, filepath.Join(dir, ".meta.json.new"), `{"id":"`)
+			write(t, filepath.Join(dir, "events.log"), "torn")
+		}},
+		{"only the prepared files", func(t *testing.T, dir string) {
+			os.Remove(filepath.Join(dir, "meta.json"))
+			write(t, filepath.Join(dir, ".meta.json.new"), "")
+			write(t, filepath.Join(dir, "events.log"), "")
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			id := e.create(nil)
+			e.stop()
+			tc.leftover(t, filepath.Join(e.cfg.ConversationsDir, strings.ReplaceAll(id, "-", "")))
+			e.start()
+			if r := e.call("GET", "/api/conversations/"+id, nil); r.status != 404 {
+				t.Fatalf("an unfinished create was loaded: %d %s", r.status, r.body)
+			}
+			if got := e.create(map[string]any{"conversation_id": id}); got != id {
+				t.Fatalf("created %s, want %s", got, id)
+			}
+			e.stop()
+			e.start()
+			if r := e.call("GET", "/api/conversations/"+id, nil); r.status != 200 {
+				t.Fatalf("the conversation created again did not survive a restart: %d %s", r.status, r.body)
+			}
+			if r := e.call("POST", "/api/conversations", map[string]any{"agent": e.agent(), "conversation_id": id,
+				"workspace": map[string]any{"working_dir": e.work}}); r.status != 200 {
+				t.Fatalf("creating an existing conversation: %d %s, want 200 (it exists)", r.status, r.body)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"os/exec"
 	"path/filepath"
 
+	"github.com/acs-project/acs/sandbox/agent"
 	"github.com/acs-project/acs/sandbox/gitreview"
 	"github.com/acs-project/acs/sandbox/spare"
 )
@@ -14,14 +15,15 @@ const sparesDir = ".spares"
 
 // newSpares starts the pools of spare directories a create renames into
 // place instead of making (a new file or directory costs a millisecond of
-// kernel time on some file systems): one conversation directory, and one
+// kernel time on some file systems): one conversation directory, with the
+// files a create makes in it, empty (agent.Prepare), and one
 // empty repository's work tree for a new working directory (without git,
 // none: Init makes no repository then either). A workspace on another
 // file system than the conversations directory turns its pool off at the
 // first create.
 func (s *Server) newSpares() {
 	root := filepath.Join(s.cfg.ConversationsDir, sparesDir)
-	s.convDirs = spare.New(filepath.Join(root, "conversations"), 1, 0o700, nil)
+	s.convDirs = spare.New(filepath.Join(root, "conversations"), 1, 0o700, agent.Prepare)
 	if _, err := exec.LookPath("git"); err == nil {
 		s.workspaces = spare.New(filepath.Join(root, "workspaces"), 1, 0o755, gitreview.MakeEmptyRepo)
 	}

@@ -93,14 +93,37 @@ type Log struct {
 // without syncing anything: the new file's entry is durable only once the
 // caller syncs dir and dir's own entry in its parent (Open, creating a
 // log, does both). It is for a caller that creates other files beside the
-// log and syncs them all at once; Open then opens the log. Errors: a log
-// already in dir (fs.ErrExist), or creating the file.
+// log and syncs them all at once; Open then opens the log. An empty log
+// file already in dir, made ahead of need (see Prepare), is used as the
+// new log. Errors: a log with records in dir (fs.ErrExist), or creating
+// the file.
 func Create(dir string) error {
-	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return fmt.Errorf("create event log: %w", err)
 	}
+	st, err := f.Stat()
+	if err == nil && st.Size() > 0 {
+		err = fmt.Errorf("create event log in %s: %w", dir, fs.ErrExist)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
 	removeCheckpoint(dir) // a leftover describes another log
+	return nil
+}
+
+// Prepare makes in dir, ahead of need, the empty file Create would make
+// (a new file costs a millisecond of kernel time on some file systems):
+// Create then uses it. Nothing is synced.
+func Prepare(dir string) error {
+	f, err := os.OpenFile(filepath.Join(dir, FileName), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("prepare event log: %w", err)
+	}
 	return f.Close()
 }
 

@@ -221,6 +221,44 @@ func TestCreate(t *testing.T) {
 	}
 }
 
+// A log file made ahead by Prepare is the one Create uses (no other file
+// is made), and a log with records is still not created over.
+func TestPrepareThenCreate(t *testing.T) {
+	dir := t.TempDir()
+	if err := eventlog.Prepare(dir); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(filepath.Join(dir, eventlog.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eventlog.Prepare(dir); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Prepare over a prepared log: %v, want fs.ErrExist", err)
+	}
+	if err := eventlog.Create(dir); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(filepath.Join(dir, eventlog.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("Create replaced the prepared file")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("the directory holds %d entries, want only the log", len(entries))
+	}
+	l := open(t, dir)
+	if l.Len() != 0 {
+		t.Fatalf("a created log has %d events", l.Len())
+	}
+	fill(t, l)
+	l.Close()
+	if err := eventlog.Create(dir); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("Create over a log with records: %v, want fs.ErrExist", err)
+	}
+}
+
 // AppendNoWait's events are visible once its wait returns, and a later
 // Append returns only once they are durable and visible too, in order;
 // both survive a reopen.
