@@ -82,7 +82,7 @@ var _ acs.Store = (*Store)(nil)
 // Open opens (creating) the store file at path. A file written by an older
 // version gains the buckets and index entries it lacks.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

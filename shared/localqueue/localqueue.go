@@ -68,7 +68,7 @@ var _ acs.Queue = (*Queue)(nil)
 
 // Open opens (creating) the queue file at path.
 func Open(path string) (*Queue, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return nil, fmt.Errorf("open queue %s: %w", path, err)
 	}
