@@ -799,7 +799,7 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartReque
 	go func() {
 		var r readyProbe
 		var skillsErr error
-		browser := sync.WaitGroup{}
+		var browser sync.WaitGroup
 		var askBrowser sync.Once
 		r.sb, r.client, r.err = w.lifecycle().ReadyAsking(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *agentclient.Client) bool {
 			if req.AgentType != "plan" && w.cfg().BrowserTools {
