@@ -313,27 +313,11 @@ func prepared(e fs.DirEntry) bool {
 	return err == nil && info.Size() == 0
 }
 
-// writeCreatedMeta writes data, a create's meta file, to newMetaFile
-// beside path (the empty one Prepare made, or a new one) and renames it
-// over path, unsynced: atomicfile.WriteUnsynced without making a file
-// when one was prepared. Create syncs it (syncCreated).
+// writeCreatedMeta writes data, a create's meta file, to path through
+// newMetaFile beside it (the empty one Prepare made, or a new one),
+// unsynced: Create syncs it (syncCreated).
 func writeCreatedMeta(path string, data []byte, mode fs.FileMode) error {
-	tmp := filepath.Join(filepath.Dir(path), newMetaFile)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return atomicfile.WriteUnsyncedVia(path, filepath.Join(filepath.Dir(path), newMetaFile), data, mode)
 }
 
 // syncCreated makes a new conversation's files in dir durable: its meta

@@ -38,7 +38,7 @@ func dirOf(path string) string {
 // which lets several writes in one directory share that sync. Errors are
 // Write's; the target is unchanged on error.
 func WriteNoDirSync(path string, data []byte, mode fs.FileMode) error {
-	return write(path, data, mode, true)
+	return write(path, data, mode, true, newTemp(path))
 }
 
 // WriteUnsynced is Write without any sync: readers see the old content or
@@ -48,14 +48,31 @@ func WriteNoDirSync(path string, data []byte, mode fs.FileMode) error {
 // system's journal for all). Errors are Write's; the target is unchanged
 // on error.
 func WriteUnsynced(path string, data []byte, mode fs.FileMode) error {
-	return write(path, data, mode, false)
+	return write(path, data, mode, false, newTemp(path))
 }
 
-// write writes data to a temporary file, synced when sync is set, and
-// renames it over path.
-func write(path string, data []byte, mode fs.FileMode, sync bool) (err error) {
-	dir, base := dirOf(path), filepath.Base(path)
-	tmp, err := os.CreateTemp(dir, "."+base+".*.tmp")
+// WriteUnsyncedVia is WriteUnsynced through the temporary file tmp, in
+// path's directory: an existing one (made ahead of need, since a new file
+// costs a millisecond of kernel time on some file systems) is truncated
+// and used, else it is made. The caller sees that no one else writes tmp.
+// Errors are Write's; the target is unchanged on error, and tmp is gone.
+func WriteUnsyncedVia(path, tmp string, data []byte, mode fs.FileMode) error {
+	return write(path, data, mode, false, func() (*os.File, error) {
+		return os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode)
+	})
+}
+
+// newTemp makes a new temporary file beside path.
+func newTemp(path string) func() (*os.File, error) {
+	return func() (*os.File, error) {
+		return os.CreateTemp(dirOf(path), "."+filepath.Base(path)+".*.tmp")
+	}
+}
+
+// write writes data to a temporary file (from open), synced when sync is
+// set, and renames it over path.
+func write(path string, data []byte, mode fs.FileMode, sync bool, open func() (*os.File, error)) (err error) {
+	tmp, err := open()
 	if err != nil {
 		return err
 	}

@@ -61,3 +61,37 @@ func testWrite(t *testing.T, write func(string, []byte, os.FileMode) error) {
 		t.Fatalf("leftover files: %v", entries)
 	}
 }
+
+// WriteUnsyncedVia writes through the temporary file it is given: an
+// existing one is used (the target ends up as that very file, with the
+// new content and mode), a missing one is made; either way it is gone
+// after, and the directory holds only the target.
+func TestWriteUnsyncedVia(t *testing.T) {
+	for _, prepared := range []bool{true, false} {
+		dir := t.TempDir()
+		path, tmp := filepath.Join(dir, "meta.json"), filepath.Join(dir, ".meta.json.new")
+		if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var before os.FileInfo
+		if prepared {
+			if err := os.WriteFile(tmp, []byte("left over, longer than the new content"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			before, _ = os.Stat(tmp)
+		}
+		if err := atomicfile.WriteUnsyncedVia(path, tmp, []byte("new"), 0o640); err != nil {
+			t.Fatalf("prepared=%v: %v", prepared, err)
+		}
+		after, err := os.Stat(path)
+		if b, _ := os.ReadFile(path); string(b) != "new" || err != nil || after.Mode().Perm() != 0o640 {
+			t.Fatalf("prepared=%v: target %q, mode %v, %v", prepared, b, after.Mode(), err)
+		}
+		if prepared && !os.SameFile(before, after) {
+			t.Fatalf("the prepared temporary file was not the one renamed into place")
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+			t.Fatalf("prepared=%v: the directory holds %d entries, want only the target", prepared, len(entries))
+		}
+	}
+}
