@@ -28,10 +28,12 @@ import (
 //     the steps; no process at all.
 //   - with-clone: a new sandbox (warm) and a repository cloned from a local
 //     git server (no setup script, hooks or skills in it).
+//   - reused-sandbox-stream, new-sandbox-stream: those starts through
+//     stream-start, which answers each status as it is stored (no poll).
 //
-// The task is polled every 2ms (after each answer), so totals carry up to
-// 2ms of polling granularity and a poll's round trip (the step times do
-// not: they are the worker's own).
+// Otherwise the task is polled every 2ms (after each answer), so totals
+// carry up to 2ms of polling granularity and a poll's round trip (the step
+// times do not: they are the worker's own).
 func BenchmarkStartToReady(b *testing.B) {
 	git := gittest.New(b)
 	git.Create(b, "acme", "tiny", gittest.Repo{Files: map[string]string{"README.md": "# tiny\n"}})
@@ -39,11 +41,14 @@ func BenchmarkStartToReady(b *testing.B) {
 		name, strategy string
 		env            []string
 		body           v1wire.StartRequest
+		stream         bool
 	}{
 		{name: "new-sandbox", strategy: "NO_GROUPING"},
 		{name: "new-sandbox-cold", strategy: "NO_GROUPING", env: []string{"ACS_WARM_SANDBOXES=0"}},
 		{name: "reused-sandbox", strategy: "ADD_TO_ANY"},
 		{name: "with-clone", strategy: "NO_GROUPING", body: v1wire.StartRequest{SelectedRepository: ptr("acme/tiny")}},
+		{name: "new-sandbox-stream", strategy: "NO_GROUPING", stream: true},
+		{name: "reused-sandbox-stream", strategy: "ADD_TO_ANY", stream: true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			llm := llmtest.New()
@@ -63,13 +68,24 @@ func BenchmarkStartToReady(b *testing.B) {
 				start := time.Now()
 				c := s.api(apiKey)
 				body := tc.body
-				tk, err := c.StartConversation(b.Context(), &body)
-				if err != nil {
+				var tk v1wire.StartTask
+				var err error
+				finished := func() bool { return tk.Status == "READY" || tk.Status == "ERROR" }
+				if tc.stream {
+					for item, err := range c.StreamStart(b.Context(), &body) {
+						if err != nil {
+							b.Fatalf("stream-start: %v", err)
+						}
+						tk = item
+					}
+					if tk.Status != "READY" {
+						b.Fatalf("start did not finish: %s %v", tk.Status, deref(tk.Detail))
+					}
+				} else if tk, err = c.StartConversation(b.Context(), &body); err != nil {
 					b.Fatalf("start: %v", err)
 				}
 				// A fine poll: the wait is what the benchmark times. The
 				// answer that says READY ends it (no further interval).
-				finished := func() bool { return tk.Status == "READY" || tk.Status == "ERROR" }
 				if !testwait.UntilEvery(90*time.Second, 2*time.Millisecond, func() bool {
 					if finished() {
 						return true
@@ -92,7 +108,7 @@ func BenchmarkStartToReady(b *testing.B) {
 					}
 					steps[st] += tk.Steps[i+1].StartedAt.Time.Sub(tk.Steps[i].StartedAt.Time)
 				}
-				if tc.name == "new-sandbox" && n == 1 && (tk.Placement == nil || !strings.Contains(*tk.Placement, "warm pool hit")) {
+				if strings.HasPrefix(tc.name, "new-sandbox") && tc.env == nil && n == 1 && (tk.Placement == nil || !strings.Contains(*tk.Placement, "warm pool hit")) {
 					b.Fatalf("the first start after the pool filled was not a warm-pool hit: placement %v", deref(tk.Placement))
 				}
 			}

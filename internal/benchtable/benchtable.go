@@ -172,6 +172,10 @@ var Floors = []Floor{
 var Rows = []Row{
 	{"start → READY, new local sandbox", Metric{"cmd/acs", "BenchmarkStartToReady/new-sandbox", "ms/ready"}, 25, "spawn"},
 	{"start → READY, reused sandbox", Metric{"cmd/acs", "BenchmarkStartToReady/reused-sandbox", "ms/ready"}, 10, "spawn"},
+	// The same starts through stream-start: READY as it is stored, no
+	// polling granularity or poll round trips.
+	{"start → READY, new local sandbox, stream-start", Metric{"cmd/acs", "BenchmarkStartToReady/new-sandbox-stream", "ms/ready"}, 25, "spawn"},
+	{"start → READY, reused sandbox, stream-start", Metric{"cmd/acs", "BenchmarkStartToReady/reused-sandbox-stream", "ms/ready"}, 10, "spawn"},
 	// No goal: the cost without the warm pool, and with a clone.
 	{"start → READY, new local sandbox, no warm pool", Metric{"cmd/acs", "BenchmarkStartToReady/new-sandbox-cold", "ms/ready"}, 0, "spawn"},
 	{"start → READY, new sandbox with a repository clone", Metric{"cmd/acs", "BenchmarkStartToReady/with-clone", "ms/ready"}, 0, "spawn"},

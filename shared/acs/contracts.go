@@ -125,6 +125,21 @@ type StartTaskStore interface {
 	ListUnfinishedStartTasks(ctx context.Context, updatedBefore time.Time, limit int) ([]StartTask, error)
 }
 
+// StartTaskWatcher is a StartTaskStore that tells its own process when a
+// start task is written, so a reader waiting for a task's next state (the
+// stream-start route) wakes as it is stored instead of polling. A store
+// that several processes share (DynamoDB) does not implement it; its
+// readers poll.
+type StartTaskWatcher interface {
+	// WatchStartTask returns changed, closed once a write of task id (any
+	// update of it, or its deletion) that commits after the call has
+	// committed, and stop, which releases the watch (changed may then stay
+	// open). A write committed before the call does not close changed, so
+	// a reader watches first and reads after. A failed write closes
+	// nothing.
+	WatchStartTask(id string) (changed <-chan struct{}, stop func())
+}
+
 // SandboxStore keeps sandbox records and finds them by session key.
 type SandboxStore interface {
 	// CreateSandbox stores a new sandbox; ErrConflict when the id exists.

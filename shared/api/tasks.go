@@ -120,45 +120,52 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 		flush()
 	}
 	write("[", t)
-	// sent counts the task's steps streamed so far: a poll streams the
+	// sent counts the task's steps streamed so far: a read streams the
 	// status of every step recorded since (the worker may run several
-	// steps between polls), so each status appears once, in order.
+	// steps between reads), so each status appears once, in order.
 	last, sent := t.Status, len(t.Steps)
-	poll := a.d.Flow.Sandboxes.PollInterval / 4
-	if poll < 20*time.Millisecond {
-		poll = 20 * time.Millisecond
-	}
-	if poll > 500*time.Millisecond {
-		poll = 500 * time.Millisecond
-	}
+	// A store that tells this process of the task's writes wakes the
+	// stream as each is stored (locally, where the worker runs in this
+	// process); the poll is the pace without it, and a safety net with it.
+	poll := min(max(a.d.Flow.Sandboxes.PollInterval/4, 20*time.Millisecond), 500*time.Millisecond)
 	var limit <-chan time.Time
 	if a.d.StreamLimit > 0 {
 		limit = time.After(a.d.StreamLimit)
 	}
 	for !last.Done() {
+		// Watch, then read: a write in between still wakes the wait.
+		changed, stop := a.start.WatchTask(t.ID)
+		cur, err := a.start.Task(r.Context(), t.ID)
+		if errors.Is(err, acs.ErrNotFound) {
+			stop()
+			break
+		}
+		if err == nil {
+			for _, item := range reachedSince(cur, sent, last) {
+				write(",\n", item)
+			}
+			last, sent = cur.Status, max(sent, len(cur.Steps))
+			if last.Done() {
+				stop()
+				break
+			}
+		}
 		select {
 		case <-r.Context().Done():
+			stop()
 			return
 		case <-limit:
+			stop()
 			// A buffering proxy (API Gateway) answers only once the body
 			// is complete: end a well-formed array before its timeout;
 			// the client polls the start task from here.
 			w.Write([]byte("]"))
 			flush()
 			return
+		case <-changed:
 		case <-time.After(poll):
 		}
-		cur, err := a.start.Task(r.Context(), t.ID)
-		if err != nil {
-			if errors.Is(err, acs.ErrNotFound) {
-				break
-			}
-			continue
-		}
-		for _, item := range reachedSince(cur, sent, last) {
-			write(",\n", item)
-		}
-		last, sent = cur.Status, max(sent, len(cur.Steps))
+		stop()
 	}
 	w.Write([]byte("]"))
 	flush()

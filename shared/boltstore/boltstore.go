@@ -60,7 +60,8 @@ var (
 
 // Store is an acs.Store on a bbolt file.
 type Store struct {
-	db boltDB
+	db      boltDB
+	watches taskWatches
 }
 
 // boltDB is the store's bbolt file. Its Update reports a write that found

@@ -28,6 +28,7 @@ func newStore(t *testing.T) acs.Store {
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, newStore)
+	t.Run("StartTaskWatcher", func(t *testing.T) { storetest.RunStartTaskWatcherTests(t, newStore) })
 }
 
 // TestBodySearchWithSmallScanBudget: the body-search contract holds when

@@ -67,7 +67,7 @@ func (s *Store) UpdateStartTaskAndSandbox(_ context.Context, id string, fn func(
 		if sb, err = updateSandbox(tx, sandboxID, sandboxFn); err != nil {
 			return err
 		}
-		t, err = updateStartTask(tx, id, fn)
+		t, err = s.updateStartTask(tx, id, fn)
 		return err
 	})
 	if err != nil {

@@ -96,7 +96,7 @@ func (s *Store) GetStartTask(_ context.Context, id string) (acs.StartTask, error
 func (s *Store) UpdateStartTask(_ context.Context, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
 	var t acs.StartTask
 	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		t, err = updateStartTask(tx, id, fn)
+		t, err = s.updateStartTask(tx, id, fn)
 		return err
 	})
 	return t, err
@@ -107,7 +107,7 @@ func (s *Store) UpdateStartTask(_ context.Context, id string, fn func(*acs.Start
 func (s *Store) UpdateStartTaskCreatingConversation(_ context.Context, id string, fn func(*acs.StartTask) error, c acs.Conversation) (acs.StartTask, error) {
 	var t acs.StartTask
 	err := s.db.Update(func(tx *bolt.Tx) (err error) {
-		if t, err = updateStartTask(tx, id, fn); err != nil {
+		if t, err = s.updateStartTask(tx, id, fn); err != nil {
 			return err
 		}
 		return createConversation(tx, &c)
@@ -118,8 +118,10 @@ func (s *Store) UpdateStartTaskCreatingConversation(_ context.Context, id string
 	return t, nil
 }
 
-// updateStartTask is UpdateStartTask in tx.
-func updateStartTask(tx *bolt.Tx, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
+// updateStartTask is UpdateStartTask in tx; its commit closes the task's
+// watch (WatchStartTask).
+func (s *Store) updateStartTask(tx *bolt.Tx, id string, fn func(*acs.StartTask) error) (acs.StartTask, error) {
+	s.taskWritten(tx, id)
 	var t acs.StartTask
 	if err := get(tx, bTasks, id, &t, "start task"); err != nil {
 		return t, err
@@ -244,6 +246,7 @@ func (s *Store) CountStartTasks(_ context.Context, ownerID string, f acs.StartTa
 // DeleteStartTask implements acs.Store.
 func (s *Store) DeleteStartTask(_ context.Context, id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
+		s.taskWritten(tx, id)
 		var t acs.StartTask
 		if err := get(tx, bTasks, id, &t, "start task"); err != nil {
 			return err

@@ -231,6 +231,18 @@ func (s *Service) Task(ctx context.Context, id string) (acs.StartTask, error) {
 	return s.Store.GetStartTask(ctx, id)
 }
 
+// WatchTask returns changed, closed once start task id is next written,
+// and stop, which releases the watch; on a store that cannot tell its
+// process of writes (acs.StartTaskWatcher) changed is nil, never ready,
+// and the caller polls. Watch first, then read the task: a write between
+// the two still closes changed.
+func (s *Service) WatchTask(id string) (changed <-chan struct{}, stop func()) {
+	if w, ok := s.Store.(acs.StartTaskWatcher); ok {
+		return w.WatchStartTask(id)
+	}
+	return nil, func() {}
+}
+
 // OwnTask returns the owner's start task id; another user's task, like a
 // missing one, is acs.ErrNotFound.
 func (s *Service) OwnTask(ctx context.Context, ownerID, id string) (acs.StartTask, error) {
