@@ -40,7 +40,12 @@ type env struct {
 	store *boltstore.Store
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvStreamLimit(t, 0) }
+
+// newEnvStreamLimit is newEnv whose stream-start answers end after limit
+// (api.Deps.StreamLimit; 0: at READY or ERROR), as behind a proxy that
+// limits a response's time.
+func newEnvStreamLimit(t *testing.T, limit time.Duration) *env {
 	t.Helper()
 	dir := t.TempDir()
 	store, err := boltstore.Open(filepath.Join(dir, "acs.db"))
@@ -80,7 +85,7 @@ func newEnv(t *testing.T) *env {
 	srv := httptest.NewServer(nil)
 	t.Cleanup(srv.Close)
 	flow.Sandboxes.WebhookBaseURL = srv.URL + "/api/v1/webhooks"
-	srv.Config.Handler = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer}).Handler()
+	srv.Config.Handler = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer, StreamLimit: limit}).Handler()
 	w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealer}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -19,7 +19,7 @@ func example(ctx context.Context, apiKey string) error {
 	task, err := c.StartConversationAndWait(ctx, &v1wire.StartRequest{
 		InitialMessage: &wire.SendMessageRequest{Role: "user", Run: true,
 			Content: []events.Content{&events.TextContent{Text: "Create hello.txt"}}},
-	}, time.Second) // polls the start task until READY (an ERROR task: client.ErrStartFailed)
+	}, time.Second) // streams the start until READY (polling each second if the stream ends early; ERROR: client.ErrStartFailed)
 	if err != nil {
 		return err
 	}

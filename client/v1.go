@@ -101,6 +101,12 @@ var ErrStartFailed = fmt.Errorf("start task failed")
 // context's error (with the last task seen) when ctx ends first, and an
 // ENOTFOUND error when the task does not exist.
 func (c *Client) WaitStartTask(ctx context.Context, id string, poll time.Duration) (v1wire.StartTask, error) {
+	return c.pollStartTask(ctx, id, poll, nil)
+}
+
+// pollStartTask is WaitStartTask, calling each (when not nil) with every
+// answer.
+func (c *Client) pollStartTask(ctx context.Context, id string, poll time.Duration, each func(v1wire.StartTask)) (v1wire.StartTask, error) {
 	if poll <= 0 {
 		poll = 500 * time.Millisecond
 	}
@@ -115,15 +121,11 @@ func (c *Client) WaitStartTask(ctx context.Context, id string, poll time.Duratio
 				Err: acs.Errorf(acs.ENOTFOUND, "start task %s not found", id)}
 		}
 		last = *ts[0]
-		switch last.Status {
-		case "READY":
-			return last, nil
-		case "ERROR":
-			detail := ""
-			if last.Detail != nil {
-				detail = *last.Detail
-			}
-			return last, fmt.Errorf("%w: %s: %s", ErrStartFailed, id, detail)
+		if each != nil {
+			each(last)
+		}
+		if done, err := startDone(last); done {
+			return last, err
 		}
 		timer := time.NewTimer(poll)
 		select {
@@ -135,14 +137,57 @@ func (c *Client) WaitStartTask(ctx context.Context, id string, poll time.Duratio
 	}
 }
 
-// StartConversationAndWait starts a conversation and waits until its start
-// task is READY (see WaitStartTask).
-func (c *Client) StartConversationAndWait(ctx context.Context, req *v1wire.StartRequest, poll time.Duration) (v1wire.StartTask, error) {
-	t, err := c.StartConversation(ctx, req)
-	if err != nil {
-		return t, err
+// startDone reports whether t is READY or ERROR, with the error of an
+// ERROR task (it wraps ErrStartFailed and names the task's detail).
+func startDone(t v1wire.StartTask) (bool, error) {
+	switch t.Status {
+	case "READY":
+		return true, nil
+	case "ERROR":
+		detail := ""
+		if t.Detail != nil {
+			detail = *t.Detail
+		}
+		return true, fmt.Errorf("%w: %s: %s", ErrStartFailed, t.ID, detail)
 	}
-	return c.WaitStartTask(ctx, t.ID, poll)
+	return false, nil
+}
+
+// StartConversationAndWait starts a conversation and waits until its start
+// task is READY (see FollowStart).
+func (c *Client) StartConversationAndWait(ctx context.Context, req *v1wire.StartRequest, poll time.Duration) (v1wire.StartTask, error) {
+	return c.FollowStart(ctx, req, poll, nil)
+}
+
+// FollowStart starts a conversation through stream-start and returns its
+// start task once READY or ERROR (an ERROR task with an error wrapping
+// ErrStartFailed), calling each (when not nil) with every state of the
+// task as it arrives: the server sends each status as it reaches it, so
+// READY is seen without a polling delay. When the stream ends or breaks
+// before that (a proxy that limits a response's time ends it early), it
+// polls the task every poll (500 ms when 0), as WaitStartTask. A refused
+// request returns its error (an *Error) and no task.
+func (c *Client) FollowStart(ctx context.Context, req *v1wire.StartRequest, poll time.Duration, each func(v1wire.StartTask)) (v1wire.StartTask, error) {
+	var last v1wire.StartTask
+	for t, err := range c.StreamStart(ctx, req) {
+		if err != nil {
+			if last.ID == "" || ctx.Err() != nil {
+				return last, err
+			}
+			break // the task exists: poll it
+		}
+		last = t
+		if each != nil {
+			each(t)
+		}
+		if done, err := startDone(t); done {
+			return t, err
+		}
+	}
+	if last.ID == "" {
+		return last, fmt.Errorf("stream-start: the stream ended before the task")
+	}
+	return c.pollStartTask(ctx, last.ID, poll, each)
 }
 
 // StreamStart submits a start request to stream-start and yields each

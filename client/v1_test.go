@@ -389,3 +389,52 @@ func TestErrorsAreDomainErrors(t *testing.T) {
 		t.Fatalf("bad page_id: %v", err)
 	}
 }
+
+// TestFollowStart: FollowStart returns the READY task, having shown each
+// status once and in order, whether the stream lasts to READY or a proxy's
+// limit ends it at once (it then polls); a refused request is an *Error
+// with no task, and a start that fails is ErrStartFailed with its task.
+func TestFollowStart(t *testing.T) {
+	order := map[string]int{"WORKING": 0, "WAITING_FOR_SANDBOX": 1, "PREPARING_REPOSITORY": 2, "RUNNING_SETUP_SCRIPT": 3,
+		"SETTING_UP_GIT_HOOKS": 4, "SETTING_UP_SKILLS": 5, "STARTING_CONVERSATION": 6, "READY": 7, "ERROR": 7}
+	for _, tc := range []struct {
+		name  string
+		limit time.Duration
+	}{{"streamed to READY", 0}, {"stream ended at once, then polled", time.Nanosecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnvStreamLimit(t, tc.limit)
+			ctx := ctxFor(t, 2*time.Minute)
+			c := client.New(e.url, adminKey)
+			var seen []string
+			task, err := c.FollowStart(ctx, &v1wire.StartRequest{}, 20*time.Millisecond, func(tk v1wire.StartTask) {
+				if n := len(seen); n == 0 || seen[n-1] != tk.Status {
+					seen = append(seen, tk.Status)
+				}
+			})
+			if err != nil || task.Status != "READY" || task.AppConversationID == nil {
+				t.Fatalf("FollowStart: %+v %v", task, err)
+			}
+			if len(seen) < 2 || seen[0] != "WORKING" || seen[len(seen)-1] != "READY" {
+				t.Fatalf("statuses seen %v, want WORKING first and READY last", seen)
+			}
+			for i := 1; i < len(seen); i++ {
+				if order[seen[i]] <= order[seen[i-1]] {
+					t.Fatalf("statuses seen out of order: %v", seen)
+				}
+			}
+
+			bad := &v1wire.StartRequest{SandboxID: ptr("not-a-sandbox")}
+			failed, err := c.FollowStart(ctx, bad, 20*time.Millisecond, nil)
+			if !errors.Is(err, client.ErrStartFailed) || failed.Status != "ERROR" || failed.ID == "" {
+				t.Fatalf("a start on an unknown sandbox: %+v %v", failed, err)
+			}
+		})
+	}
+	e := newEnv(t)
+	c := client.New(e.url, adminKey)
+	_, err := c.FollowStart(ctxFor(t, time.Minute), &v1wire.StartRequest{Title: ptr(strings.Repeat("x", 100000))}, 0, nil)
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Status < 400 || ce.Status >= 500 {
+		t.Fatalf("a refused start: %v", err)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -121,30 +122,9 @@ acs start "Run the tests" --sandbox sb-1234 --secret NPM_TOKEN="$NPM_TOKEN" --de
 	if len(secrets) > 0 {
 		req.Secrets = secrets
 	}
-	task, err := a.c.StartConversation(ctx, req)
+	task, err := a.followStart(ctx, req)
 	if err != nil {
 		return err
-	}
-	p := &stepPrinter{a: a, started: time.Now()}
-	for {
-		p.update(task)
-		if task.Status == "READY" || task.Status == "ERROR" {
-			break
-		}
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
-			p.clear()
-			return err
-		}
-		ts, err := a.c.GetStartTasks(ctx, task.ID)
-		if err != nil {
-			p.clear()
-			return err
-		}
-		if len(ts) != 1 || ts[0] == nil {
-			p.clear()
-			return fmt.Errorf("start task %s disappeared", task.ID)
-		}
-		task = *ts[0]
 	}
 	if a.json {
 		if err := a.printJSONLine(task); err != nil {
@@ -168,6 +148,53 @@ acs start "Run the tests" --sandbox sb-1234 --secret NPM_TOKEN="$NPM_TOKEN" --de
 		return nil
 	}
 	return a.follow(ctx, *task.AppConversationID)
+}
+
+// followStart starts a conversation and shows its start task's steps as
+// the server streams them (client.FollowStart: each status as it is
+// stored), redrawing the step in progress meanwhile, until the task is
+// READY or ERROR, which it returns. Its errors are the request's and the
+// context's; a task that ends in ERROR is returned with none.
+func (a *app) followStart(ctx context.Context, req *v1wire.StartRequest) (v1wire.StartTask, error) {
+	type result struct {
+		task v1wire.StartTask
+		err  error
+	}
+	// Unbuffered: every state is taken here before FollowStart returns.
+	states := make(chan v1wire.StartTask)
+	done := make(chan result, 1)
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		t, err := a.c.FollowStart(fctx, req, 250*time.Millisecond, func(t v1wire.StartTask) {
+			select {
+			case states <- t:
+			case <-fctx.Done():
+			}
+		})
+		done <- result{t, err}
+	}()
+	p := &stepPrinter{a: a, started: time.Now()}
+	redraw := time.NewTicker(250 * time.Millisecond)
+	defer redraw.Stop()
+	var last *v1wire.StartTask
+	for {
+		select {
+		case t := <-states:
+			last = &t
+			p.update(t)
+		case <-redraw.C:
+			if last != nil {
+				p.update(*last)
+			}
+		case r := <-done:
+			if r.err != nil && !errors.Is(r.err, client.ErrStartFailed) {
+				p.clear()
+				return r.task, r.err
+			}
+			return r.task, nil
+		}
+	}
 }
 
 // stepPrinter shows a start task's steps: each as it completes, with its
