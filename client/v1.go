@@ -163,10 +163,12 @@ func (c *Client) StartConversationAndWait(ctx context.Context, req *v1wire.Start
 // start task once READY or ERROR (an ERROR task with an error wrapping
 // ErrStartFailed), calling each (when not nil) with every state of the
 // task as it arrives: the server sends each status as it reaches it, so
-// READY is seen without a polling delay. When the stream ends or breaks
-// before that (a proxy that limits a response's time ends it early), it
-// polls the task every poll (500 ms when 0), as WaitStartTask. A refused
-// request returns its error (an *Error) and no task.
+// READY is seen without a polling delay. (Behind a proxy that buffers
+// answers, as API Gateway does, they arrive together when the stream
+// ends.) When the stream ends or breaks before that (a proxy that limits a
+// response's time ends it early), it polls the task every poll (500 ms
+// when 0), as WaitStartTask. A refused request returns its error (an
+// *Error) and no task.
 func (c *Client) FollowStart(ctx context.Context, req *v1wire.StartRequest, poll time.Duration, each func(v1wire.StartTask)) (v1wire.StartTask, error) {
 	var last v1wire.StartTask
 	for t, err := range c.StreamStart(ctx, req) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -122,9 +121,35 @@ acs start "Run the tests" --sandbox sb-1234 --secret NPM_TOKEN="$NPM_TOKEN" --de
 	if len(secrets) > 0 {
 		req.Secrets = secrets
 	}
-	task, err := a.followStart(ctx, req)
+	task, err := a.c.StartConversation(ctx, req)
 	if err != nil {
 		return err
+	}
+	// The task is polled soon, then less often: a start on a running
+	// sandbox is READY within tens of milliseconds, a new one takes
+	// longer. (stream-start would answer each status as it is stored, but
+	// behind a proxy that buffers responses, as API Gateway does, it shows
+	// nothing until the end.)
+	p := &stepPrinter{a: a, started: time.Now()}
+	for delay := startPollFirst; ; delay = min(2*delay, startPollEvery) {
+		p.update(task)
+		if task.Status == "READY" || task.Status == "ERROR" {
+			break
+		}
+		if err := sleep(ctx, delay); err != nil {
+			p.clear()
+			return err
+		}
+		ts, err := a.c.GetStartTasks(ctx, task.ID)
+		if err != nil {
+			p.clear()
+			return err
+		}
+		if len(ts) != 1 || ts[0] == nil {
+			p.clear()
+			return fmt.Errorf("start task %s disappeared", task.ID)
+		}
+		task = *ts[0]
 	}
 	if a.json {
 		if err := a.printJSONLine(task); err != nil {
@@ -150,52 +175,13 @@ acs start "Run the tests" --sandbox sb-1234 --secret NPM_TOKEN="$NPM_TOKEN" --de
 	return a.follow(ctx, *task.AppConversationID)
 }
 
-// followStart starts a conversation and shows its start task's steps as
-// the server streams them (client.FollowStart: each status as it is
-// stored), redrawing the step in progress meanwhile, until the task is
-// READY or ERROR, which it returns. Its errors are the request's and the
-// context's; a task that ends in ERROR is returned with none.
-func (a *app) followStart(ctx context.Context, req *v1wire.StartRequest) (v1wire.StartTask, error) {
-	type result struct {
-		task v1wire.StartTask
-		err  error
-	}
-	// Unbuffered: every state is taken here before FollowStart returns.
-	states := make(chan v1wire.StartTask)
-	done := make(chan result, 1)
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		t, err := a.c.FollowStart(fctx, req, 250*time.Millisecond, func(t v1wire.StartTask) {
-			select {
-			case states <- t:
-			case <-fctx.Done():
-			}
-		})
-		done <- result{t, err}
-	}()
-	p := &stepPrinter{a: a, started: time.Now()}
-	redraw := time.NewTicker(250 * time.Millisecond)
-	defer redraw.Stop()
-	var last *v1wire.StartTask
-	for {
-		select {
-		case t := <-states:
-			last = &t
-			p.update(t)
-		case <-redraw.C:
-			if last != nil {
-				p.update(*last)
-			}
-		case r := <-done:
-			if r.err != nil && !errors.Is(r.err, client.ErrStartFailed) {
-				p.clear()
-				return r.task, r.err
-			}
-			return r.task, nil
-		}
-	}
-}
+// startPollFirst is the first interval at which acs start polls its start
+// task; each next one doubles, up to startPollEvery (which also paces the
+// redrawing of the step in progress).
+const (
+	startPollFirst = 20 * time.Millisecond
+	startPollEvery = 250 * time.Millisecond
+)
 
 // stepPrinter shows a start task's steps: each as it completes, with its
 // duration; on a terminal, the step in progress on a line redrawn in

@@ -44,66 +44,6 @@ export async function call(method, path, body) {
   return data;
 }
 
-// streamItems posts body to a route that answers a JSON array written as
-// it goes (stream-start: "[" item, then ",\n" item each, then "]") and
-// yields each item as it arrives. A refused request throws the APIError
-// that call would; the generator ends when the array does (or the
-// connection), and stops reading when signal aborts.
-export async function* streamItems(path, body, signal) {
-  const res = await fetch(path, {
-    method: "POST", credentials: "same-origin", signal,
-    headers: { Accept: "application/json", "Content-Type": "application/json" }, body: JSON.stringify(body),
-  });
-  if (res.status === 401) {
-    location.assign("/login?next=" + encodeURIComponent(location.pathname + location.search));
-    throw new APIError(401, "signed out");
-  }
-  if (!res.ok) {
-    const text = await res.text();
-    let data = null;
-    try {
-      data = JSON.parse(text);
-    } catch {
-      data = text;
-    }
-    throw new APIError(res.status, detailOf(data, res.status));
-  }
-  const reader = res.body.getReader();
-  const decoder = new TextDecoder();
-  let buf = "";
-  // Each item is one line: its compact JSON, after "[" (the first) and
-  // before "," or "]" (the last).
-  const item = (line) => {
-    const t = line.trim().replace(/^\[/, "").replace(/[,\]]$/, "").trim();
-    return t ? JSON.parse(t) : null;
-  };
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    buf += decoder.decode(value, { stream: true });
-    let nl;
-    while ((nl = buf.indexOf("\n")) >= 0) {
-      const it = item(buf.slice(0, nl));
-      buf = buf.slice(nl + 1);
-      if (it) yield it;
-    }
-    // The last item is complete once the array closes (a "]" that ends a
-    // chunk may also be one inside an item: then it does not parse yet).
-    if (buf.trimEnd().endsWith("]")) {
-      let it = null;
-      try {
-        it = item(buf);
-      } catch {
-        continue;
-      }
-      buf = "";
-      if (it) yield it;
-    }
-  }
-  const rest = item(buf + decoder.decode());
-  if (rest) yield rest;
-}
-
 export const get = (path) => call("GET", path);
 export const post = (path, body) => call("POST", path, body === undefined ? {} : body);
 export const del = (path) => call("DELETE", path);

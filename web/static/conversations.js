@@ -1,6 +1,6 @@
 // Conversations: the list (with search) and the new-conversation form with
 // the start task's progress.
-import { get, query, streamItems } from "/api.js";
+import { get, post, query } from "/api.js";
 import { h, fill, badge, timeEl, busy, field, errorBox, shortID, fmtTime } from "/dom.js";
 import { navigate } from "/app.js";
 
@@ -89,26 +89,8 @@ export async function newConversationView(main, _params, signal, q) {
       if (Object.keys(secrets).length) body.secrets = secrets;
       // The secret values are sent once and never shown again.
       pairs.replaceChildren();
-      // The start streams each status as the server stores it; the page
-      // becomes the task's (?task=<id>, which polls it after a reload)
-      // with the first.
-      let task = null;
-      try {
-        for await (const t of streamItems("/api/v1/app-conversations/stream-start", body, signal)) {
-          if (!task) {
-            history.replaceState(null, "", "/conversations/new?task=" + encodeURIComponent(t.id));
-            fill(main, h("h1", {}, "Starting a conversation"), progress);
-          }
-          task = t;
-          if (showTask(task, progress)) return;
-        }
-      } catch (err) {
-        if (signal.aborted) return;
-        if (!task) throw err; // refused: shown under the form
-      }
-      // The stream ended or broke early (a proxy's time limit, a dropped
-      // connection): the start goes on; poll it from here.
-      if (task && !signal.aborted) await followTask(task.id, progress, signal);
+      const task = await post("/api/v1/app-conversations", body);
+      navigate("/conversations/new?task=" + encodeURIComponent(task.id), true);
     }, errors);
   } },
   field("message", "Message", message, "What the agent should do."),
@@ -124,10 +106,13 @@ export async function newConversationView(main, _params, signal, q) {
 }
 
 // followTask polls a start task until READY (then opens the conversation)
-// or ERROR (then shows its detail): the page of a start task opened by its
-// address (the form streams the start it submits).
+// or ERROR (then shows its detail): soon, then less often, as a start on a
+// running sandbox is READY within tens of milliseconds and a new one takes
+// longer. (stream-start would answer each status as it is stored, but
+// behind a proxy that buffers responses, as API Gateway does, it shows
+// nothing until the end.)
 async function followTask(id, out, signal) {
-  let delay = 500;
+  let delay = 25;
   while (!signal.aborted) {
     let task;
     try {
@@ -142,21 +127,15 @@ async function followTask(id, out, signal) {
       fill(out, errorBox("No start task " + id + "."));
       return;
     }
-    if (showTask(task, out)) return;
+    renderTask(task, out);
+    if (task.status === "READY" && task.app_conversation_id) {
+      navigate("/conversations/" + task.app_conversation_id, true);
+      return;
+    }
+    if (task.status === "ERROR") return;
     await new Promise((r) => setTimeout(r, delay));
-    delay = Math.min(delay * 1.3, 2000);
+    delay = delay < 500 ? delay * 2 : Math.min(delay * 1.3, 2000);
   }
-}
-
-// showTask renders task in out; once it is READY it opens the
-// conversation. It reports whether the task is done (READY or ERROR).
-function showTask(task, out) {
-  renderTask(task, out);
-  if (task.status === "READY" && task.app_conversation_id) {
-    navigate("/conversations/" + task.app_conversation_id, true);
-    return true;
-  }
-  return task.status === "ERROR";
 }
 
 function renderTask(task, out) {
