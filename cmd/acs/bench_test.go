@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -31,7 +32,7 @@ import (
 //     the steps; no process at all.
 //   - with-clone: a new sandbox (warm) and a repository cloned from a local
 //     git server (no setup script, hooks or skills in it).
-//   - reused-sandbox-stream, new-sandbox-stream: those starts through
+//   - new-sandbox-stream, reused-sandbox-stream: those starts through
 //     stream-start, which answers each status as it is stored (no poll).
 //
 // Otherwise the task is polled every 2ms (after each answer), so totals
@@ -47,11 +48,11 @@ func BenchmarkStartToReady(b *testing.B) {
 		stream         bool
 	}{
 		{name: "new-sandbox", strategy: "NO_GROUPING"},
-		{name: "new-sandbox-cold", strategy: "NO_GROUPING", env: []string{"ACS_WARM_SANDBOXES=0"}},
-		{name: "reused-sandbox", strategy: "ADD_TO_ANY"},
-		{name: "with-clone", strategy: "NO_GROUPING", body: v1wire.StartRequest{SelectedRepository: ptr("acme/tiny")}},
 		{name: "new-sandbox-stream", strategy: "NO_GROUPING", stream: true},
+		{name: "reused-sandbox", strategy: "ADD_TO_ANY"},
 		{name: "reused-sandbox-stream", strategy: "ADD_TO_ANY", stream: true},
+		{name: "new-sandbox-cold", strategy: "NO_GROUPING", env: []string{"ACS_WARM_SANDBOXES=0"}},
+		{name: "with-clone", strategy: "NO_GROUPING", body: v1wire.StartRequest{SelectedRepository: ptr("acme/tiny")}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			llm := llmtest.New()
@@ -62,6 +63,10 @@ func BenchmarkStartToReady(b *testing.B) {
 			if tc.strategy != "NO_GROUPING" {
 				s.start(apiKey, map[string]any{}) // the sandbox to reuse
 			}
+			// What the setup and the sub-benchmarks before wrote (and their
+			// removed directories) is flushed first, so that no sync of
+			// this one commits it.
+			syscall.Sync()
 			var totals []time.Duration
 			steps := map[string]time.Duration{}
 			var order []string
