@@ -46,21 +46,34 @@ type watcher struct {
 	seen map[string]bool
 	// status is the agent's execution status as last seen live.
 	status string
+	// statusAt is the time of the newest status event shown or applied:
+	// an older one (a snapshot taken before events the agent's log already
+	// showed) is stale.
+	statusAt time.Time
 }
 
 // emit prints ev unless it was printed before; live events also update
-// the status.
+// the status (also when the event was printed already, from the log). A
+// status older than the newest one seen is neither shown nor applied: a
+// connection's first snapshot can be taken before events that the log,
+// read after it, showed.
 func (w *watcher) emit(ev events.Event, live bool) {
 	id := ev.EventBase().ID
+	if st := StatusOf(ev); st != "" {
+		at := ev.EventBase().Timestamp.Time
+		if at.Before(w.statusAt) {
+			w.seen[id] = true
+			return
+		}
+		w.statusAt = at
+		if live {
+			w.status = st
+		}
+	}
 	if w.seen[id] {
 		return
 	}
 	w.seen[id] = true
-	if live {
-		if st := StatusOf(ev); st != "" {
-			w.status = st
-		}
-	}
 	if w.a.json {
 		b, err := events.Encode(ev)
 		if err == nil {

@@ -17,29 +17,41 @@ type Net struct {
 	conns []net.Conn
 	dials int
 	gate  chan struct{} // nil: up
+	downs int           // Down calls so far
 }
 
 // Client returns an HTTP client that dials through n: while n is down a
 // dial waits until it is up again or its context ends.
 func (n *Net) Client() *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-		n.mu.Lock()
-		gate := n.gate
-		n.mu.Unlock()
-		if gate != nil {
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-		if err == nil {
+		for {
 			n.mu.Lock()
+			gate, downs := n.gate, n.downs
+			n.mu.Unlock()
+			if gate != nil {
+				select {
+				case <-gate:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+				continue
+			}
+			c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			n.mu.Lock()
+			if n.downs != downs {
+				// The network went down while this dial was under way:
+				// the connection is cut with the others.
+				n.mu.Unlock()
+				c.Close()
+				continue
+			}
 			n.conns, n.dials = append(n.conns, c), n.dials+1
 			n.mu.Unlock()
+			return c, nil
 		}
-		return c, err
 	}}}
 }
 
@@ -49,7 +61,7 @@ func (n *Net) Down() (up func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	gate := make(chan struct{})
-	n.gate = gate
+	n.gate, n.downs = gate, n.downs+1
 	for _, c := range n.conns {
 		c.Close()
 	}

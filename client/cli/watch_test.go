@@ -1,0 +1,59 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/events"
+)
+
+// TestWatcherIgnoresStaleStatus: a status older than the newest one seen
+// (a connection's first snapshot, taken before events the agent's log then
+// showed) is neither printed nor applied, and a live copy of a logged
+// status applies it.
+func TestWatcherIgnoresStaleStatus(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	status := func(id string, at time.Duration, st string) events.Event {
+		raw, _ := json.Marshal(st)
+		return &events.ConversationStateUpdateEvent{Base: events.Base{ID: id, Timestamp: events.At(t0.Add(at * time.Second)), Source: "environment"},
+			Key: "execution_status", Value: raw}
+	}
+	snapshot := func(id string, at time.Duration, st string) events.Event {
+		raw, _ := json.Marshal(map[string]string{"execution_status": st})
+		return &events.ConversationStateUpdateEvent{Base: events.Base{ID: id, Timestamp: events.At(t0.Add(at * time.Second)), Source: "environment"},
+			Key: "full_state", Value: raw}
+	}
+	for _, tc := range []struct {
+		name   string
+		emit   []events.Event
+		live   []bool
+		want   string
+		status string
+	}{
+		{"a snapshot older than the logged finish",
+			[]events.Event{status("s1", 1, "running"), status("s2", 3, "finished"), snapshot("f1", 2, "running"), status("s2", 3, "finished")},
+			[]bool{false, false, true, true},
+			"— running\n— finished\n", "finished"},
+		{"a snapshot newer than the log",
+			[]events.Event{status("s1", 1, "running"), status("s2", 3, "finished"), snapshot("f1", 4, "running")},
+			[]bool{false, false, true},
+			"— running\n— finished\n— running\n", "running"},
+		{"an event printed from the log, then live",
+			[]events.Event{status("s1", 1, "running"), status("s1", 1, "running")},
+			[]bool{false, true},
+			"— running\n", "running"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			w := &watcher{a: &app{io: IO{Stdout: &out}}, r: NewRenderer(&out, false), seen: map[string]bool{}}
+			for i, ev := range tc.emit {
+				w.emit(ev, tc.live[i])
+			}
+			if out.String() != tc.want || w.status != tc.status {
+				t.Fatalf("printed %q with status %q, want %q with %q", out.String(), w.status, tc.want, tc.status)
+			}
+		})
+	}
+}
