@@ -284,14 +284,16 @@ func TestWorkspaceArchiveClientTimeout(t *testing.T) {
 		w.WriteHeader(200)
 		w.Write([]byte("slow"))
 		w.(http.Flusher).Flush()
-		time.Sleep(300 * time.Millisecond) // legitimate: simulates a slow download
+		time.Sleep(1500 * time.Millisecond) // legitimate: simulates a download slower than the header timeout
 		w.Write([]byte(" body"))
 	}))
 	defer srv.Close()
 	defer close(release)
 
 	c := agentclient.New(srv.URL, "hang")
-	c.HTTP.Timeout = 100 * time.Millisecond
+	// Long enough for headers on a loaded machine (100 ms was not, in
+	// CI), shorter than the slow body.
+	c.HTTP.Timeout = time.Second
 	var buf bytes.Buffer
 	if err := c.WorkspaceArchive(context.Background(), &buf); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("no answer: %v, want context.DeadlineExceeded", err)
