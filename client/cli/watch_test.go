@@ -15,15 +15,17 @@ import (
 // status applies it.
 func TestWatcherIgnoresStaleStatus(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
-	status := func(id string, at time.Duration, st string) events.Event {
-		raw, _ := json.Marshal(st)
+	// state is a ConversationStateUpdateEvent of key at t0+at seconds.
+	state := func(id string, at time.Duration, key string, value any) events.Event {
+		raw, _ := json.Marshal(value)
 		return &events.ConversationStateUpdateEvent{Base: events.Base{ID: id, Timestamp: events.At(t0.Add(at * time.Second)), Source: "environment"},
-			Key: "execution_status", Value: raw}
+			Key: key, Value: raw}
+	}
+	status := func(id string, at time.Duration, st string) events.Event {
+		return state(id, at, "execution_status", st)
 	}
 	snapshot := func(id string, at time.Duration, st string) events.Event {
-		raw, _ := json.Marshal(map[string]string{"execution_status": st})
-		return &events.ConversationStateUpdateEvent{Base: events.Base{ID: id, Timestamp: events.At(t0.Add(at * time.Second)), Source: "environment"},
-			Key: "full_state", Value: raw}
+		return state(id, at, "full_state", map[string]string{"execution_status": st})
 	}
 	for _, tc := range []struct {
 		name   string
