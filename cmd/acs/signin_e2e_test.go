@@ -384,6 +384,12 @@ func TestBrowserSignInWithOIDC(t *testing.T) {
 	// An identity without a verified address is refused, readably.
 	ctx3 := tab(t)
 	loc, text = signIn(t, ctx3, "unverified-bob")
+	// The browser is at the callback once it commits, maybe before its
+	// answer is drawn.
+	testwait.Until(10*time.Second, func() bool {
+		loc, text = page(t, ctx3)
+		return strings.Contains(text, "verified e-mail")
+	})
 	if !strings.HasPrefix(loc, "/login") || !strings.Contains(text, "verified e-mail") {
 		t.Fatalf("an unverified identity: at %s: %q", loc, text)
 	}
