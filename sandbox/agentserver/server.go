@@ -232,11 +232,28 @@ func (s *Server) watch(c *agent.Conversation) {
 	s.onChange(c)
 }
 
+// createdInfoDelay is how long a created conversation's first info waits
+// before it is reported (unless a change reports it first): the control
+// plane that asked for it stores its record once the creation is
+// answered, and refuses a report before (which is retried later).
+const createdInfoDelay = 250 * time.Millisecond
+
+// watchCreated is watch for a conversation a request just created.
+func (s *Server) watchCreated(c *agent.Conversation) {
+	s.push.Watch(c.ID(), c.Log(), filepath.Join(c.Dir(), "webhook"))
+	s.push.NotifyInfoAfter(c.ID(), infoOf(c), createdInfoDelay)
+}
+
 func (s *Server) onChange(c *agent.Conversation) {
-	s.push.NotifyInfo(c.ID(), func() *wire.ConversationInfo {
+	s.push.NotifyInfo(c.ID(), infoOf(c))
+}
+
+// infoOf reads c's info when its report is sent.
+func infoOf(c *agent.Conversation) func() *wire.ConversationInfo {
+	return func() *wire.ConversationInfo {
 		info := c.Info()
 		return &info
-	})
+	}
 }
 
 func (s *Server) routes() {
@@ -583,7 +600,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	if err := gitInit(); err != nil {
 		slog.Warn("git init of the working directory failed", "dir", req.Workspace.WorkingDir, "error", err)
 	}
-	s.watch(c)
+	s.watchCreated(c)
 	if req.InitialMessage != nil {
 		msg := *req.InitialMessage
 		msg.Run = true

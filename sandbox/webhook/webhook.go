@@ -68,6 +68,7 @@ type Pusher struct {
 	mu      sync.Mutex
 	watches map[uuid.UUID]watch
 	info    map[uuid.UUID]func() *wire.ConversationInfo
+	later   map[uuid.UUID]*time.Timer // NotifyInfoAfter's, not due yet
 	infoSig chan struct{}
 }
 
@@ -84,7 +85,7 @@ func New(cfg Config) *Pusher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pusher{cfg: cfg, ctx: ctx, cancel: cancel, watches: map[uuid.UUID]watch{},
-		info: map[uuid.UUID]func() *wire.ConversationInfo{}, infoSig: make(chan struct{}, 1)}
+		info: map[uuid.UUID]func() *wire.ConversationInfo{}, later: map[uuid.UUID]*time.Timer{}, infoSig: make(chan struct{}, 1)}
 	if len(cfg.BaseURLs) > 0 {
 		p.wg.Add(1)
 		go p.infoLoop()
@@ -122,6 +123,7 @@ func (p *Pusher) Unwatch(id uuid.UUID) {
 		w.cancel()
 		delete(p.watches, id)
 	}
+	p.cancelLaterLocked(id)
 }
 
 // Flush blocks until every watched conversation's events up to now have been
@@ -158,10 +160,47 @@ func (p *Pusher) NotifyInfo(id uuid.UUID, get func() *wire.ConversationInfo) {
 	}
 	p.mu.Lock()
 	p.info[id] = get
+	p.cancelLaterLocked(id)
 	p.mu.Unlock()
 	select {
 	case p.infoSig <- struct{}{}:
 	default:
+	}
+}
+
+// NotifyInfoAfter is NotifyInfo d from now, unless a NotifyInfo of the
+// conversation comes first (which sends its latest info anyway) or it is
+// unwatched. It is for a new conversation's first info when whoever asked
+// for the conversation stores its own record of it once the creation is
+// answered: a report before that record would be refused (retried after a
+// backoff), costing both sides a request while the start is under way.
+func (p *Pusher) NotifyInfoAfter(id uuid.UUID, get func() *wire.ConversationInfo, d time.Duration) {
+	if !p.Enabled() {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cancelLaterLocked(id)
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		p.mu.Lock()
+		due := p.later[id] == t
+		if due {
+			delete(p.later, id)
+		}
+		p.mu.Unlock()
+		if due {
+			p.NotifyInfo(id, get)
+		}
+	})
+	p.later[id] = t
+}
+
+// cancelLaterLocked drops the conversation's NotifyInfoAfter not due yet.
+func (p *Pusher) cancelLaterLocked(id uuid.UUID) {
+	if t, ok := p.later[id]; ok {
+		t.Stop()
+		delete(p.later, id)
 	}
 }
 

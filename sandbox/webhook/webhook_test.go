@@ -179,6 +179,57 @@ func TestInfoPushCoalescesAndRetries(t *testing.T) {
 	})
 }
 
+// A delayed info (NotifyInfoAfter) goes out once its delay is over, not
+// before; an immediate one for the conversation meanwhile replaces it, and
+// unwatching the conversation drops it. A later delayed info of another
+// conversation (a marker) shows what the first one's timer did.
+func TestInfoAfterADelay(t *testing.T) {
+	const delay = 30 * time.Millisecond
+	info := func(id uuid.UUID, title string) func() *wire.ConversationInfo {
+		return func() *wire.ConversationInfo { return &wire.ConversationInfo{ID: id.String(), Title: &title} }
+	}
+	for _, tc := range []struct {
+		name string
+		then func(p *webhook.Pusher, id uuid.UUID)
+		want []string
+	}{
+		{"due", func(*webhook.Pusher, uuid.UUID) {}, []string{"late", "marker"}},
+		{"replaced by an immediate info", func(p *webhook.Pusher, id uuid.UUID) { p.NotifyInfo(id, info(id, "now")) }, []string{"now", "marker"}},
+		{"unwatched", func(p *webhook.Pusher, id uuid.UUID) { p.Unwatch(id) }, []string{"marker"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReceiver(t, 0)
+			p := webhook.New(webhook.Config{BaseURLs: []string{r.srv.URL}, SessionKey: "sk"})
+			defer p.Close()
+			l, err := eventlog.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			id := uuid.New()
+			p.Watch(id, l, filepath.Join(t.TempDir(), "webhook"))
+			asked := time.Now()
+			p.NotifyInfoAfter(id, info(id, "late"), delay)
+			tc.then(p, id)
+			other := uuid.New()
+			p.NotifyInfoAfter(other, info(other, "marker"), 2*delay)
+			testwait.For(t, 15*time.Second, "the marker delivered", func() bool {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				return len(r.infos) > 0 && r.infos[len(r.infos)-1] == "marker"
+			})
+			if since := time.Since(asked); since < 2*delay {
+				t.Fatalf("the marker arrived %s after it was asked for, before its delay", since)
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			if strings.Join(r.infos, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("infos delivered %q, want %q", r.infos, tc.want)
+			}
+		})
+	}
+}
+
 // A conversation's info goes out only after the events logged before it
 // were acknowledged, even when their delivery is being retried: a client
 // that sees a status on the control plane finds the events that led to it.
