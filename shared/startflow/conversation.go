@@ -217,11 +217,25 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 		// Delivered with the conversation's creation below.
 		conv.RecordDelivery(sandboxes.MessageDigest(msg.Content))
 	}
+	// The skills' loading the placement did not wait for runs beside the
+	// creation; the step's last write records it.
+	skills := w.skillsToRecord(ctx, t, client)
+	recordSkills := func() (func(*acs.StartTask), error) {
+		if skills == nil {
+			return nil, nil
+		}
+		return skills()
+	}
 	create := func(ctx context.Context) error {
 		_, err := client.CreateConversation(ctx, areq)
 		var he *agentclient.HTTPError
-		if errors.As(err, &he) && he.Status == 422 {
+		switch {
+		case err == nil:
+			w.noteAnswer(sb.ID, client)
+		case errors.As(err, &he) && he.Status == 422:
 			return failf("The agent server rejected the conversation: %s", he.Detail)
+		case !errors.As(err, &he):
+			w.forgetAnswer(sb.ID)
 		}
 		return err
 	}
@@ -247,8 +261,12 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 			return err
 		}
 		if !q {
+			after, err := recordSkills()
+			if err != nil {
+				return err
+			}
 			w.touch(ctx, t, sb)
-			return w.finish(ctx, t, conv)
+			return w.finish(ctx, t, conv, after)
 		}
 		// Messages to deliver: the record goes first (they are recorded
 		// on it), READY after them.
@@ -292,10 +310,14 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 			return err
 		}
 	}
+	after, err := recordSkills()
+	if err != nil {
+		return err
+	}
 	w.touch(ctx, t, sb)
 	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, pendingKeys(t)...)
 	id := t.ConversationID
-	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, func(tk *acs.StartTask) { tk.AppConversationID = &id })
+	return w.advanceAround(ctx, t.ID, acs.TaskStartingConversation, func(tk *acs.StartTask) { tk.AppConversationID = &id }, after, acs.TaskReady)
 }
 
 // pendingKeys are the keys messages for t's conversation are queued under
@@ -324,14 +346,14 @@ func (w *Worker) touch(ctx context.Context, t acs.StartTask, sb acs.Sandbox) {
 }
 
 // finish stores conv, t's conversation record, and t's move to READY in
-// one write. A record of this id that t stored earlier (a redelivery
-// after a start that stored it on its own) leaves only the move; any
-// other makes the start fail.
-func (w *Worker) finish(ctx context.Context, t acs.StartTask, conv acs.Conversation) error {
+// one write, with after applied to the task when not nil. A record of
+// this id that t stored earlier (a redelivery after a start that stored
+// it on its own) leaves only the move; any other makes the start fail.
+func (w *Worker) finish(ctx context.Context, t acs.StartTask, conv acs.Conversation, after func(*acs.StartTask)) error {
 	id := t.ConversationID
 	ready := func(tk *acs.StartTask) { tk.AppConversationID = &id }
 	_, err := w.Store.UpdateStartTaskCreatingConversation(ctx, t.ID,
-		advanceFn(w.now, acs.TaskStartingConversation, ready, nil, acs.TaskReady), conv)
+		advanceFn(w.now, acs.TaskStartingConversation, ready, after, acs.TaskReady), conv)
 	if !errors.Is(err, acs.ErrConflict) {
 		return err
 	}
@@ -344,7 +366,7 @@ func (w *Worker) finish(ctx context.Context, t acs.StartTask, conv acs.Conversat
 	case existing.StartTaskID != t.ID:
 		return failf("%s", errIDUnavailable.Message)
 	}
-	return w.advance(ctx, t.ID, acs.TaskStartingConversation, acs.TaskReady, ready)
+	return w.advanceAround(ctx, t.ID, acs.TaskStartingConversation, ready, after, acs.TaskReady)
 }
 
 // createRecord stores conv, the conversation record of t. A redelivered

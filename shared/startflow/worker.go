@@ -62,6 +62,9 @@ type Worker struct {
 	// browsers remembers, per sandbox and agent server address, whether
 	// that agent server can run the browser tools (see browserUsable).
 	browsers sync.Map
+	// answers remembers, per sandbox, the agent server that last answered
+	// this worker (see readyWithoutAsking).
+	answers sync.Map
 }
 
 func (w *Worker) now() time.Time {
@@ -455,7 +458,8 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 }
 
 // reserveRunning places t on sb, a RUNNING sandbox, when its agent server
-// answers now, so that it needs no wait: the slot's reservation (reserve)
+// answers now (or is known to, readyWithoutAsking), so that it needs no
+// wait: the slot's reservation (reserve)
 // and the task's placement, through the steps with nothing to do, are one
 // write (the reserved record is the one that says the start used it).
 // done reports that the start is placed (err nil) or failed for good (the
@@ -466,9 +470,11 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 func (w *Worker) reserveRunning(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, reason string, grouping bool, reserve func(*acs.Sandbox) error) (done bool, err error) {
 	placed := t
 	placed.OwnWorkDir = grouping
-	ready := w.probeReady(ctx, placed, req, sb)()
-	if ready.err != nil {
-		return false, nil
+	ready, known := w.readyWithoutAsking(ctx, placed, req, sb)
+	if !known {
+		if ready = w.probeReady(ctx, placed, req, sb)(); ready.err != nil {
+			return false, nil
+		}
 	}
 	id := sb.ID
 	advance := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
@@ -532,6 +538,12 @@ func (w *Worker) placementFree(ctx context.Context, t acs.StartTask) (acs.Placem
 	}
 	done, err := w.leftWorking(ctx, lock.Task)
 	return lock, done, err
+}
+
+// movedOn reports whether t's stored status is no longer the one t holds.
+func (w *Worker) movedOn(ctx context.Context, t acs.StartTask) bool {
+	cur, err := w.Store.GetStartTask(ctx, t.ID)
+	return err == nil && cur.Status != t.Status
 }
 
 // leftWorking reports whether task id has left WORKING (placed, failed or
@@ -654,7 +666,13 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 			if sb.CreatedByTask == t.ID {
 				created = sb.ID
 			}
-			return created, chosen(sb.ID, "the sandbox this start reserved earlier")
+			err := chosen(sb.ID, "the sandbox this start reserved earlier")
+			if errors.Is(err, acs.ErrConflict) && w.movedOn(ctx, t) {
+				// A duplicate delivery of a placement that went further
+				// (through the steps with nothing to do): nothing to redo.
+				err = nil
+			}
+			return created, err
 		}
 	}
 	max := settings.MaxConversationsPerSandbox
@@ -819,6 +837,9 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartReque
 		if r.err == nil {
 			r.err = skillsErr
 		}
+		if r.err == nil {
+			w.noteAnswer(r.sb.ID, r.client)
+		}
 		browser.Wait()
 		done <- r
 	}()
@@ -877,6 +898,9 @@ type readyKey struct{}
 type readySandbox struct {
 	sb     acs.Sandbox
 	client *agentclient.Client
+	// skills is the task's skills' loading a placement that did not wait
+	// for it started (readyWithoutAsking).
+	skills *skillsLoad
 }
 
 // remember keeps sb and its client as ready for the rest of the delivery.
@@ -908,6 +932,7 @@ func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *age
 	}
 	if err == nil {
 		remember(ctx, sb, c)
+		w.noteAnswer(sb.ID, c)
 	}
 	return sb, c, err
 }

@@ -364,3 +364,81 @@ func (e *env) placeOnly(id string) error {
 	}
 	return fmt.Errorf("task %s was not placed", id)
 }
+
+// deliver runs the task's deliveries from the queue, as the worker does,
+// until the task is done.
+func (e *env) deliver(t *testing.T, id string) acs.StartTask {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+		tk, err := e.store.GetStartTask(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.Status.Done() {
+			return tk
+		}
+		ds, err := e.queue.Receive(ctx, 1, time.Second, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if _, err := e.w.Process(ctx, d); err != nil {
+				t.Logf("process: %v", err)
+			}
+		}
+	}
+	t.Fatalf("task %s did not finish", id)
+	return acs.StartTask{}
+}
+
+// A start on a sandbox whose agent server answered the worker before is
+// placed without asking it again; the skills that question loaded are
+// loaded beside the conversation's creation and recorded with READY: in
+// the delivery that placed it, and in a redelivery after the placement.
+func TestReusedStartRecordsItsSkills(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	st := acs.DefaultSettings("alice")
+	st.SandboxGroupingStrategy = acs.AddToAny
+	if err := e.store.PutSettings(ctx, st); err != nil {
+		t.Fatal(err)
+	}
+	skills := func(tk acs.StartTask) string {
+		for _, s := range tk.Steps {
+			if s.Status == acs.TaskSettingUpSkills {
+				return s.Detail
+			}
+		}
+		return "(no skills step)"
+	}
+	var sandbox string
+	for _, redeliver := range []bool{false, false, true} {
+		tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var done acs.StartTask
+		if redeliver {
+			done = e.drive(t, tk.ID, true)
+		} else {
+			done = e.deliver(t, tk.ID)
+		}
+		if done.Status != acs.TaskReady {
+			t.Fatalf("start: %s %v", done.Status, done.Detail)
+		}
+		if sandbox == "" {
+			sandbox = *done.SandboxID
+		} else if *done.SandboxID != sandbox {
+			t.Fatalf("start placed on %s, not on the running sandbox %s", *done.SandboxID, sandbox)
+		}
+		if got := skills(done); !strings.HasPrefix(got, "0 skills") {
+			t.Fatalf("redelivered %v: skills step detail %q, want the skills loaded", redeliver, got)
+		}
+		var steps []string
+		for _, s := range done.Steps {
+			steps = append(steps, string(s.Status))
+		}
+		if strings.Join(steps, ",") != "WORKING,WAITING_FOR_SANDBOX,PREPARING_REPOSITORY,RUNNING_SETUP_SCRIPT,SETTING_UP_GIT_HOOKS,SETTING_UP_SKILLS,STARTING_CONVERSATION,READY" {
+			t.Fatalf("steps recorded %v", steps)
+		}
+	}
+}
