@@ -113,13 +113,14 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 			f.Flush()
 		}
 	}
+	// write buffers an item; the items of one read go out in one flush.
 	write := func(prefix string, t acs.StartTask) {
 		b, _ := strictjson.Marshal(taskJSON(t))
 		w.Write([]byte(prefix))
 		w.Write(b)
-		flush()
 	}
 	write("[", t)
+	flush()
 	// sent counts the task's steps streamed so far: a read streams the
 	// status of every step recorded since (the worker may run several
 	// steps between reads), so each status appears once, in order.
@@ -144,6 +145,7 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 			for _, item := range reachedSince(cur, sent, last) {
 				write(",\n", item)
 			}
+			flush()
 			last, sent = cur.Status, max(sent, len(cur.Steps))
 			if last.Done() {
 				stop()
