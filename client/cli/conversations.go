@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -637,13 +638,36 @@ func runResume(ctx context.Context, a *app, args []string) error {
 	}
 	status := string(info.ExecutionStatus)
 	if status == "paused" {
-		if err := ag.Run(ctx, id); err != nil {
+		if err := runPaused(ctx, ag, id); err != nil {
 			return err
 		}
 		status = "running"
 	}
 	return a.done(map[string]any{"id": id, "sandbox_status": "RUNNING", "execution_status": status},
 		"Resumed %s: sandbox RUNNING, agent %s.", id, status)
+}
+
+// runPaused runs the paused agent of conversation id. A pause takes
+// effect after the step in flight: until that step ends, the agent server
+// answers a run 409 (already running) though it reports the agent paused,
+// so a resume right after a pause waits for the step, asking again (20 ms
+// doubling to 1 s) while the agent is still reported paused.
+func runPaused(ctx context.Context, ag *client.Agent, id string) error {
+	wait := 20 * time.Millisecond
+	for {
+		err := ag.Run(ctx, id)
+		if client.StatusOf(err) != http.StatusConflict {
+			return err
+		}
+		info, ierr := ag.GetConversation(ctx, id)
+		if ierr != nil || info.ExecutionStatus != "paused" {
+			return err
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			return serr
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
 
 func runDelete(ctx context.Context, a *app, args []string) error {
