@@ -86,15 +86,11 @@ func (w *Worker) loadSkillsAhead(ctx context.Context, task string, c *agentclien
 // skillsToRecord is, for t placed without its skills step's detail
 // (readyWithoutAsking), the wait for its skills' loading, which returns
 // the change that records them on the task: the loading the placement
-// started in this delivery, or one started now (a later delivery). It is
-// nil when the skills step has its detail.
+// started in this delivery, or one started now (a later delivery). When
+// the skills step has its detail, the wait returns no change.
 func (w *Worker) skillsToRecord(ctx context.Context, t acs.StartTask, c *agentclient.Client) func() (func(*acs.StartTask), error) {
-	i := len(t.Steps) - 1
-	for i >= 0 && t.Steps[i].Status != acs.TaskSettingUpSkills {
-		i--
-	}
-	if i < 0 || t.Steps[i].Detail != "" {
-		return nil
+	if i := lastStep(t, acs.TaskSettingUpSkills); i < 0 || t.Steps[i].Detail != "" {
+		return func() (func(*acs.StartTask), error) { return nil, nil }
 	}
 	var l *skillsLoad
 	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok && r.skills != nil && r.skills.task == t.ID {

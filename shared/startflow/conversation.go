@@ -219,13 +219,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	}
 	// The skills' loading the placement did not wait for runs beside the
 	// creation; the step's last write records it.
-	skills := w.skillsToRecord(ctx, t, client)
-	recordSkills := func() (func(*acs.StartTask), error) {
-		if skills == nil {
-			return nil, nil
-		}
-		return skills()
-	}
+	recordSkills := w.skillsToRecord(ctx, t, client)
 	create := func(ctx context.Context) error {
 		_, err := client.CreateConversation(ctx, areq)
 		var he *agentclient.HTTPError

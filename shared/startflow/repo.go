@@ -392,11 +392,17 @@ func loadSkills(ctx context.Context, c *agentclient.Client, projectDir string) (
 // are advanced.
 func skillsDetail(detail string) func(*acs.StartTask) {
 	return func(tk *acs.StartTask) {
-		for i := len(tk.Steps) - 1; i >= 0; i-- {
-			if tk.Steps[i].Status == acs.TaskSettingUpSkills {
-				tk.Steps[i].Detail = tail(detail, 1000)
-				return
-			}
+		if i := lastStep(*tk, acs.TaskSettingUpSkills); i >= 0 {
+			tk.Steps[i].Detail = tail(detail, 1000)
 		}
 	}
+}
+
+// lastStep is the index of t's latest step at status, -1 when none.
+func lastStep(t acs.StartTask, status acs.StartTaskStatus) int {
+	i := len(t.Steps) - 1
+	for i >= 0 && t.Steps[i].Status != status {
+		i--
+	}
+	return i
 }
