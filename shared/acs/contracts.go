@@ -286,6 +286,13 @@ type StartWrites interface {
 	// function is returned as it is (nothing stored). A slot reserved in
 	// sandboxFn never overfills the sandbox, as with UpdateSandbox.
 	UpdateStartTaskAndSandbox(ctx context.Context, id string, fn func(*StartTask) error, sandboxID string, sandboxFn func(*Sandbox) error) (StartTask, Sandbox, error)
+	// CreateStartTaskAndUpdateSandbox is CreateStartTask(t) and
+	// UpdateSandbox(sandboxID, sandboxFn) as one atomic write: a start
+	// placed as it is submitted. ErrConflict when a task with t's id
+	// exists, ErrNotFound when the sandbox is absent; an error of
+	// sandboxFn is returned as it is (nothing stored). A slot reserved in
+	// sandboxFn never overfills the sandbox, as with UpdateSandbox.
+	CreateStartTaskAndUpdateSandbox(ctx context.Context, t StartTask, sandboxID string, sandboxFn func(*Sandbox) error) (Sandbox, error)
 	// UpdateStartTaskCreatingConversation is UpdateStartTask(id, fn) and
 	// CreateConversation(c) as one atomic write: both are stored or
 	// neither is. ErrNotFound when the task is absent and ErrConflict when

@@ -73,15 +73,33 @@ func openKey(t *acs.StartTask) []byte { return append(appendTime(nil, t.UpdatedA
 
 // CreateStartTask implements acs.Store.
 func (s *Store) CreateStartTask(_ context.Context, t acs.StartTask) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bTasks).Get([]byte(t.ID)) != nil {
-			return fmt.Errorf("start task %s: %w", t.ID, acs.ErrConflict)
-		}
-		if err := put(tx, bTasks, t.ID, t); err != nil {
+	return s.db.Update(func(tx *bolt.Tx) error { return createStartTask(tx, t) })
+}
+
+// CreateStartTaskAndUpdateSandbox implements acs.Store: one transaction.
+func (s *Store) CreateStartTaskAndUpdateSandbox(_ context.Context, t acs.StartTask, sandboxID string, sandboxFn func(*acs.Sandbox) error) (acs.Sandbox, error) {
+	var sb acs.Sandbox
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		if sb, err = updateSandbox(tx, sandboxID, sandboxFn); err != nil {
 			return err
 		}
-		return putTaskIndexes(tx, &t)
+		return createStartTask(tx, t)
 	})
+	if err != nil {
+		return acs.Sandbox{}, err
+	}
+	return sb, nil
+}
+
+// createStartTask is CreateStartTask in tx.
+func createStartTask(tx *bolt.Tx, t acs.StartTask) error {
+	if tx.Bucket(bTasks).Get([]byte(t.ID)) != nil {
+		return fmt.Errorf("start task %s: %w", t.ID, acs.ErrConflict)
+	}
+	if err := put(tx, bTasks, t.ID, t); err != nil {
+		return err
+	}
+	return putTaskIndexes(tx, &t)
 }
 
 // GetStartTask implements acs.Store.

@@ -164,44 +164,72 @@ func sandboxPlan(id string, cur item, fn func(*acs.Sandbox) error) (acs.Sandbox,
 }
 
 // UpdateStartTaskAndSandbox implements acs.Store: the task's conditional
-// put, the sandbox's (on its version, as read) and the session-key
-// lookup's changes in one transaction; a sandbox changed meanwhile starts
-// both over.
+// put and the sandbox's (on its version) in one transaction.
 func (s *Store) UpdateStartTaskAndSandbox(ctx context.Context, id string, fn func(*acs.StartTask) error, sandboxID string, sandboxFn func(*acs.Sandbox) error) (acs.StartTask, acs.Sandbox, error) {
 	var t acs.StartTask
 	var sb acs.Sandbox
 	_, err := s.update(ctx, "start task", id, key(pTask+id, sRecord), false, func(cur item) (writePlan, error) {
-		sbCur, err := s.getItem(ctx, key(pSandbox+sandboxID, sRecord))
-		if err != nil {
-			return writePlan{}, err
-		}
-		if sbCur == nil || s.expired(sbCur) {
-			return writePlan{}, notFound("sandbox", sandboxID)
-		}
-		var sp writePlan
-		if sb, sp, err = sandboxPlan(sandboxID, sbCur, sandboxFn); err != nil {
-			return writePlan{}, err
-		}
-		p, err := s.taskPlan(id, cur, fn, &t)
-		if err != nil {
-			return writePlan{}, err
-		}
-		v := num(sbCur, aVersion)
-		sp.item[aVersion], sp.item[aWrite] = nv(v+1), sv(writeToken())
-		e := newExpr()
-		p.extra = append([]types.TransactWriteItem{condPut(sp.item, versionIs(e, v), e)}, sp.extra...)
-		p.extraFailed = func(i int) error {
-			if i == 0 || sp.extraFailed == nil {
-				return nil // the sandbox changed: again
-			}
-			return sp.extraFailed(i - 1)
-		}
-		return p, nil
+		return s.withSandbox(ctx, sandboxID, sandboxFn, &sb, func() (writePlan, error) { return s.taskPlan(id, cur, fn, &t) })
 	})
 	if err != nil {
 		return acs.StartTask{}, acs.Sandbox{}, err
 	}
 	return t, sb, nil
+}
+
+// CreateStartTaskAndUpdateSandbox implements acs.Store: the task's put (on
+// its absence) and the sandbox's (on its version) in one transaction.
+func (s *Store) CreateStartTaskAndUpdateSandbox(ctx context.Context, t acs.StartTask, sandboxID string, sandboxFn func(*acs.Sandbox) error) (acs.Sandbox, error) {
+	if t.ID == "" {
+		return acs.Sandbox{}, fmt.Errorf("start task without an id: %w", acs.ErrInvalid)
+	}
+	var sb acs.Sandbox
+	_, err := s.update(ctx, "start task", t.ID, key(pTask+t.ID, sRecord), true, func(cur item) (writePlan, error) {
+		if cur != nil {
+			return writePlan{}, fmt.Errorf("start task %s: %w", t.ID, acs.ErrConflict)
+		}
+		return s.withSandbox(ctx, sandboxID, sandboxFn, &sb, func() (writePlan, error) {
+			it, err := s.taskItem(&t)
+			return writePlan{item: it}, err
+		})
+	})
+	if err != nil {
+		return acs.Sandbox{}, err
+	}
+	return sb, nil
+}
+
+// withSandbox is the plan of a start task's write (task, called after
+// sandboxFn) with the update of sandbox sandboxID by sandboxFn (on the
+// version read now), setting *sb to the updated sandbox. A failed
+// condition of the sandbox's put retries the whole write.
+func (s *Store) withSandbox(ctx context.Context, sandboxID string, sandboxFn func(*acs.Sandbox) error, sb *acs.Sandbox, task func() (writePlan, error)) (writePlan, error) {
+	sbCur, err := s.getItem(ctx, key(pSandbox+sandboxID, sRecord))
+	if err != nil {
+		return writePlan{}, err
+	}
+	if sbCur == nil || s.expired(sbCur) {
+		return writePlan{}, notFound("sandbox", sandboxID)
+	}
+	var sp writePlan
+	if *sb, sp, err = sandboxPlan(sandboxID, sbCur, sandboxFn); err != nil {
+		return writePlan{}, err
+	}
+	p, err := task()
+	if err != nil {
+		return writePlan{}, err
+	}
+	v := num(sbCur, aVersion)
+	sp.item[aVersion], sp.item[aWrite] = nv(v+1), sv(writeToken())
+	e := newExpr()
+	p.extra = append([]types.TransactWriteItem{condPut(sp.item, versionIs(e, v), e)}, sp.extra...)
+	p.extraFailed = func(i int) error {
+		if i == 0 || sp.extraFailed == nil {
+			return nil // the sandbox changed: again
+		}
+		return sp.extraFailed(i - 1)
+	}
+	return p, nil
 }
 
 // ListSandboxes implements acs.Store: GSI3 (KEYS_ONLY) by creation time,

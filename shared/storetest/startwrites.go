@@ -23,6 +23,114 @@ var startWritesTests = []Test[acs.Store]{
 	{"EitherFunctionsErrorStoresNothing", testTaskAndSandboxErrors},
 	{"EitherRecordAbsentIsNotFound", testTaskAndSandboxAbsent},
 	{"ReservationsWithTasksNeverOverfill", testTaskAndSandboxSlots},
+	{"CreatesTheTaskWithTheSandboxsUpdate", testCreateTaskAndSandbox},
+	{"ACreateThatFailsStoresNothing", testCreateTaskAndSandboxFails},
+	{"CreatesWithReservationsNeverOverfill", testCreateTaskAndSandboxSlots},
+}
+
+// placedTask is task id of owner u1, created placed on sandbox sb.
+func placedTask(id string, n int, sb string) acs.StartTask {
+	tk := task(id, "u1", n)
+	_ = placed(sb)(&tk) // never fails
+	return tk
+}
+
+func testCreateTaskAndSandbox(t *testing.T, s acs.Store) {
+	must(t, s.CreateSandbox(ctx, sandbox("s1", "u1", 1, "h1")))
+	sb, err := s.CreateStartTaskAndUpdateSandbox(ctx, placedTask("t1", 2, "s1"), "s1", func(sb *acs.Sandbox) error {
+		sb.OwnerID = "attacker" // not updatable
+		sb.SessionKeyHash = "h2"
+		return sb.Reserve("c-t1", 5)
+	})
+	must(t, err)
+	if !sb.HasSlot("c-t1") || sb.OwnerID != "u1" {
+		t.Fatalf("returned sandbox %+v", sb)
+	}
+	tk, err := s.GetStartTask(ctx, "t1")
+	if err != nil || tk.Status != acs.TaskStartingConversation || tk.SandboxID == nil || *tk.SandboxID != "s1" || tk.OwnerID != "u1" {
+		t.Fatalf("stored task %+v, %v", tk, err)
+	}
+	if reread, err := s.GetSandbox(ctx, "s1"); err != nil || !reread.HasSlot("c-t1") || reread.OwnerID != "u1" {
+		t.Fatalf("stored sandbox %+v, %v", reread, err)
+	}
+	// The task is in its owner's listing and the unfinished ones; the
+	// session-key lookup follows the sandbox.
+	if page, err := s.ListStartTasks(ctx, "u1", acs.ListOptions{}); err != nil || len(page.Items) != 1 || page.Items[0].ID != "t1" {
+		t.Fatalf("owner's tasks %+v, %v", page, err)
+	}
+	if open, err := s.ListUnfinishedStartTasks(ctx, at(1000), 100); err != nil || len(open) != 1 || open[0].ID != "t1" {
+		t.Fatalf("unfinished tasks %v, %v", idsOfTasks(open), err)
+	}
+	_, err = s.GetSandboxBySessionKeyHash(ctx, "h1")
+	wantErr(t, err, acs.ErrNotFound)
+	if got, err := s.GetSandboxBySessionKeyHash(ctx, "h2"); err != nil || got.ID != "s1" {
+		t.Fatalf("by the new hash %+v, %v", got, err)
+	}
+}
+
+func testCreateTaskAndSandboxFails(t *testing.T, s acs.Store) {
+	full := sandbox("s1", "u1", 1, "")
+	full.Slots = []string{"c-other"}
+	must(t, s.CreateSandbox(ctx, full))
+	reserve := func(max int) func(*acs.Sandbox) error {
+		return func(sb *acs.Sandbox) error { return sb.Reserve("c-t1", max) }
+	}
+	_, err := s.CreateStartTaskAndUpdateSandbox(ctx, placedTask("t1", 2, "s1"), "s1", reserve(1))
+	wantErr(t, err, acs.ErrCapacity)
+	boom := errors.New("boom")
+	_, err = s.CreateStartTaskAndUpdateSandbox(ctx, placedTask("t1", 2, "s1"), "s1", func(*acs.Sandbox) error { return boom })
+	wantErr(t, err, boom)
+	_, err = s.CreateStartTaskAndUpdateSandbox(ctx, placedTask("t1", 2, "nope"), "nope", reserve(5))
+	wantErr(t, err, acs.ErrNotFound)
+	_, err = s.GetStartTask(ctx, "t1")
+	wantErr(t, err, acs.ErrNotFound)
+	if open, _ := s.ListUnfinishedStartTasks(ctx, at(1000), 100); len(open) != 0 {
+		t.Fatalf("a failed create listed tasks %v", idsOfTasks(open))
+	}
+	// A task id that exists: nothing is stored, the existing task stays.
+	must(t, s.CreateStartTask(ctx, task("t2", "u2", 3)))
+	_, err = s.CreateStartTaskAndUpdateSandbox(ctx, placedTask("t2", 4, "s1"), "s1", reserve(5))
+	wantErr(t, err, acs.ErrConflict)
+	if reread, _ := s.GetStartTask(ctx, "t2"); reread.OwnerID != "u2" || reread.Status != acs.TaskWorking {
+		t.Fatalf("the existing task was replaced: %+v", reread)
+	}
+	if reread, _ := s.GetSandbox(ctx, "s1"); reread.ConversationCount() != 1 || reread.HasSlot("c-t1") {
+		t.Fatalf("a failed create stored the sandbox: %+v", reread)
+	}
+}
+
+// Starts created placed, racing for a sandbox's last slots, never overfill
+// it, and exactly the winners' tasks are stored.
+func testCreateTaskAndSandboxSlots(t *testing.T, s acs.Store) {
+	raceForSlots(t, s, func(id string, i int, reserve func(*acs.Sandbox) error) error {
+		_, err := s.CreateStartTaskAndUpdateSandbox(ctx, placedTask(id, i, "s"), "s", reserve)
+		return err
+	})
+}
+
+// raceForSlots has starts t00…t11 race for the slots of sandbox s
+// (capacity 5), each writing its task placed with its reservation through
+// write, and checks that they never overfill it and that exactly the
+// winners' tasks are stored placed.
+func raceForSlots(t *testing.T, s acs.Store, write func(id string, i int, reserve func(*acs.Sandbox) error) error) {
+	must(t, s.CreateSandbox(ctx, sandbox("s", "u1", 0, "")))
+	const capacity, contenders = 5, 12
+	won := contend(t, contenders, acs.ErrCapacity, func(i int) error {
+		id := fmt.Sprintf("t%02d", i)
+		return write(id, i, func(sb *acs.Sandbox) error { return sb.Reserve("c-"+id, capacity) })
+	})
+	got, err := s.GetSandbox(ctx, "s")
+	must(t, err)
+	if won != capacity || got.ConversationCount() != capacity {
+		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won, got.ConversationCount(), capacity)
+	}
+	for i := 0; i < contenders; i++ {
+		id := fmt.Sprintf("t%02d", i)
+		tk, err := s.GetStartTask(ctx, id)
+		if placed := err == nil && tk.Status == acs.TaskStartingConversation; placed != got.HasSlot("c-"+id) {
+			t.Fatalf("task %s placed: %v (%v), its slot reserved: %v", id, placed, err, got.HasSlot("c-"+id))
+		}
+	}
 }
 
 // placed is the change placement makes to a task placed on sandbox id.
@@ -102,29 +210,13 @@ func testTaskAndSandboxAbsent(t *testing.T, s acs.Store) {
 // task's placement, never overfill it, and exactly the winners' tasks are
 // placed.
 func testTaskAndSandboxSlots(t *testing.T, s acs.Store) {
-	must(t, s.CreateSandbox(ctx, sandbox("s", "u1", 0, "")))
-	const capacity, contenders = 5, 12
-	for i := 0; i < contenders; i++ {
+	for i := 0; i < 12; i++ {
 		must(t, s.CreateStartTask(ctx, task(fmt.Sprintf("t%02d", i), "u1", i)))
 	}
-	won := contend(t, contenders, acs.ErrCapacity, func(i int) error {
-		id := fmt.Sprintf("t%02d", i)
-		_, _, err := s.UpdateStartTaskAndSandbox(ctx, id, placed("s"), "s", func(sb *acs.Sandbox) error { return sb.Reserve("c-"+id, capacity) })
+	raceForSlots(t, s, func(id string, _ int, reserve func(*acs.Sandbox) error) error {
+		_, _, err := s.UpdateStartTaskAndSandbox(ctx, id, placed("s"), "s", reserve)
 		return err
 	})
-	got, err := s.GetSandbox(ctx, "s")
-	must(t, err)
-	if won != capacity || got.ConversationCount() != capacity {
-		t.Fatalf("%d reservations succeeded, %d slots, capacity %d", won, got.ConversationCount(), capacity)
-	}
-	for i := 0; i < contenders; i++ {
-		id := fmt.Sprintf("t%02d", i)
-		tk, err := s.GetStartTask(ctx, id)
-		must(t, err)
-		if placed := tk.Status == acs.TaskStartingConversation; placed != got.HasSlot("c-"+id) {
-			t.Fatalf("task %s is %s, its slot reserved: %v", id, tk.Status, got.HasSlot("c-"+id))
-		}
-	}
 }
 
 // ready is the change a start's last step makes.
