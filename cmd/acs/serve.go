@@ -91,9 +91,9 @@ func serve(ctx context.Context, args []string) error {
 		slog.Warn("acs serve: warm sandboxes", "error", err)
 	}
 	llm := llmhealth.NewMonitor(llmhealth.Target{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel}, nil)
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
-		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current})
 	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
+	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
+		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current, Placer: worker})
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, local.Workers); done <- struct{}{} }()

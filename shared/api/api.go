@@ -35,6 +35,9 @@ type Deps struct {
 	Blobs acs.Blobs
 	// Sealer seals stored secrets and LLM keys.
 	Sealer acs.Sealer
+	// Placer, when set, places starts as they are submitted when that
+	// needs no wait (the local service's worker: startflow.Service).
+	Placer startflow.Placer
 	// Flow is the start-flow and lifecycle configuration (sandbox specs,
 	// environment, caps, timeouts).
 	Flow startflow.Config
@@ -89,7 +92,7 @@ func New(d Deps) *API {
 	life := &sandboxes.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow.Sandboxes, Now: d.Now}
 	return &API{d: d, life: life, accounts: accounts.New(d.Store, d.Sealer, d.Now),
 		conv:  &conversations.Service{Store: d.Store, Sealer: d.Sealer, Life: life, ResumeWait: d.Flow.Sandboxes.ResumeWait, Now: d.Now},
-		start: &startflow.Service{Store: d.Store, Queue: d.Queue, Sealer: d.Sealer, Lifecycle: life, Now: d.Now}}
+		start: &startflow.Service{Store: d.Store, Queue: d.Queue, Sealer: d.Sealer, Lifecycle: life, Placer: d.Placer, Now: d.Now}}
 }
 
 // Lifecycle returns the sandbox lifecycle manager the API uses (the

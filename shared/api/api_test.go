@@ -69,9 +69,11 @@ func newEnv(t *testing.T, withWorker bool) *env {
 	t.Cleanup(e.srv.Close)
 	flow.Sandboxes.WebhookBaseURL = e.srv.URL + "/api/v1/webhooks"
 	if withWorker {
-		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
-		e.srv.Config.Handler = v1.Handler()
+		// Wired as acs serve wires them: the worker places starts as they
+		// are submitted when that needs no wait.
 		w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealbox.FromPassphrase("api test passphrase")}
+		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase"), Placer: w})
+		e.srv.Config.Handler = v1.Handler()
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() { w.Run(wctx, 2); close(done) }()

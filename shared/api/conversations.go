@@ -33,7 +33,7 @@ func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 	if !a.checkStartSecrets(w, r, req) {
 		return
 	}
-	t, err := a.start.Submit(r.Context(), userOf(r), req)
+	t, err := a.start.Start(r.Context(), userOf(r), req)
 	if err != nil {
 		writeErr(w, err)
 		return

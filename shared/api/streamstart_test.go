@@ -164,15 +164,7 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	}
 	streamed := append([]api.StartTaskJSON{first}, items...)
 
-	var got []string
-	for _, it := range streamed {
-		got = append(got, it.Status)
-	}
-	want := []string{"WORKING", "WAITING_FOR_SANDBOX", "PREPARING_REPOSITORY", "RUNNING_SETUP_SCRIPT",
-		"SETTING_UP_GIT_HOOKS", "SETTING_UP_SKILLS", "STARTING_CONVERSATION", "READY"}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("streamed statuses %v, want %v", got, want)
-	}
+	checkEveryStatus(t, streamed)
 
 	// Each item is the task as it was at its status: the steps so far (the
 	// current one without the detail recorded when it ends), updated when
@@ -225,5 +217,71 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	fb, _ := json.Marshal(fin)
 	if string(last) != string(fb) {
 		t.Errorf("the READY item\n%s\nis not the task\n%s", last, fb)
+	}
+}
+
+// A start on a running sandbox whose agent server answered the worker is
+// placed as it is submitted: POST answers it READY (no poll needed), and
+// stream-start still streams each of its statuses once, in order, ending
+// with the task as GET start-tasks shows it.
+func TestAReusedStartIsAnsweredReadyAndStreamsEveryStatus(t *testing.T) {
+	e := newEnv(t, true)
+	if r := e.as(aliceKey, "POST", "/api/v1/settings", `{"sandbox_grouping_strategy":"ADD_TO_ANY"}`); r.status != 200 {
+		t.Fatalf("settings: %d %s", r.status, r.body)
+	}
+	ready := func(tk api.StartTaskJSON) api.StartTaskJSON {
+		t.Helper()
+		for give := time.Now().Add(time.Minute); tk.Status != "READY"; {
+			if tk.Status == "ERROR" || time.Now().After(give) {
+				t.Fatalf("start: %s %v", tk.Status, tk.Detail)
+			}
+			var got []*api.StartTaskJSON
+			e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+tk.ID, "").json(t, &got)
+			tk = *got[0]
+		}
+		return tk
+	}
+	var first api.StartTaskJSON
+	e.as(aliceKey, "POST", "/api/v1/app-conversations", `{}`).json(t, &first)
+	if first.Status != "WORKING" {
+		t.Fatalf("the first start, which makes a sandbox, answered %s", first.Status)
+	}
+	first = ready(first)
+
+	var reused api.StartTaskJSON
+	e.as(aliceKey, "POST", "/api/v1/app-conversations", `{}`).json(t, &reused)
+	if reused.Status != "READY" || reused.SandboxID == nil || *reused.SandboxID != *first.SandboxID || reused.AppConversationID == nil {
+		t.Fatalf("a reused start answered %s on %v (app_conversation_id %v), want READY on %s", reused.Status, reused.SandboxID, reused.AppConversationID, *first.SandboxID)
+	}
+
+	var streamed []api.StartTaskJSON
+	e.as(aliceKey, "POST", "/api/v1/app-conversations/stream-start", `{}`).json(t, &streamed)
+	checkEveryStatus(t, streamed)
+	for i, it := range streamed {
+		if len(it.Steps) != i+1 || (it.SandboxID != nil) != (i >= 1) || (it.AgentServerURL != nil) != (i >= 2) || (it.AppConversationID != nil) != (it.Status == "READY") {
+			t.Errorf("%s: %d steps, sandbox_id %v, agent_server_url %v, app_conversation_id %v", it.Status, len(it.Steps), it.SandboxID, it.AgentServerURL, it.AppConversationID)
+		}
+	}
+	var final []*api.StartTaskJSON
+	e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+streamed[0].ID, "").json(t, &final)
+	last, _ := json.Marshal(streamed[len(streamed)-1])
+	fb, _ := json.Marshal(final[0])
+	if string(last) != string(fb) {
+		t.Errorf("the READY item\n%s\nis not the task\n%s", last, fb)
+	}
+}
+
+// checkEveryStatus checks that a stream holds each start status once, in
+// order.
+func checkEveryStatus(t *testing.T, streamed []api.StartTaskJSON) {
+	t.Helper()
+	var got []string
+	for _, it := range streamed {
+		got = append(got, it.Status)
+	}
+	want := []string{"WORKING", "WAITING_FOR_SANDBOX", "PREPARING_REPOSITORY", "RUNNING_SETUP_SCRIPT",
+		"SETTING_UP_GIT_HOOKS", "SETTING_UP_SKILLS", "STARTING_CONVERSATION", "READY"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("streamed statuses %v, want %v", got, want)
 	}
 }

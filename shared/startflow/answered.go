@@ -2,10 +2,15 @@ package startflow
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // A start on a sandbox whose agent server this worker has heard from is
@@ -27,27 +32,37 @@ func (w *Worker) noteAnswer(sandboxID string, c *agentclient.Client) {
 // again (a call to it failed without an answer).
 func (w *Worker) forgetAnswer(sandboxID string) { w.answers.Delete(sandboxID) }
 
-// readyWithoutAsking is probeReady without the round trip, when the
-// runtime reports sb RUNNING at the address and with the session key at
-// which its agent server answered this worker before, and sb has nothing
-// to deliver or delete on it first (what Lifecycle.ReadyAsking does after
-// the answer). ok is false otherwise: the caller asks. With nothing to
-// prepare, the skills are loaded in the background (loadSkillsAhead):
-// the placement records the skills step without its detail, and
-// startConversation records it. Should the agent server have stopped
-// answering meanwhile, the conversation's creation fails and its step is
-// retried, as when it stops between an answer and the creation.
-func (w *Worker) readyWithoutAsking(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) (readyProbe, bool) {
+// knownReady reports whether sb's agent server can be used without asking
+// it first: the runtime reports sb RUNNING at the address and with the
+// session key at which it answered this worker before, and sb has nothing
+// to deliver or delete on it (what Lifecycle.ReadyAsking does after the
+// answer). It returns sb as refreshed and a client for it.
+func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *agentclient.Client, bool) {
 	known, ok := w.answers.Load(sb.ID)
 	if !ok {
-		return readyProbe{}, false
+		return sb, nil, false
 	}
 	sb, st := w.lifecycle().Refresh(ctx, sb)
 	if st.Status != acs.SandboxRunning || sb.PendingFlush || len(sb.Tombstones) > 0 ||
 		known.(agentAnswer) != (agentAnswer{strings.TrimRight(st.AgentURL, "/"), st.SessionKey}) {
+		return sb, nil, false
+	}
+	return sb, agentclient.New(st.AgentURL, st.SessionKey), true
+}
+
+// readyWithoutAsking is probeReady without the round trip, when sb's agent
+// server is knownReady. ok is false otherwise: the caller asks. With
+// nothing to prepare, the skills are loaded in the background
+// (loadSkillsAhead): the placement records the skills step without its
+// detail, and startConversation records it. Should the agent server have
+// stopped answering meanwhile, the conversation's creation fails and its
+// step is retried, as when it stops between an answer and the creation.
+func (w *Worker) readyWithoutAsking(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) (readyProbe, bool) {
+	sb, c, ok := w.knownReady(ctx, sb)
+	if !ok {
 		return readyProbe{}, false
 	}
-	r := readyProbe{sb: sb, client: agentclient.New(st.AgentURL, st.SessionKey), prepare: !nothingToPrepare(sb, t, req)}
+	r := readyProbe{sb: sb, client: c, prepare: !nothingToPrepare(sb, t, req)}
 	if !r.prepare {
 		placed := t
 		emptyWorkDir(sb, req)(&placed)
@@ -105,4 +120,95 @@ func (w *Worker) skillsToRecord(ctx context.Context, t acs.StartTask, c *agentcl
 		}
 		return skillsDetail(l.detail), nil
 	}
+}
+
+// Placer places a start as it is submitted, when that needs no wait
+// (Worker.PlaceOnSubmit).
+type Placer interface {
+	PlaceOnSubmit(ctx context.Context, t acs.StartTask) (acs.StartTask, bool, error)
+}
+
+var _ Placer = (*Worker)(nil)
+
+// PlaceOnSubmit stores t, a start task not stored yet (in WORKING), placed,
+// when its placement needs neither a wait nor a round trip: no explicit
+// sandbox_id, a grouping strategy that chooses among the owner's sandboxes
+// (no other start of theirs placing) a RUNNING one whose agent server is
+// knownReady, and nothing to prepare. The task, moved through the steps
+// with nothing to do to STARTING_CONVERSATION (the skills step's detail is
+// recorded by startConversation), and the slot's reservation are one
+// write; it returns the task as stored and true. The worker then only
+// creates the conversation: a start costs a durable write and a step
+// fewer. Otherwise, or when the slot was taken meanwhile, nothing is
+// stored and ok is false: the caller stores t and the worker places it.
+// err is a failed read or write of the store (nothing stored).
+func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.StartTask, ok bool, err error) {
+	var req StartRequest
+	if t.Status != acs.TaskWorking || strictjson.Unmarshal(t.Request, &req) != nil || req.SandboxID != nil {
+		return t, false, nil
+	}
+	settings, err := w.settings(ctx, t.OwnerID)
+	if err != nil || settings.SandboxGroupingStrategy == "" || settings.SandboxGroupingStrategy == acs.NoGrouping {
+		return t, false, err
+	}
+	lock, free, err := w.placementFree(ctx, t)
+	if err != nil || !free {
+		return t, false, err
+	}
+	var cands []acs.Sandbox
+	if err := sandboxes.EachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) {
+		cands = append(cands, sb)
+	}); err != nil {
+		return t, false, err
+	}
+	// The sandbox the last placement lock holder created may not be
+	// listed yet; the worker's placement considers it, and so does this.
+	if lock.Created != "" && !slices.ContainsFunc(cands, func(sb acs.Sandbox) bool { return sb.ID == lock.Created }) {
+		sb, err := w.Store.GetSandbox(ctx, lock.Created)
+		switch {
+		case err == nil && sb.OwnerID == t.OwnerID:
+			cands = append(cands, sb)
+			acs.SortSandboxes(cands)
+		case err != nil && !errors.Is(err, acs.ErrNotFound):
+			return t, false, err
+		}
+	}
+	running := map[string]bool{}
+	for i := range cands {
+		running[cands[i].ID] = cands[i].Status == acs.SandboxRunning
+		if cands[i].Status == acs.SandboxStarting {
+			cands[i].Status = acs.SandboxRunning // as the worker's placement counts it
+		}
+	}
+	max := settings.MaxConversationsPerSandbox
+	p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
+	if p.Sandbox == nil || !running[p.Sandbox.ID] {
+		return t, false, nil
+	}
+	placed := t
+	placed.OwnWorkDir = true
+	ready, known := w.readyWithoutAsking(ctx, placed, req, *p.Sandbox)
+	if !known || ready.prepare {
+		return t, false, nil
+	}
+	id := p.Sandbox.ID
+	if err := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
+		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, true
+	})(&placed); err != nil {
+		return t, false, nil
+	}
+	reserve := w.reserveSlot(t, max)
+	_, err = w.Store.CreateStartTaskAndUpdateSandbox(ctx, placed, id, func(s *acs.Sandbox) error {
+		if s.Status != acs.SandboxRunning {
+			return errStoppedRunning
+		}
+		return reserve(s)
+	})
+	switch {
+	case err == nil:
+		return placed, true, nil
+	case errors.Is(err, errStoppedRunning) || errors.Is(err, acs.ErrCapacity) || errors.Is(err, acs.ErrConflict) || errors.Is(err, acs.ErrNotFound):
+		return t, false, nil // the sandbox changed meanwhile: the worker places the start
+	}
+	return t, false, fmt.Errorf("store start task %s placed on %s: %w", t.ID, id, err)
 }

@@ -44,6 +44,9 @@ type envOptions struct {
 	maxRunning int
 	// maxAttempts bounds a step's attempts (0: the default).
 	maxAttempts int
+	// placeOnSubmit makes the worker the service's Placer, as acs serve
+	// wires them.
+	placeOnSubmit bool
 }
 
 // newEnv builds the environment o describes: every test of the package
@@ -84,7 +87,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		MaxRunningSandboxes: o.maxRunning}, StartupTimeout: o.timeout, MaxAttempts: o.maxAttempts}
 	box := sealbox.FromPassphrase("start flow test passphrase")
 	life := &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: flow.Defaults().Sandboxes}
-	return &env{store: store, reopen: reopen, queue: queue, rt: rt, life: life,
+	e := &env{store: store, reopen: reopen, queue: queue, rt: rt, life: life,
 		svc: &startflow.Service{Store: store, Queue: queue, Sealer: box, Lifecycle: life},
 		w:   &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}
+	if o.placeOnSubmit {
+		e.svc.Placer = e.w
+	}
+	return e
 }

@@ -21,7 +21,11 @@ type Service struct {
 	Sealer acs.Sealer
 	// Lifecycle checks the per-user cap on running sandboxes.
 	Lifecycle *sandboxes.Lifecycle
-	Now       func() time.Time
+	// Placer, when set, places a start as it is submitted when that needs
+	// no wait (Worker.PlaceOnSubmit: the local service, whose worker runs
+	// in this process and knows which agent servers answer it).
+	Placer Placer
+	Now    func() time.Time
 }
 
 func (s *Service) now() time.Time {
@@ -45,7 +49,9 @@ func MaskedRequest(req StartRequest) []byte {
 }
 
 // Submit stores a start task for user and queues its first step. The task is
-// returned in status WORKING. Before that it:
+// returned in status WORKING, or placed on a running sandbox with nothing
+// to prepare (STARTING_CONVERSATION) when the Placer placed it. Before
+// that it:
 //   - applies the parent conversation's sandbox, repository, branch,
 //     provider and model to a sub-conversation (an unknown parent is
 //     ErrInvalid);
@@ -126,8 +132,17 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	t := acs.StartTask{ID: acs.NewID(), OwnerID: user.ID, Status: acs.TaskWorking, ConversationID: convID,
 		Request: MaskedRequest(req), SealedSecrets: sealed, CreatedAt: now, UpdatedAt: now,
 		Steps: []acs.StepTiming{{Status: acs.TaskWorking, StartedAt: now}}}
-	if err := s.Store.CreateStartTask(ctx, t); err != nil {
-		return acs.StartTask{}, fmt.Errorf("store start task: %w", err)
+	placed := false
+	if s.Placer != nil {
+		var err error
+		if t, placed, err = s.Placer.PlaceOnSubmit(ctx, t); err != nil {
+			return acs.StartTask{}, err
+		}
+	}
+	if !placed {
+		if err := s.Store.CreateStartTask(ctx, t); err != nil {
+			return acs.StartTask{}, fmt.Errorf("store start task: %w", err)
+		}
 	}
 	if err := s.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, 0); err != nil {
 		slog.Error("startflow: enqueue failed", "task", t.ID, "error", err)
@@ -137,9 +152,60 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 		}); err == nil {
 			logTaskFailed(t.ID, t.Status)
 		}
+		if placed {
+			// The slot the placement reserved goes back.
+			if _, err := s.Store.UpdateSandbox(ctx, *t.SandboxID, func(sb *acs.Sandbox) error {
+				sb.Release(t.ConversationID)
+				return nil
+			}); err != nil {
+				slog.Warn("startflow: release the unqueued start's slot", "task", t.ID, "sandbox", *t.SandboxID, "error", err)
+			}
+		}
 		return acs.StartTask{}, fmt.Errorf("queue start task: %w", acs.ErrUnavailable)
 	}
 	return t, nil
+}
+
+// placedWait bounds how long Start waits for a start the Placer placed to
+// end.
+const placedWait = 2 * time.Second
+
+// Start is Submit, then, for a start the Placer placed as it was
+// submitted (it waits for nothing: only its conversation is left to
+// create, which the worker does at once), the wait for it to end, up to
+// placedWait: the answer is the task READY (or ERROR), and the caller
+// needs no poll. Any other start, one on a store that cannot tell this
+// process of its writes (acs.StartTaskWatcher), and one still going at
+// the bound, or when ctx ends, is returned as last read.
+func (s *Service) Start(ctx context.Context, user acs.User, req StartRequest) (acs.StartTask, error) {
+	t, err := s.Submit(ctx, user, req)
+	if err != nil || t.Status == acs.TaskWorking || t.Status.Done() {
+		return t, err
+	}
+	bound := time.NewTimer(placedWait)
+	defer bound.Stop()
+	for {
+		// Watch, then read: a write in between still wakes the wait.
+		changed, stop := s.WatchTask(t.ID)
+		cur, err := s.Store.GetStartTask(ctx, t.ID)
+		if err == nil {
+			t = cur
+		}
+		if err != nil || t.Status.Done() || changed == nil {
+			stop()
+			return t, nil
+		}
+		select {
+		case <-changed:
+		case <-bound.C:
+			stop()
+			return t, nil
+		case <-ctx.Done():
+			stop()
+			return t, nil
+		}
+		stop()
+	}
 }
 
 // errIDUnavailable is the one answer for an explicit conversation_id that

@@ -217,6 +217,10 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 		delay, done, err = step(t)
 	}
 	stop()
+	if err != nil && t.SandboxID != nil {
+		// The retry asks the agent server again (client, knownReady).
+		w.forgetAnswer(*t.SandboxID)
+	}
 	if err != nil {
 		var ue *userError
 		if errors.As(err, &ue) {
@@ -693,18 +697,7 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		if p.Sandbox == nil {
 			break
 		}
-		reserve := func(s *acs.Sandbox) error {
-			if s.Status != acs.SandboxRunning && s.Status != acs.SandboxStarting {
-				return fmt.Errorf("sandbox %s is %s: %w", s.ID, s.Status, acs.ErrConflict)
-			}
-			if err := s.Reserve(t.ConversationID, max); err != nil {
-				return err
-			}
-			// A start is activity (as Touch records it; this write
-			// saves the start its own).
-			s.LastUsedAt, s.LastActivityAt = w.now(), w.now()
-			return nil
-		}
+		reserve := w.reserveSlot(t, max)
 		var err error
 		if running[p.Sandbox.ID] {
 			var done bool
@@ -760,6 +753,22 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		}
 	}
 	return sb.ID, chosen(sb.ID, reason)
+}
+
+// reserveSlot is the reservation of t's slot on a RUNNING or STARTING
+// sandbox that holds at most max conversations, which records the start as
+// activity (as Touch does; this write saves the start its own).
+func (w *Worker) reserveSlot(t acs.StartTask, max int) func(*acs.Sandbox) error {
+	return func(s *acs.Sandbox) error {
+		if s.Status != acs.SandboxRunning && s.Status != acs.SandboxStarting {
+			return fmt.Errorf("sandbox %s is %s: %w", s.ID, s.Status, acs.ErrConflict)
+		}
+		if err := s.Reserve(t.ConversationID, max); err != nil {
+			return err
+		}
+		s.LastUsedAt, s.LastActivityAt = w.now(), w.now()
+		return nil
+	}
 }
 
 // waitForSandbox resumes a paused sandbox and waits until it is RUNNING and
@@ -914,7 +923,9 @@ func remember(ctx context.Context, sb acs.Sandbox, c *agentclient.Client) {
 // sandbox paused meanwhile is resumed; not ready yet is a retryable error).
 // Within one delivery the sandbox is checked once: the steps after the
 // first reuse what it found (should the agent server have gone since, their
-// call fails and the step is retried in a new delivery, which checks again).
+// call fails and the step is retried in a new delivery, which checks
+// again). An agent server that answered this worker and is knownReady is
+// not asked again (a failed step forgets its answer: see Process).
 func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
 	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok && r.client != nil && r.sb.ID == *t.SandboxID {
 		return r.sb, r.client, nil
@@ -925,6 +936,10 @@ func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *age
 	}
 	if err != nil {
 		return sb, nil, err
+	}
+	if sb, c, ok := w.knownReady(ctx, sb); ok {
+		remember(ctx, sb, c)
+		return sb, c, nil
 	}
 	sb, c, err := w.lifecycle().Ready(ctx, sb, w.cfg().Sandboxes.ResumeWait)
 	if errors.Is(err, acs.ErrGone) || errors.Is(err, acs.ErrSandboxFailed) {
