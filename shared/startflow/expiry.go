@@ -12,7 +12,8 @@ import (
 
 // ExpireStale ends with ERROR every unfinished start task that has not
 // advanced for olderThan (its messages were lost, or its worker kept
-// dying), with a detail naming the step it was stuck in. A task that
+// dying), with a detail naming the step it was stuck in, and gives back
+// the slot it reserved (as a failed start does). A task that
 // advances while this runs is left alone. It returns the ids it ended.
 func (w *Worker) ExpireStale(ctx context.Context, olderThan time.Duration) ([]string, error) {
 	var ended []string
@@ -45,7 +46,7 @@ func (w *Worker) ExpireStale(ctx context.Context, olderThan time.Duration) ([]st
 // was read.
 func (w *Worker) failIfUnchanged(ctx context.Context, t acs.StartTask, detail string) (bool, error) {
 	changed := false
-	_, err := w.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
+	tk, err := w.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
 		if tk.Status.Done() || !tk.UpdatedAt.Equal(t.UpdatedAt) || tk.Status != t.Status {
 			changed = true
 			return nil
@@ -61,6 +62,7 @@ func (w *Worker) failIfUnchanged(ctx context.Context, t acs.StartTask, detail st
 	}
 	if !changed {
 		logTaskFailed(t.ID, t.Status)
+		releaseSlot(ctx, w.Store, tk)
 	}
 	return !changed, nil
 }

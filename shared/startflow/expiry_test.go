@@ -72,6 +72,35 @@ func TestExpireStale(t *testing.T) {
 	}
 }
 
+// A stale start that reserved a slot gives it back as it expires, unless
+// its conversation record exists (deleting that releases it).
+func TestExpireStaleGivesBackTheSlot(t *testing.T) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	store, w := expiryStore(t, now)
+	sandbox := "s1"
+	if err := store.CreateSandbox(ctx, acs.Sandbox{ID: sandbox, OwnerID: "alice", Status: acs.SandboxRunning,
+		Slots: []string{"c-stuck", "c-recorded", "c-other"}, CreatedAt: now.Add(-3 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"stuck", "recorded"} {
+		if err := store.CreateStartTask(ctx, acs.StartTask{ID: id, OwnerID: "alice", Status: acs.TaskStartingConversation,
+			ConversationID: "c-" + id, SandboxID: &sandbox, CreatedAt: now.Add(-2 * time.Hour), UpdatedAt: now.Add(-2 * time.Hour),
+			Request: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := store.CreateConversation(ctx, acs.Conversation{ID: "c-recorded", OwnerID: "alice", SandboxID: sandbox}); err != nil {
+		t.Fatal(err)
+	}
+	if ended, err := w.ExpireStale(ctx, time.Hour); err != nil || len(ended) != 2 {
+		t.Fatalf("ended %v, %v", ended, err)
+	}
+	sb, err := store.GetSandbox(ctx, sandbox)
+	if err != nil || fmt.Sprint(sb.Slots) != "[c-recorded c-other]" {
+		t.Fatalf("slots after the expiry %v (%v), want the stuck start's given back", sb.Slots, err)
+	}
+}
+
 // deadLetters is a dead-letter queue in memory (the SQS one is exercised
 // against fauxqs by the sqsqueue and AWS end-to-end tests).
 type deadLetters struct {

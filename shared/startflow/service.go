@@ -146,20 +146,12 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	}
 	if err := s.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, 0); err != nil {
 		slog.Error("startflow: enqueue failed", "task", t.ID, "error", err)
-		if _, err := s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
+		if tk, err := s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
 			tk.Fail("The start could not be queued; please retry.", s.now())
 			return nil
 		}); err == nil {
 			logTaskFailed(t.ID, t.Status)
-		}
-		if placed {
-			// The slot the placement reserved goes back.
-			if _, err := s.Store.UpdateSandbox(ctx, *t.SandboxID, func(sb *acs.Sandbox) error {
-				sb.Release(t.ConversationID)
-				return nil
-			}); err != nil {
-				slog.Warn("startflow: release the unqueued start's slot", "task", t.ID, "sandbox", *t.SandboxID, "error", err)
-			}
+			releaseSlot(ctx, s.Store, tk) // a placed start's
 		}
 		return acs.StartTask{}, fmt.Errorf("queue start task: %w", acs.ErrUnavailable)
 	}

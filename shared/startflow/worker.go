@@ -297,20 +297,30 @@ func (w *Worker) fail(ctx context.Context, taskID, detail string) error {
 	if err == nil && failedAt != "" {
 		logTaskFailed(taskID, failedAt)
 	}
-	if err != nil || tk.Status != acs.TaskError || tk.SandboxID == nil {
+	if err != nil || tk.Status != acs.TaskError {
 		return err
 	}
-	if _, err := w.Store.GetConversation(ctx, tk.ConversationID); !errors.Is(err, acs.ErrNotFound) {
-		return nil
+	releaseSlot(ctx, w.Store, tk)
+	return nil
+}
+
+// releaseSlot gives back the slot tk, a start that ended with ERROR,
+// reserved on its sandbox, unless its conversation record exists (deleting
+// that releases it). A failure is logged: the slot stays.
+func releaseSlot(ctx context.Context, st acs.Store, tk acs.StartTask) {
+	if tk.SandboxID == nil {
+		return
 	}
-	_, err = w.Store.UpdateSandbox(ctx, *tk.SandboxID, func(s *acs.Sandbox) error {
+	if _, err := st.GetConversation(ctx, tk.ConversationID); !errors.Is(err, acs.ErrNotFound) {
+		return
+	}
+	_, err := st.UpdateSandbox(ctx, *tk.SandboxID, func(s *acs.Sandbox) error {
 		s.Release(tk.ConversationID)
 		return nil
 	})
 	if err != nil && !errors.Is(err, acs.ErrNotFound) {
-		slog.Warn("startflow: release the failed start's slot", "task", taskID, "sandbox", *tk.SandboxID, "error", err)
+		slog.Warn("startflow: release the failed start's slot", "task", tk.ID, "sandbox", *tk.SandboxID, "error", err)
 	}
-	return nil
 }
 
 // Step runs the task's current step. It returns when the next step is due
