@@ -36,7 +36,8 @@ type Deps struct {
 	// Sealer seals stored secrets and LLM keys.
 	Sealer acs.Sealer
 	// Placer, when set, places starts as they are submitted when that
-	// needs no wait (the local service's worker: startflow.Service).
+	// needs no wait (acs serve's start-flow worker; see
+	// startflow.Service.Placer).
 	Placer startflow.Placer
 	// Flow is the start-flow and lifecycle configuration (sandbox specs,
 	// environment, caps, timeouts).
