@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
-	"github.com/acs-project/acs/shared/sandboxes"
 )
 
 // A start on a sandbox whose agent server this worker has heard from is
@@ -155,31 +153,11 @@ func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.Star
 	if err != nil || !free {
 		return t, false, err
 	}
-	var cands []acs.Sandbox
-	if err := sandboxes.EachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) {
-		cands = append(cands, sb)
-	}); err != nil {
+	mine, err := w.ownerSandboxes(ctx, t.OwnerID, lock.Created)
+	if err != nil {
 		return t, false, err
 	}
-	// The sandbox the last placement lock holder created may not be
-	// listed yet; the worker's placement considers it, and so does this.
-	if lock.Created != "" && !slices.ContainsFunc(cands, func(sb acs.Sandbox) bool { return sb.ID == lock.Created }) {
-		sb, err := w.Store.GetSandbox(ctx, lock.Created)
-		switch {
-		case err == nil && sb.OwnerID == t.OwnerID:
-			cands = append(cands, sb)
-			acs.SortSandboxes(cands)
-		case err != nil && !errors.Is(err, acs.ErrNotFound):
-			return t, false, err
-		}
-	}
-	running := map[string]bool{}
-	for i := range cands {
-		running[cands[i].ID] = cands[i].Status == acs.SandboxRunning
-		if cands[i].Status == acs.SandboxStarting {
-			cands[i].Status = acs.SandboxRunning // as the worker's placement counts it
-		}
-	}
+	cands, running := groupingCandidates(mine)
 	max := settings.MaxConversationsPerSandbox
 	p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
 	if p.Sandbox == nil || !running[p.Sandbox.ID] {

@@ -656,23 +656,9 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		}
 		return "", chosen(sb.ID, "explicit sandbox_id (no capacity check)")
 	}
-	var mine []acs.Sandbox
-	listed := false
-	if err := sandboxes.EachSandbox(ctx, w.Store, t.OwnerID, func(sb acs.Sandbox) {
-		mine = append(mine, sb)
-		listed = listed || sb.ID == lastCreated
-	}); err != nil {
+	mine, err := w.ownerSandboxes(ctx, t.OwnerID, lastCreated)
+	if err != nil {
 		return "", err
-	}
-	if lastCreated != "" && !listed {
-		sb, err := w.Store.GetSandbox(ctx, lastCreated)
-		switch {
-		case err == nil && sb.OwnerID == t.OwnerID:
-			mine = append(mine, sb)
-			acs.SortSandboxes(mine)
-		case err != nil && !errors.Is(err, acs.ErrNotFound):
-			return "", err
-		}
 	}
 	for _, sb := range mine {
 		if sb.HasSlot(t.ConversationID) { // a redelivery: the slot is ours
@@ -690,19 +676,8 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		}
 	}
 	max := settings.MaxConversationsPerSandbox
-	cands := slices.Clone(mine)
-	running := map[string]bool{}
-	for _, sb := range mine {
-		running[sb.ID] = sb.Status == acs.SandboxRunning
-	}
+	cands, running := groupingCandidates(mine)
 	for grouping {
-		// STARTING sandboxes count as available (ACS): concurrent starts
-		// share the sandbox the first of them created.
-		for i := range cands {
-			if cands[i].Status == acs.SandboxStarting {
-				cands[i].Status = acs.SandboxRunning
-			}
-		}
 		p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
 		if p.Sandbox == nil {
 			break
@@ -763,6 +738,47 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		}
 	}
 	return sb.ID, chosen(sb.ID, reason)
+}
+
+// ownerSandboxes lists owner's sandboxes, newest first, with lastCreated
+// among them: the sandbox the previous placement lock holder created,
+// which the listing may not show yet.
+func (w *Worker) ownerSandboxes(ctx context.Context, owner, lastCreated string) ([]acs.Sandbox, error) {
+	var mine []acs.Sandbox
+	listed := false
+	if err := sandboxes.EachSandbox(ctx, w.Store, owner, func(sb acs.Sandbox) {
+		mine = append(mine, sb)
+		listed = listed || sb.ID == lastCreated
+	}); err != nil {
+		return nil, err
+	}
+	if lastCreated != "" && !listed {
+		sb, err := w.Store.GetSandbox(ctx, lastCreated)
+		switch {
+		case err == nil && sb.OwnerID == owner:
+			mine = append(mine, sb)
+			acs.SortSandboxes(mine)
+		case err != nil && !errors.Is(err, acs.ErrNotFound):
+			return nil, err
+		}
+	}
+	return mine, nil
+}
+
+// groupingCandidates is mine as a grouping strategy chooses among them:
+// STARTING sandboxes count as available (ACS), so that concurrent starts
+// share the sandbox the first of them created. running reports which
+// were RUNNING.
+func groupingCandidates(mine []acs.Sandbox) (cands []acs.Sandbox, running map[string]bool) {
+	cands = slices.Clone(mine)
+	running = map[string]bool{}
+	for i := range cands {
+		running[cands[i].ID] = cands[i].Status == acs.SandboxRunning
+		if cands[i].Status == acs.SandboxStarting {
+			cands[i].Status = acs.SandboxRunning
+		}
+	}
+	return cands, running
 }
 
 // reserveSlot is the reservation of t's slot on a RUNNING or STARTING
