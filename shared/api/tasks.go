@@ -122,18 +122,15 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	// sent counts the task's steps streamed so far: a read streams the
 	// status of every step recorded since (the worker may run several
 	// steps between reads), so each status appears once, in order. A
-	// start placed as it was submitted is created past WORKING: its steps
-	// so far go first.
+	// start placed as it was submitted is created past WORKING: its first
+	// step goes now, the others with the first read.
 	first := t
 	if len(t.Steps) > 1 {
 		first = taskAt(t, 0)
 	}
 	write("[", first)
-	for _, item := range reachedSince(t, 1, first.Status) {
-		write(",\n", item)
-	}
 	flush()
-	last, sent := t.Status, len(t.Steps)
+	last, sent := first.Status, len(first.Steps)
 	// A store that tells this process of the task's writes wakes the
 	// stream as each is stored (locally, where the worker runs in this
 	// process); the poll is the pace without it, and a safety net with it.
