@@ -90,6 +90,21 @@ func validCuts(view []events.Event) []bool {
 	return ok
 }
 
+// condensationRequested reports whether history holds a
+// CondensationRequest no Condensation followed.
+func condensationRequested(history []events.Event) bool {
+	requested := false
+	for _, ev := range history {
+		switch ev.(type) {
+		case *events.CondensationRequest:
+			requested = true
+		case *events.Condensation:
+			requested = false
+		}
+	}
+	return requested
+}
+
 // condensationNeededLocked decides whether to condense before the next LLM
 // call, and what to forget: an unhandled CondensationRequest or too many
 // prompt tokens (hard: always condense), or a view longer than max_size
@@ -101,17 +116,8 @@ func (c *Conversation) condensationNeededLocked() *condensationPlan {
 	}
 	view := condensedHistory(c.history)
 	reason, hard, target := "", false, 0
-	requested := false
-	for _, ev := range c.history {
-		switch ev.(type) {
-		case *events.CondensationRequest:
-			requested = true
-		case *events.Condensation:
-			requested = false
-		}
-	}
 	switch {
-	case requested:
+	case condensationRequested(c.history):
 		reason, hard, target = "request", true, len(view)/2
 	case cd.MaxTokens != nil && c.st.LastPromptTokens > int64(*cd.MaxTokens):
 		reason, hard, target = "tokens", true, len(view)/2
@@ -188,7 +194,8 @@ func (c *Conversation) condense(ctx context.Context, plan *condensationPlan) err
 }
 
 // RequestCondensation appends a CondensationRequest and, when no run is in
-// progress, condenses at once (a running loop condenses at its next step).
+// progress, condenses at once (a running loop condenses at its next step,
+// or as it ends: endRun).
 // ErrNoCondenser without a summarizing condenser.
 func (c *Conversation) RequestCondensation(ctx context.Context) error {
 	c.mu.Lock()

@@ -247,20 +247,7 @@ func (c *Conversation) startRunLocked(ctx context.Context) error {
 // loop runs steps until the agent finishes, waits, pauses, fails or hits a
 // limit. max_iterations counts steps per run.
 func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
-	defer func() {
-		c.mu.Lock()
-		if err := c.awaitSyncLocked(); err != nil && c.st.ExecutionStatus != wire.StatusError {
-			// The last step's events were never stored: the run ends in
-			// error, as a failed emit ends it.
-			c.logErr(c.failLocked(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
-		}
-		c.running = false
-		c.cancelRun = nil
-		c.mu.Unlock()
-		close(done)
-		c.broadcastFullState()
-		c.changed()
-	}()
+	defer c.endRun(ctx, done)
 	iteration := 0
 	for {
 		c.mu.Lock()
@@ -318,6 +305,38 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 		if stop {
 			return
 		}
+	}
+}
+
+// endRun ends the run loop's run: it waits for the last step's events to
+// be stored (a failed sync ends the run in error), marks the conversation
+// not running and closes done. A CondensationRequest that arrived while
+// the run was on its way out (RequestCondensation leaves a request made
+// during a run to the loop's next step, which an ending run does not
+// take) is then handled as one made while idle: the history is condensed
+// at once. A request after the conversation is marked not running
+// condenses by itself, so no request is left unhandled.
+func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
+	c.mu.Lock()
+	if err := c.awaitSyncLocked(); err != nil && c.st.ExecutionStatus != wire.StatusError {
+		// The last step's events were never stored: the run ends in
+		// error, as a failed emit ends it.
+		c.logErr(c.failLocked(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
+	}
+	c.running = false
+	c.cancelRun = nil
+	var plan *condensationPlan
+	if !c.closed && condensationRequested(c.history) {
+		plan = c.condensationNeededLocked()
+	}
+	c.mu.Unlock()
+	close(done)
+	c.broadcastFullState()
+	c.changed()
+	if plan != nil {
+		// The user asked for it: a pause, which cancels the run's
+		// context, does not cancel it.
+		c.logErr(c.condense(context.WithoutCancel(ctx), plan))
 	}
 }
 

@@ -464,9 +464,15 @@ func TestCondensation(t *testing.T) {
 		if r := e.post("/api/conversations/"+id+"/condense", nil); r.status != 200 {
 			t.Fatalf("condense: %d %s", r.status, r.body)
 		}
-		r := e.call("GET", "/api/conversations/"+id+"/events/search?kind=CondensationRequest", nil)
-		r2 := e.call("GET", "/api/conversations/"+id+"/events/search?kind=Condensation", nil)
-		if !strings.Contains(string(r.body), "CondensationRequest") || !strings.Contains(string(r2.body), `"summary":"SHORT"`) {
+		// The condensation is made in the request when the run is over,
+		// or as the run ends when the request came as it was ending
+		// (the status reads finished a moment before).
+		var r, r2 resp
+		if !testwait.Until(20*time.Second, func() bool {
+			r = e.call("GET", "/api/conversations/"+id+"/events/search?kind=CondensationRequest", nil)
+			r2 = e.call("GET", "/api/conversations/"+id+"/events/search?kind=Condensation", nil)
+			return strings.Contains(string(r.body), "CondensationRequest") && strings.Contains(string(r2.body), `"summary":"SHORT"`)
+		}) {
 			t.Fatalf("request %s / condensation %s", r.body, r2.body)
 		}
 		plain := newEnv(t)
