@@ -14,16 +14,102 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
-// A condensation asked for while a run is ending (after its last step, so
-// the loop takes no further step to handle it, and before it is marked not
-// running, so the request does not condense by itself) is handled as the
-// run ends, not lost: the HTTP route answered 200 for it.
-func TestACondensationAskedAsTheRunEndsIsHandled(t *testing.T) {
+// What is asked of a run while it is ending (after the loop's last look
+// at it, so the loop takes no further step for it, and before the run is
+// marked over, so the request does not act by itself) is done as the run
+// ends, as if asked of an idle conversation, and not lost: the HTTP
+// routes answered 200 for it. A pause asked after a message wins over
+// the message's run; a message after a pause runs.
+func TestWhatIsAskedAsARunEndsIsDone(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		// ask runs while the run is ending.
+		ask func(t *testing.T, c *Conversation)
+		// want checks the conversation once the run that ended, and any
+		// it started, are over.
+		wantAgentReplies, wantCondensations int
+		wantStatus                          wire.ExecutionStatus
+	}{
+		{name: "condensation", ask: func(t *testing.T, c *Conversation) {
+			if err := c.RequestCondensation(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, wantAgentReplies: 1, wantCondensations: 1, wantStatus: wire.StatusFinished},
+		{name: "message that runs", ask: func(t *testing.T, c *Conversation) { sendRun(t, c, "and again") },
+			wantAgentReplies: 2, wantStatus: wire.StatusFinished},
+		{name: "message that runs, then a condensation", ask: func(t *testing.T, c *Conversation) {
+			sendRun(t, c, "and again")
+			if err := c.RequestCondensation(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, wantAgentReplies: 2, wantCondensations: 1, wantStatus: wire.StatusFinished},
+		{name: "message, then a pause", ask: func(t *testing.T, c *Conversation) {
+			sendRun(t, c, "and again")
+			if err := c.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}, wantAgentReplies: 1, wantStatus: wire.StatusPaused},
+		{name: "pause, then a message that runs", ask: func(t *testing.T, c *Conversation) {
+			// The run is paused as it runs (a finished one is not).
+			c.mu.Lock()
+			c.st.ExecutionStatus = wire.StatusRunning
+			c.mu.Unlock()
+			if err := c.Pause(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if c.Status() != wire.StatusPaused {
+				t.Fatalf("status %s after the pause", c.Status())
+			}
+			sendRun(t, c, "and again")
+		}, wantAgentReplies: 2, wantStatus: wire.StatusFinished},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := finishedConversation(t)
+			// A run in its last moment: the loop has left its steps,
+			// endRun has not marked it over.
+			c.mu.Lock()
+			c.running = true
+			c.mu.Unlock()
+			tc.ask(t, c)
+			if replies, conds := count(c); replies != 1 || conds != 0 {
+				t.Fatalf("%d agent replies, %d condensations while the run was still marked running; what was asked is the loop's", replies, conds)
+			}
+			done := make(chan struct{})
+			c.endRun(ctx, done)
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("endRun did not close done")
+			}
+			wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			if err := c.WaitIdle(wctx); err != nil {
+				t.Fatal(err)
+			}
+			replies, conds := count(c)
+			if replies != tc.wantAgentReplies || conds != tc.wantCondensations || c.Status() != tc.wantStatus {
+				t.Fatalf("%d agent replies, %d condensations, status %s; want %d, %d, %s",
+					replies, conds, c.Status(), tc.wantAgentReplies, tc.wantCondensations, tc.wantStatus)
+			}
+			c.mu.Lock()
+			pending := condensationRequested(c.history)
+			c.mu.Unlock()
+			if pending {
+				t.Fatal("a condensation request is still unhandled")
+			}
+		})
+	}
+}
+
+// finishedConversation is a conversation with a condenser whose first run
+// (three think steps and a reply) is over.
+func finishedConversation(t *testing.T) *Conversation {
 	think := llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: "think", Arguments: map[string]any{"thought": "step"}}}}
 	srv := llmtest.New(
 		llmtest.Reply{Repeat: true, Match: func(r *llmtest.Request) bool { return r.Model == "summarizer" }, Text: "SUMMARY"},
-		think, think, think, llmtest.Reply{Text: "done"})
-	defer srv.Close()
+		think, think, think, llmtest.Reply{Text: "done"}, llmtest.Reply{Text: "done again"})
+	t.Cleanup(srv.Close)
 	cfg := llm.DefaultConfig()
 	cfg.BaseURL, cfg.NumRetries = &srv.URL, 0
 	summarizer := cfg
@@ -32,54 +118,40 @@ func TestACondensationAskedAsTheRunEndsIsHandled(t *testing.T) {
 	req := wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg,
 		Condenser: &wire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer, MaxSize: 100, KeepFirst: 2}},
 		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10}
-	ctx := context.Background()
-	c, err := Create(ctx, uuid.New(), req, Options{Dir: filepath.Join(dir, "conv")})
+	c, err := Create(context.Background(), uuid.New(), req, Options{Dir: filepath.Join(dir, "conv")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if _, err := c.SendMessage(ctx, wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("go")}, Run: true}); err != nil {
+	t.Cleanup(func() { c.Close() })
+	sendRun(t, c, "go")
+	if err := c.WaitIdle(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.WaitIdle(ctx); err != nil {
+	return c
+}
+
+func sendRun(t *testing.T, c *Conversation, text string) {
+	t.Helper()
+	if _, err := c.SendMessage(context.Background(), wire.SendMessageRequest{Role: "user",
+		Content: []events.Content{events.TextItem(text)}, Run: true}); err != nil {
 		t.Fatal(err)
 	}
-	condensations := func() int {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		n := 0
-		for _, ev := range c.history {
-			if _, ok := ev.(*events.Condensation); ok {
-				n++
+}
+
+// count is the number of the agent's messages and of condensations in c's
+// history.
+func count(c *Conversation) (replies, condensations int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, ev := range c.history {
+		switch e := ev.(type) {
+		case *events.MessageEvent:
+			if e.Source == events.SourceAgent {
+				replies++
 			}
+		case *events.Condensation:
+			condensations++
 		}
-		return n
 	}
-	// A run in its last moment: the loop has left its steps, endRun has
-	// not yet marked it not running.
-	c.mu.Lock()
-	c.running = true
-	c.mu.Unlock()
-	if err := c.RequestCondensation(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n := condensations(); n != 0 {
-		t.Fatalf("%d condensations while the run was still marked running; the request is the loop's", n)
-	}
-	done := make(chan struct{})
-	c.endRun(ctx, done)
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("endRun did not close done")
-	}
-	if n := condensations(); n != 1 {
-		t.Fatalf("%d condensations after the run ended, want the requested one", n)
-	}
-	c.mu.Lock()
-	pending := condensationRequested(c.history)
-	c.mu.Unlock()
-	if pending {
-		t.Fatal("the request is still unhandled")
-	}
+	return replies, condensations
 }

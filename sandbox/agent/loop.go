@@ -162,7 +162,8 @@ func (c *Conversation) Pause(ctx context.Context) error {
 		return err
 	}
 	if c.running {
-		c.pauseAsked = true
+		// The pause wins over a message that asked to run before it.
+		c.pauseAsked, c.rerun = true, false
 	}
 	err := c.setStatusLocked(ctx, wire.StatusPaused)
 	c.mu.Unlock()
@@ -293,8 +294,10 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 		}
 		c.mu.Lock()
 		if c.rerun {
-			// A message arrived during the step: keep going.
-			c.rerun = false
+			// A message arrived during the step: keep going. It came
+			// after any pause asked for (a pause clears rerun), so it
+			// un-pauses, as it starts a run on a paused conversation.
+			c.rerun, c.pauseAsked = false, false
 			iteration = 0
 			c.logErr(c.setStatusLocked(ctx, wire.StatusRunning))
 			c.mu.Unlock()
@@ -310,12 +313,14 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 
 // endRun ends the run loop's run: it waits for the last step's events to
 // be stored (a failed sync ends the run in error), marks the conversation
-// not running and closes done. A CondensationRequest that arrived while
-// the run was on its way out (RequestCondensation leaves a request made
-// during a run to the loop's next step, which an ending run does not
-// take) is then handled as one made while idle: the history is condensed
-// at once. A request after the conversation is marked not running
-// condenses by itself, so no request is left unhandled.
+// not running and closes done. What a message or a condensation request
+// asked of the run while it was on its way out (past the loop's last look
+// at them, before it is marked not running) is then done as if asked of
+// an idle conversation: a message that asked to run starts a new run
+// (unless the run was interrupted or the conversation closed), and
+// otherwise a CondensationRequest left unhandled condenses the history at
+// once. Anything asked later finds the conversation not running and does
+// it by itself, so nothing asked is left undone.
 func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 	c.mu.Lock()
 	if err := c.awaitSyncLocked(); err != nil && c.st.ExecutionStatus != wire.StatusError {
@@ -326,7 +331,12 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 	c.running = false
 	c.cancelRun = nil
 	var plan *condensationPlan
-	if !c.closed && condensationRequested(c.history) {
+	switch {
+	case c.closed:
+	case c.rerun && ctx.Err() == nil:
+		// The new run's first step handles a condensation request too.
+		c.logErr(c.startRunLocked(context.WithoutCancel(ctx)))
+	case condensationRequested(c.history):
 		plan = c.condensationNeededLocked()
 	}
 	c.mu.Unlock()

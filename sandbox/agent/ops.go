@@ -22,6 +22,8 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 		c.mu.Unlock()
 		return ErrClosed
 	}
+	// The interrupt wins over a message that asked to run before it.
+	c.rerun = false
 	cancel, done := c.cancelRun, c.runDone
 	c.mu.Unlock()
 	if cancel != nil {
