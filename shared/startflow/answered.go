@@ -170,18 +170,10 @@ func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.Star
 		return t, false, nil
 	}
 	id := p.Sandbox.ID
-	if err := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
-		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, p.Reason, true
-	})(&placed); err != nil {
+	if err := w.placeOnRunning(req, ready, id, p.Reason, true)(&placed); err != nil {
 		return t, false, nil
 	}
-	reserve := w.reserveSlot(t, max)
-	_, err = w.Store.CreateStartTaskAndUpdateSandbox(ctx, placed, id, func(s *acs.Sandbox) error {
-		if s.Status != acs.SandboxRunning {
-			return errStoppedRunning
-		}
-		return reserve(s)
-	})
+	_, err = w.Store.CreateStartTaskAndUpdateSandbox(ctx, placed, id, stillRunning(w.reserveSlot(t, max)))
 	switch {
 	case err == nil:
 		return placed, true, nil

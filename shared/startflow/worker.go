@@ -490,19 +490,11 @@ func (w *Worker) reserveRunning(ctx context.Context, t acs.StartTask, req StartR
 			return false, nil
 		}
 	}
-	id := sb.ID
-	advance := w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
-		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
-	})
+	advance := w.placeOnRunning(req, ready, sb.ID, reason, grouping)
 	var taskErr error
 	_, reserved, err := w.Store.UpdateStartTaskAndSandbox(ctx, t.ID,
 		func(tk *acs.StartTask) error { taskErr = advance(tk); return taskErr },
-		id, func(s *acs.Sandbox) error {
-			if s.Status != acs.SandboxRunning {
-				return errStoppedRunning
-			}
-			return reserve(s)
-		})
+		sb.ID, stillRunning(reserve))
 	switch {
 	case err == nil:
 		remember(ctx, reserved, ready.client)
@@ -515,6 +507,26 @@ func (w *Worker) reserveRunning(ctx context.Context, t acs.StartTask, req StartR
 		}
 	}
 	return false, err
+}
+
+// placeOnRunning is the change that places a start on running sandbox id
+// (reason; grouping: in a working directory of its own) that was found
+// ready, through the steps ready lets it record at once (readyFn).
+func (w *Worker) placeOnRunning(req StartRequest, ready readyProbe, id, reason string, grouping bool) func(*acs.StartTask) error {
+	return w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
+		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
+	})
+}
+
+// stillRunning is reserve on a sandbox found RUNNING: one that stopped
+// running since is errStoppedRunning.
+func stillRunning(reserve func(*acs.Sandbox) error) func(*acs.Sandbox) error {
+	return func(s *acs.Sandbox) error {
+		if s.Status != acs.SandboxRunning {
+			return errStoppedRunning
+		}
+		return reserve(s)
+	}
 }
 
 // placementLockTTL bounds how long a crashed start can hold its owner's
