@@ -201,6 +201,16 @@ func ErrorMessage(err error) string {
 	return AsError(err).Message
 }
 
+// Detail is the text a record's detail shows for err: err's own text,
+// except that a full disk shows ErrStorageFull's message, since the chain
+// of such an error names host paths.
+func Detail(err error) string {
+	if errors.Is(err, ErrStorageFull) {
+		return DefaultMessage(ESTORAGEFULL)
+	}
+	return err.Error()
+}
+
 // AsError is the first domain error in err's chain, with the message a
 // response may show; an EINTERNAL error ("Internal Server Error") for an
 // error that holds none; nil for nil.

@@ -137,3 +137,20 @@ func TestCodesAreDistinct(t *testing.T) {
 		}
 	}
 }
+
+func TestDetail(t *testing.T) {
+	full := fmt.Errorf("write /srv/acs/sandboxes/sb-1/sandbox.json: %w: %w", syscall.ENOSPC, acs.ErrStorageFull)
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{full, acs.DefaultMessage(acs.ESTORAGEFULL)},
+		{fmt.Errorf("start sandbox sb-1: %w", full), acs.DefaultMessage(acs.ESTORAGEFULL)},
+		{errors.New("agent server exited: status 3"), "agent server exited: status 3"},
+		{fmt.Errorf("sandbox sb-1: %w", acs.ErrNotFound), "sandbox sb-1: not found"},
+	} {
+		if got := acs.Detail(tc.err); got != tc.want {
+			t.Errorf("Detail(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -206,7 +207,8 @@ func validID(id string) bool {
 
 // Start creates the sandbox directory and starts its agent server. A
 // sandbox already running, starting or restarting after a crash is left as
-// it is; one that failed (ERROR) starts afresh.
+// it is; one that failed (ERROR) starts afresh. A write that finds the disk
+// full wraps acs.ErrStorageFull.
 func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeStatus, error) {
 	if !validID(req.SandboxID) {
 		return acs.RuntimeStatus{}, fmt.Errorf("procsandbox: sandbox id %q: %w", req.SandboxID, acs.ErrInvalid)
@@ -230,21 +232,30 @@ func (r *Runtime) Start(ctx context.Context, req acs.StartRequest) (acs.RuntimeS
 	work := filepath.Join(dir, "workspace")
 	for _, d := range []string{work, filepath.Join(dir, "state"), filepath.Join(dir, "home")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
-			return acs.RuntimeStatus{}, fmt.Errorf("procsandbox: create %s: %w", d, err)
+			return acs.RuntimeStatus{}, storageErr(fmt.Errorf("procsandbox: create %s: %w", d, err))
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dir, metaFile)); err != nil {
 		m := meta{ID: req.SandboxID, OwnerID: req.OwnerID, SpecID: req.Spec.ID, WorkingDir: work, CreatedAt: time.Now().UTC()}
 		raw, _ := json.Marshal(m)
 		if err := os.WriteFile(filepath.Join(dir, metaFile), raw, 0o600); err != nil {
-			return acs.RuntimeStatus{}, fmt.Errorf("procsandbox: write meta: %w", err)
+			return acs.RuntimeStatus{}, storageErr(fmt.Errorf("procsandbox: write meta: %w", err))
 		}
 	}
 	if err := r.launchLocked(req.SandboxID, req.SessionKey, mergeEnv(req.Spec.InitialEnv, req.Env)); err != nil {
-		return acs.RuntimeStatus{}, err
+		return acs.RuntimeStatus{}, storageErr(err)
 	}
 	r.procs[req.SandboxID].pool = pool
 	return r.statusLocked(req.SandboxID), nil
+}
+
+// storageErr wraps err with acs.ErrStorageFull when it is a write that
+// found the disk or quota full.
+func storageErr(err error) error {
+	if diskfull.Is(err) {
+		return fmt.Errorf("%w: %w", err, acs.ErrStorageFull)
+	}
+	return err
 }
 
 func mergeEnv(maps ...map[string]string) map[string]string {
@@ -522,8 +533,8 @@ func (r *Runtime) Pause(_ context.Context, id string) error {
 // Resume starts a paused or failed (ERROR) sandbox again with a new session
 // key and a clear crash count; one running, starting or restarting after a
 // crash is left as it is. Errors wrap acs.ErrNotFound for an unknown
-// sandbox and acs.ErrSandboxFailed when its workspace is gone (it stays
-// ERROR).
+// sandbox, acs.ErrSandboxFailed when its workspace is gone (it stays
+// ERROR) and acs.ErrStorageFull when the disk is full.
 func (r *Runtime) Resume(_ context.Context, id, key string, env map[string]string) (acs.RuntimeStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -540,7 +551,7 @@ func (r *Runtime) Resume(_ context.Context, id, key string, env map[string]strin
 		return st, fmt.Errorf("procsandbox: sandbox %s cannot be resumed: %s: %w", id, st.Detail, acs.ErrSandboxFailed)
 	}
 	if err := r.launchLocked(id, key, env); err != nil {
-		return acs.RuntimeStatus{}, err
+		return acs.RuntimeStatus{}, storageErr(err)
 	}
 	return r.statusLocked(id), nil
 }

@@ -266,7 +266,7 @@ func (l *Lifecycle) Create(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 		SessionKey: acs.NewSecret(40), Env: l.Config.SandboxEnv()})
 	if err != nil {
 		_, _ = l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
-			s.Status, s.Detail = acs.SandboxError, "the runtime could not start the sandbox: "+err.Error()
+			s.Status, s.Detail = acs.SandboxError, "the runtime could not start the sandbox: "+acs.Detail(err)
 			s.UpdatedAt = l.now()
 			return nil
 		})

@@ -47,6 +47,9 @@ type envOptions struct {
 	// placeOnSubmit makes the worker the service's Placer, as acs serve
 	// wires them.
 	placeOnSubmit bool
+	// sandboxRoot holds the sandboxes' directories (a new temporary
+	// directory when "").
+	sandboxRoot string
 }
 
 // newEnv builds the environment o describes: every test of the package
@@ -69,7 +72,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { queue.Close() })
-	rt, err := procsandbox.New(procsandbox.Config{Binary: o.binary, Root: filepath.Join(dir, "sandboxes")})
+	if o.sandboxRoot == "" {
+		o.sandboxRoot = filepath.Join(dir, "sandboxes")
+	}
+	rt, err := procsandbox.New(procsandbox.Config{Binary: o.binary, Root: o.sandboxRoot})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -231,7 +231,7 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 		}
 		attempts := t.Attempts + 1
 		if attempts >= w.cfg().MaxAttempts {
-			if ferr := w.fail(ctx, t.ID, fmt.Sprintf("%s failed after %d attempts: %v", t.Status, attempts, err)); ferr != nil {
+			if ferr := w.fail(ctx, t.ID, failureDetail(t.Status, attempts, err)); ferr != nil {
 				return Retrying, ferr
 			}
 			return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
@@ -254,6 +254,12 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 		return Retrying, w.Queue.Delay(ctx, d.Receipt, delay)
 	}
 	return Rescheduled, w.Queue.Delete(ctx, d.Receipt)
+}
+
+// failureDetail is what a task that failed its last attempt at status
+// says.
+func failureDetail(status acs.StartTaskStatus, attempts int, err error) string {
+	return fmt.Sprintf("%s failed after %d attempts: %s", status, attempts, acs.Detail(err))
 }
 
 // heartbeat keeps a delivery invisible while its step runs.
