@@ -111,11 +111,11 @@ func (a *API) Handler() http.Handler {
 	for _, rt := range Routes {
 		mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	}
-	mux.HandleFunc("/api/v1/", writeNoRoute)
+	mux.HandleFunc("/api/v1/", noRoute(mux, "/api/v1/"))
 	// The OpenAPI document of the table and its page (openapi.go): open.
 	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /docs", serveDocs)
-	return mux
+	return canonicalWrites(mux)
 }
 
 // RouteHandler mounts only the named route (one Lambda function per route),

@@ -38,10 +38,10 @@ func (a *API) Site(web fs.FS) http.Handler {
 		mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 			httpjson.WriteDetail(w, http.StatusNotFound, "Not Found")
 		})
-		return mux
+		return canonicalWrites(mux)
 	}
 	mux.Handle("/", a.webFiles(web))
-	return mux
+	return canonicalWrites(mux)
 }
 
 // webFiles serves fsys with single-page-app fallback.
