@@ -97,9 +97,10 @@ func runLogin(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("login", "login [--url URL] [--api-key KEY]",
 		"Saves the server's URL and your API key (checked against the server) in the user's config\n"+
 			"directory, readable by you only. On a terminal, what the flags do not give is asked for\n"+
-			"(the key is not echoed); otherwise both flags are needed. ACS_URL and ACS_API_KEY, when set,\n"+
+			"(the key is not echoed); otherwise --url is needed and the key is read from stdin's first\n"+
+			"line, so it never appears in the process list. ACS_URL and ACS_API_KEY, when set,\n"+
 			"override the saved values in every command.",
-		"acs login --url http://127.0.0.1:3000 --api-key \"$KEY\"\nacs login    # asks for both")
+		"acs login    # asks for both\nprintf '%s\\n' \"$KEY\" | acs login --url http://127.0.0.1:3000")
 	url := fs.String("url", "", "the control plane's URL (such as http://127.0.0.1:3000)")
 	key := fs.String("api-key", "", "your API key")
 	if _, err := a.parse(fs, args, 0, 0); err != nil {
@@ -123,10 +124,17 @@ func runLogin(ctx context.Context, a *app, args []string) error {
 			*url = def
 		}
 	}
-	if *key == "" {
-		if !a.io.StdinTTY {
-			return &usageError{cmd: "login", msg: "--api-key is required when stdin is not a terminal"}
+	if *key == "" && !a.io.StdinTTY {
+		// A key piped in never shows in the process list, as argv does.
+		line, err := in.ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read the API key from stdin: %w", err)
 		}
+		if *key = strings.TrimSpace(line); *key == "" {
+			return &usageError{cmd: "login", msg: "the API key is required: pipe it to stdin (or pass --api-key) when stdin is not a terminal"}
+		}
+	}
+	if *key == "" {
 		v, err := readHidden(a.io, in, "API key: ")
 		if err != nil {
 			return fmt.Errorf("read the API key: %w", err)

@@ -551,7 +551,9 @@ func runDownload(ctx context.Context, a *app, args []string) error {
 	if *outFile == "" {
 		*outFile = pos[0] + ".zip"
 	}
-	if err := os.WriteFile(*outFile, b, 0o644); err != nil {
+	// A transcript can hold what the agent read and ran: readable by the
+	// user only, as the saved login is.
+	if err := os.WriteFile(*outFile, b, 0o600); err != nil {
 		return fmt.Errorf("save the download: %w", err)
 	}
 	if a.json {

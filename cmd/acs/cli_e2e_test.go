@@ -106,7 +106,12 @@ func TestCLIEndToEnd(t *testing.T) {
 		r.stderr != "acs: 401 invalid API key\n" {
 		t.Fatalf("login with a bad key: %+v", r)
 	}
-	cli(t, home, "", nil, "login", "--url", s.url, "--api-key", apiKey).ok(t, "login").contains(t, "login", "Logged in to "+s.url+" as ")
+	// Without --api-key and a terminal, the key is stdin's first line, so
+	// it never needs to be in argv.
+	if r := cli(t, home, "", nil, "login", "--url", s.url); r.code != 2 || !strings.Contains(r.stderr, "pipe it to stdin") {
+		t.Fatalf("login with nothing on stdin: %+v", r)
+	}
+	cli(t, home, apiKey+"\n", nil, "login", "--url", s.url).ok(t, "login").contains(t, "login", "Logged in to "+s.url+" as ")
 	fi, err := os.Stat(filepath.Join(home, "acs", "config.json"))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("config file: %v %v", fi, err)
@@ -186,6 +191,9 @@ func TestCLIEndToEnd(t *testing.T) {
 	// download: a zip archive.
 	zipFile := filepath.Join(t.TempDir(), "conv.zip")
 	cli(t, home, "", nil, "download", id, "-o", zipFile).ok(t, "download")
+	if fi, err := os.Stat(zipFile); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("download: the zip is %v (%v), want readable by the user only (0600)", fi.Mode().Perm(), err)
+	}
 	if zr, err := zip.OpenReader(zipFile); err != nil || len(zr.File) == 0 {
 		t.Fatalf("download: not a zip: %v", err)
 	} else {
