@@ -20,6 +20,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -109,17 +111,22 @@ func listen(addr, addrFile string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	if addrFile != "" {
-		tmp := addrFile + ".tmp"
-		if err := os.WriteFile(tmp, []byte(ln.Addr().String()), 0o600); err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("write address file: %w", err)
-		}
-		if err := os.Rename(tmp, addrFile); err != nil {
+		if err := writeFileAtomic(addrFile, ln.Addr().String()); err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("write address file: %w", err)
 		}
 	}
 	return ln, nil
+}
+
+// writeFileAtomic writes content to path through a temporary file, so a
+// reader sees the whole content or no file.
+func writeFileAtomic(path, content string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // serveHTTP serves h on ln with the hardened server (internal/httpserve:
@@ -149,7 +156,24 @@ func agentServer(ctx context.Context, args []string) error {
 	addr := fs.String("addr", envOr("ACS_AGENT_ADDR", "127.0.0.1:8000"), "listen address (ACS_AGENT_ADDR)")
 	port := fs.Int("port", 0, "listen on 0.0.0.0:PORT instead of -addr (OpenHands-compatible flag)")
 	addrFile := fs.String("addr-file", "", "write the bound address to this file once listening")
+	pidFile := fs.String("pid-file", "", "write the agent server's process id to this file before listening")
+	initBudget := fs.Duration("init", 0, "run as the sandbox's init: start the agent server as a child and stop every process it starts within this time once it exits or is told to stop (sandbox/initproc)")
+	parentFD := fs.Int("init-parent-fd", -1, "with --init: a pipe from the parent process; its end means the parent died and the sandbox stops")
 	fs.Parse(args)
+	if *initBudget > 0 {
+		// The server's command line is this one without the --init flags.
+		argv := []string{os.Args[0], "agent-server"}
+		fs.Visit(func(f *flag.Flag) {
+			if !strings.HasPrefix(f.Name, "init") {
+				argv = append(argv, "--"+f.Name+"="+f.Value.String())
+			}
+		})
+		code, err := initproc.Supervise(append(argv, fs.Args()...), *initBudget, *parentFD)
+		if err != nil {
+			return err
+		}
+		os.Exit(code)
+	}
 	if *port != 0 {
 		*addr = fmt.Sprintf("0.0.0.0:%d", *port)
 	}
@@ -189,6 +213,11 @@ func agentServer(ctx context.Context, args []string) error {
 	defer srv.Close()
 	if cfg.Prewarm {
 		srv.Prewarm(ctx)
+	}
+	if *pidFile != "" {
+		if err := writeFileAtomic(*pidFile, strconv.Itoa(os.Getpid())); err != nil {
+			return fmt.Errorf("write pid file: %w", err)
+		}
 	}
 	ln, err := listen(*addr, *addrFile)
 	if err != nil {
