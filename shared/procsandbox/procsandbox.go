@@ -5,8 +5,18 @@
 // Pausing stops the process and keeps the directory; resuming starts it
 // again with a new session key. A sandbox whose directory exists but has no
 // process (for example after `acs serve` restarted) is PAUSED. Children get a
-// minimal environment (never the control plane's secrets) and die with their
-// parent; an orphan left by a crash is killed when the runtime starts.
+// minimal environment (never the control plane's secrets).
+//
+// Every process a sandbox starts stops with it. On Linux the child is the
+// sandbox's init (initproc.Supervise), which starts the agent server: the
+// subreaper of every process below it, detached ones included, it stops
+// them all when the agent server exits, when the sandbox is paused or
+// deleted, and when this process dies (the end of a pipe from it). Where
+// this process may create cgroups (v2), each start also gets a cgroup of
+// its own, killed once the init has exited: nothing the sandbox started
+// outlives it even when its init was killed. A runtime started on the root
+// of one that died stops what that one left: the inits, known by their
+// command line, and the cgroups.
 //
 // An agent server that exits on its own (a crash, an OOM kill) is restarted
 // like a Kubernetes container with restartPolicy Always: on the same
@@ -48,7 +58,9 @@ type Config struct {
 	// PassEnv lists variables copied from this process's environment into
 	// every sandbox (default PATH, LANG, LC_ALL, TZ, TERM, GOCOVERDIR).
 	PassEnv []string
-	// StopTimeout is how long a sandbox gets to exit after SIGTERM.
+	// StopTimeout is how long a sandbox gets to exit after SIGTERM; its
+	// init gives the agent server half of it and the processes left a
+	// quarter.
 	StopTimeout time.Duration
 	// RestartBackoff is the wait before restarting an agent server that
 	// exited on its own (default 1s); it doubles with each further crash
@@ -64,6 +76,9 @@ type Config struct {
 	// Start claims one (see pool.go) when the request's spec and
 	// environment are those the pool was started with.
 	Warm int
+	// NoCgroups turns the sandboxes' cgroups off: each sandbox's init
+	// alone stops the processes it started.
+	NoCgroups bool
 	// WarmEnv is the environment the control plane starts sandboxes with
 	// (StartRequest.Env, for example its webhook URL): warm agent servers
 	// are started with it over their spec's InitialEnv.
@@ -73,8 +88,13 @@ type Config struct {
 const (
 	metaFile = "sandbox.json"
 	addrFile = "agent.addr"
-	pidFile  = "agent.pid"
-	logFile  = "agent-server.log"
+	// pidFile holds the agent server's pid, written by it.
+	pidFile = "agent.pid"
+	// initPidFile holds the pid of the sandbox's init, this process's child.
+	initPidFile = "init.pid"
+	// cgroupFile holds the path of the sandbox's cgroup, if it has one.
+	cgroupFile = "agent.cgroup"
+	logFile    = "agent-server.log"
 )
 
 type meta struct {
@@ -112,9 +132,12 @@ type proc struct {
 	pool string
 }
 
-// run is one agent-server process.
+// run is one agent-server process, under its init.
 type run struct {
-	cmd     *exec.Cmd
+	cmd *exec.Cmd
+	// cgroup is the path of its cgroup, "" without one.
+	cgroup string
+	// done is closed once the process has exited and its cgroup is gone.
 	done    chan struct{}
 	exitErr error
 }
@@ -128,6 +151,10 @@ type Runtime struct {
 	mu    sync.Mutex
 	procs map[string]*proc
 	warm  warmPool
+	// lifeline is a pipe nothing is written to. Each sandbox's init gets
+	// its read end; the write end closes when this process dies.
+	lifeline, lifelineRead *os.File
+	cg                     cgroups
 }
 
 var _ acs.Runtime = (*Runtime)(nil)
@@ -158,37 +185,91 @@ func New(cfg Config) (*Runtime, error) {
 	if err := os.MkdirAll(cfg.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("procsandbox: create root: %w", err)
 	}
-	r := &Runtime{cfg: cfg, procs: map[string]*proc{}, warm: warmPool{hash: map[string]string{}}}
-	entries, _ := os.ReadDir(cfg.Root)
-	for _, e := range entries {
-		r.killOrphan(filepath.Join(cfg.Root, e.Name()))
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("procsandbox: create the sandboxes' lifeline: %w", err)
 	}
+	r := &Runtime{cfg: cfg, procs: map[string]*proc{}, warm: warmPool{hash: map[string]string{}},
+		lifeline: pw, lifelineRead: pr}
+	if !cfg.NoCgroups {
+		r.cg = newCgroups()
+	}
+	entries, _ := os.ReadDir(cfg.Root)
+	r.stopOrphans(entries)
 	r.removeUnclaimed(entries)
 	return r, nil
 }
 
-// killOrphan stops an agent server left running by a crashed parent.
-func (r *Runtime) killOrphan(dir string) {
-	b, err := os.ReadFile(filepath.Join(dir, pidFile))
+// stopOrphans stops what a runtime that died left running under root:
+// each sandbox's init, or agent server from before inits, is sent SIGTERM
+// and given StopTimeout, then killed with its process group; then each
+// sandbox's cgroup is killed. A pid counts only while its command line
+// is an agent server's in the sandbox's directory.
+func (r *Runtime) stopOrphans(entries []os.DirEntry) {
+	type orphan struct {
+		pid int
+		dir string
+	}
+	var left []orphan
+	for _, e := range entries {
+		dir := filepath.Join(r.cfg.Root, e.Name())
+		for _, f := range []string{initPidFile, pidFile} {
+			if pid := orphanPid(dir, f); pid > 0 {
+				slog.Warn("procsandbox: stopping an orphaned agent server", "pid", pid, "dir", dir)
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+				left = append(left, orphan{pid, dir})
+			}
+		}
+	}
+	deadline := time.Now().Add(r.cfg.StopTimeout)
+	for _, o := range left {
+		for time.Now().Before(deadline) && orphanOf(o.pid, o.dir) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if orphanOf(o.pid, o.dir) {
+			_ = syscall.Kill(-o.pid, syscall.SIGKILL)
+			_ = syscall.Kill(o.pid, syscall.SIGKILL)
+		}
+	}
+	for _, e := range entries {
+		dir := filepath.Join(r.cfg.Root, e.Name())
+		if b, err := os.ReadFile(filepath.Join(dir, cgroupFile)); err == nil {
+			killCgroup(strings.TrimSpace(string(b)))
+		}
+		removeRunFiles(dir)
+	}
+}
+
+// orphanPid is the pid in dir's pid file f when it is a live agent server
+// or init of the sandbox in dir; 0 otherwise.
+func orphanPid(dir, f string) int {
+	b, err := os.ReadFile(filepath.Join(dir, f))
 	if err != nil {
-		return
+		return 0
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || pid <= 1 {
-		return
+	if err != nil || pid <= 1 || !orphanOf(pid, dir) {
+		return 0
 	}
-	// A sandbox given a warm agent server is a link to the directory the
-	// process was started in, which its command line names.
+	return pid
+}
+
+// orphanOf reports whether pid runs `acs agent-server` for the sandbox in
+// dir (its command line names the directory a warm sandbox's link leads
+// to, where it was started).
+func orphanOf(pid int, dir string) bool {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err == nil && strings.Contains(string(cmdline), "agent-server") && strings.Contains(string(cmdline), dir) {
-		slog.Warn("procsandbox: stopping orphaned agent server", "pid", pid, "dir", dir)
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
+	return err == nil && strings.Contains(string(cmdline), "agent-server") && strings.Contains(string(cmdline), dir)
+}
+
+// removeRunFiles removes the files that describe a running sandbox.
+func removeRunFiles(dir string) {
+	for _, f := range []string{initPidFile, pidFile, addrFile, cgroupFile} {
+		os.Remove(filepath.Join(dir, f))
 	}
-	os.Remove(filepath.Join(dir, pidFile))
-	os.Remove(filepath.Join(dir, addrFile))
 }
 
 func (r *Runtime) dir(id string) string { return filepath.Join(r.cfg.Root, id) }
@@ -282,15 +363,14 @@ func exited(p *run) bool {
 // sandbox afresh delete it from r.procs first.
 func (r *Runtime) launchLocked(id, key string, env map[string]string) error {
 	dir := r.dir(id)
-	os.Remove(filepath.Join(dir, addrFile))
+	removeRunFiles(dir)
 	logf, err := os.OpenFile(filepath.Join(dir, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("procsandbox: open log: %w", err)
 	}
-	cmd := exec.Command(r.cfg.Binary, "agent-server", "--addr", "127.0.0.1:0", "--addr-file", filepath.Join(dir, addrFile))
-	cmd.Dir = filepath.Join(dir, "workspace")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = sysProcAttr()
+	initFlags := initArgs(r.cfg.StopTimeout)
+	args := append([]string{"agent-server"}, initFlags...)
+	args = append(args, "--pid-file", filepath.Join(dir, pidFile), "--addr", "127.0.0.1:0", "--addr-file", filepath.Join(dir, addrFile))
 	vars := map[string]string{}
 	for _, k := range r.cfg.PassEnv {
 		if v, ok := os.LookupEnv(k); ok {
@@ -307,31 +387,74 @@ func (r *Runtime) launchLocked(id, key string, env map[string]string) error {
 	vars["OH_SESSION_API_KEYS_0"] = key
 	vars["OH_CONVERSATIONS_PATH"] = filepath.Join(dir, "state", "conversations")
 	vars["ACS_WORKSPACE_DIR"] = filepath.Join(dir, "workspace")
+	var environ []string
 	for k, v := range vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
+		environ = append(environ, k+"="+v)
 	}
-	if err := cmd.Start(); err != nil {
+	newCmd := func() *exec.Cmd {
+		cmd := exec.Command(r.cfg.Binary, args...)
+		cmd.Dir = filepath.Join(dir, "workspace")
+		cmd.Env = environ
+		cmd.Stdout, cmd.Stderr = logf, logf
+		if len(initFlags) > 0 {
+			cmd.ExtraFiles = []*os.File{r.lifelineRead}
+		}
+		return cmd
+	}
+	cmd, cgroup, err := r.startLocked(id, newCmd)
+	if err != nil {
 		logf.Close()
 		return fmt.Errorf("procsandbox: start agent server: %w", err)
 	}
-	_ = os.WriteFile(filepath.Join(dir, pidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	_ = os.WriteFile(filepath.Join(dir, initPidFile), []byte(strconv.Itoa(cmd.Process.Pid)), 0o600)
+	if cgroup != "" {
+		_ = os.WriteFile(filepath.Join(dir, cgroupFile), []byte(cgroup), 0o600)
+	}
 	p := r.procs[id]
 	if p == nil {
 		p = &proc{id: id}
 		r.procs[id] = p
 	}
-	rn := &run{cmd: cmd, done: make(chan struct{})}
+	rn := &run{cmd: cmd, cgroup: cgroup, done: make(chan struct{})}
 	p.key, p.env, p.run = key, env, rn
 	go r.supervise(p, rn, logf)
 	return nil
 }
 
+// startLocked starts a command made by newCmd in a new cgroup for
+// sandbox id, or without one when there are no cgroups, and returns it
+// with the cgroup's path. A kernel that cannot start a process in a cgroup
+// turns cgroups off.
+func (r *Runtime) startLocked(id string, newCmd func() *exec.Cmd) (*exec.Cmd, string, error) {
+	cgroup, fd, err := r.cg.create(id)
+	if err != nil {
+		slog.Warn("procsandbox: starting a sandbox without a cgroup", "sandbox", id, "error", err)
+	}
+	cmd := newCmd()
+	cmd.SysProcAttr = sysProcAttr(fd)
+	err = cmd.Start()
+	if fd >= 0 {
+		syscall.Close(fd)
+	}
+	if err == nil || cgroup == "" {
+		return cmd, cgroup, err
+	}
+	os.Remove(cgroup)
+	slog.Warn("procsandbox: cannot start a process in a cgroup; cgroups are off", "error", err)
+	r.cg = cgroups{}
+	cmd = newCmd()
+	cmd.SysProcAttr = sysProcAttr(-1)
+	return cmd, "", cmd.Start()
+}
+
 // supervise waits for a process to end; one that ended on its own is a
-// crash (crashedLocked). The sandbox is p's id at the time it ends (a warm
-// member claimed meanwhile is the sandbox's).
+// crash (crashedLocked). Whatever is left in its cgroup is killed. The
+// sandbox is p's id at the time it ends (a warm member claimed meanwhile is
+// the sandbox's).
 func (r *Runtime) supervise(p *proc, rn *run, logf *os.File) {
 	err := rn.cmd.Wait()
 	logf.Close()
+	killCgroup(rn.cgroup)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rn.exitErr = err
@@ -487,7 +610,8 @@ func tail(path string, n int64) string {
 }
 
 // stopLocked stops a sandbox's process: SIGTERM to its group, SIGKILL after
-// StopTimeout. r.mu is released while waiting.
+// StopTimeout. Its init stops the processes below it; its cgroup is killed
+// once it has exited. r.mu is released while waiting.
 func (r *Runtime) stopLocked(id string) {
 	p, ok := r.procs[id]
 	if !ok {
@@ -512,8 +636,7 @@ func (r *Runtime) stopLocked(id string) {
 		<-rn.done
 	}
 	r.mu.Lock()
-	os.Remove(filepath.Join(r.dir(id), pidFile))
-	os.Remove(filepath.Join(r.dir(id), addrFile))
+	removeRunFiles(r.dir(id))
 }
 
 // Pause stops the process and keeps the sandbox directory.

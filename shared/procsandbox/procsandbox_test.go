@@ -14,7 +14,12 @@ import (
 	"github.com/acs-project/acs/shared/sandboxtest"
 )
 
-func TestMain(m *testing.M) { testbin.Main(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(ownerVar) != "" {
+		os.Exit(runOwner())
+	}
+	testbin.Main(m)
+}
 
 // TestConformance includes RestartAfterCrash: kill -9 of an agent server
 // is followed by a restart with back-off (the sandbox STARTING, never

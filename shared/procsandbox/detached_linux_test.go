@@ -1,0 +1,280 @@
+//go:build linux
+
+package procsandbox_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/procsandbox"
+)
+
+// detachedEnv is one sandbox, owned by this test process (rt) or by an
+// owner process (owner), with a job its agent server detached.
+type detachedEnv struct {
+	root, id  string
+	noCgroups bool
+	rt        *procsandbox.Runtime
+	owner     *exec.Cmd
+}
+
+// pid reads one of the sandbox's pid files (agent.pid, init.pid).
+func (e *detachedEnv) pid(t *testing.T, name string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(e.root, e.id, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		t.Fatalf("%s: %q", name, b)
+	}
+	return pid
+}
+
+// signalOwner sends sig to the owner process.
+func (e *detachedEnv) signalOwner(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := e.owner.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDetachedProcessesStop: a job the agent detaches from its shell
+// (setsid, in the background) stops with its sandbox, however the sandbox
+// stops: paused, deleted, its agent server or its init killed, its owner
+// stopped or killed. The agent server stops with it. Each case runs with
+// the sandbox's init alone and, where this process may create cgroups,
+// with a cgroup per sandbox too; the cases marked cgroup need one.
+func TestDetachedProcessesStop(t *testing.T) {
+	kill := func(t *testing.T, pid int) {
+		t.Helper()
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name   string
+		owned  bool // the sandbox's owner is a process of its own
+		cgroup bool
+		stop   func(t *testing.T, e *detachedEnv)
+	}{
+		{name: "pause", stop: func(t *testing.T, e *detachedEnv) {
+			if err := e.rt.Pause(t.Context(), e.id); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "delete", stop: func(t *testing.T, e *detachedEnv) {
+			if err := e.rt.Delete(t.Context(), e.id); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{name: "agent server killed", stop: func(t *testing.T, e *detachedEnv) { kill(t, e.pid(t, "agent.pid")) }},
+		{name: "init killed", cgroup: true, stop: func(t *testing.T, e *detachedEnv) { kill(t, e.pid(t, "init.pid")) }},
+		{name: "owner stopped", owned: true, stop: func(t *testing.T, e *detachedEnv) { e.signalOwner(t, syscall.SIGTERM) }},
+		{name: "owner killed", owned: true, stop: func(t *testing.T, e *detachedEnv) { e.signalOwner(t, syscall.SIGKILL) }},
+		{name: "owner and init killed then a runtime started", owned: true, cgroup: true, stop: func(t *testing.T, e *detachedEnv) {
+			// The owner cannot act (stopped), the init dies first: only the
+			// next runtime on the root can stop the job.
+			e.signalOwner(t, syscall.SIGSTOP)
+			kill(t, e.pid(t, "init.pid"))
+			e.signalOwner(t, syscall.SIGKILL)
+			e.owner.Wait()
+			restartOn(t, e.root)
+		}},
+	}
+	cgroups := cgroupsHere()
+	for _, mode := range []struct {
+		name      string
+		noCgroups bool
+	}{{"init", true}, {"init and cgroup", false}} {
+		for _, tc := range cases {
+			if tc.cgroup && mode.noCgroups {
+				continue
+			}
+			t.Run(mode.name+"/"+tc.name, func(t *testing.T) {
+				if !mode.noCgroups && !cgroups {
+					t.Skip("needs cgroup v2 this process may create cgroups in")
+				}
+				e := &detachedEnv{root: t.TempDir(), id: "detached", noCgroups: mode.noCgroups}
+				var st acs.RuntimeStatus
+				if tc.owned {
+					e.owner, st = startOwner(t, e)
+				} else {
+					e.rt, st = startRuntime(t, e)
+				}
+				job := startDetachedJob(t, st)
+				server := e.pid(t, "agent.pid")
+				tc.stop(t, e)
+				testwait.For(t, 20*time.Second, fmt.Sprintf("the detached job %d to stop", job), func() bool { return !running(job, "while") })
+				testwait.For(t, 20*time.Second, fmt.Sprintf("the agent server %d to stop", server), func() bool { return !running(server, "agent-server") })
+			})
+		}
+	}
+}
+
+// restartOn starts a runtime on root and closes it: it stops what a
+// runtime that died there left.
+func restartOn(t *testing.T, root string) {
+	t.Helper()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.Close()
+}
+
+// startRuntime starts e's sandbox in a runtime of this process.
+func startRuntime(t *testing.T, e *detachedEnv) (*procsandbox.Runtime, acs.RuntimeStatus) {
+	t.Helper()
+	root, id := e.root, e.id
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 200 * time.Millisecond,
+		NoCgroups: e.noCgroups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	if _, err := rt.Start(t.Context(), acs.StartRequest{SandboxID: id, SessionKey: "test-key"}); err != nil {
+		t.Fatal(err)
+	}
+	var st acs.RuntimeStatus
+	testwait.For(t, 30*time.Second, "the sandbox to run", func() bool {
+		st, _ = rt.Status(t.Context(), id)
+		return st.Status == acs.SandboxRunning
+	})
+	return rt, st
+}
+
+// startOwner starts an owner process (the owner role of TestMain) of e's
+// sandbox and returns it with the running sandbox's status. Once the test
+// has ended, a runtime started on the root stops what the owner left.
+func startOwner(t *testing.T, e *detachedEnv) (*exec.Cmd, acs.RuntimeStatus) {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), ownerVar+"=1", "OWNER_BIN="+testbin.ACS(t), "OWNER_ROOT="+e.root, "OWNER_ID="+e.id)
+	if e.noCgroups {
+		cmd.Env = append(cmd.Env, "OWNER_NO_CGROUPS=1")
+	}
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGCONT)
+		cmd.Process.Kill()
+		cmd.Wait()
+		restartOn(t, e.root)
+	})
+	line, err := bufio.NewReader(out).ReadBytes('\n')
+	var st acs.RuntimeStatus
+	if err != nil || json.Unmarshal(line, &st) != nil {
+		t.Fatalf("the owner did not report its sandbox: %q %v; stderr:\n%s", line, err, stderr)
+	}
+	return cmd, st
+}
+
+// startDetachedJob has the sandbox's agent server run a command that
+// detaches a job writing a file every 100ms, and returns the job's pid
+// once it runs. The job lives outside the workspace, which a delete
+// removes.
+func startDetachedJob(t *testing.T, st acs.RuntimeStatus) int {
+	t.Helper()
+	dir := t.TempDir()
+	script := fmt.Sprintf(`echo $$ > %[1]s/job.pid.tmp && mv %[1]s/job.pid.tmp %[1]s/job.pid; while :; do date >> %[1]s/job.log; sleep 0.1; done`, dir)
+	body, _ := json.Marshal(map[string]any{"command": "setsid sh -c '" + script + "' </dev/null >/dev/null 2>&1 &", "timeout": 20})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", st.AgentURL+"/api/bash/execute_bash_command", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Session-API-Key", st.SessionKey)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != 200 {
+		t.Fatalf("execute_bash_command: HTTP %d", res.StatusCode)
+	}
+	var pid int
+	testwait.For(t, 20*time.Second, "the detached job to run", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "job.pid"))
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return pid > 1 && running(pid, "while")
+	})
+	t.Cleanup(func() {
+		if running(pid, "while") {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	// It writes: it runs detached, not waiting to be scheduled.
+	size := func() int64 { fi, _ := os.Stat(filepath.Join(dir, "job.log")); return fi.Size() }
+	testwait.For(t, 10*time.Second, "the detached job to write", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "job.log"))
+		return err == nil && size() > 0
+	})
+	return pid
+}
+
+// running reports whether pid is a live process (not a zombie) whose
+// command line contains what.
+func running(pid int, what string) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if f := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:]); len(f) == 0 || string(f[0]) == "Z" {
+		return false
+	}
+	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return bytes.Contains(cmdline, []byte(what))
+}
+
+// cgroupsHere reports whether this process may create cgroup v2 groups
+// in its own cgroup.
+func cgroupsHere() bool {
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return false
+	}
+	var path string
+	for _, line := range strings.Split(string(own), "\n") {
+		if p, ok := strings.CutPrefix(line, "0::"); ok {
+			path = p
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f := strings.Fields(pre)
+		if !ok || len(f) < 5 || !strings.HasPrefix(post, "cgroup2 ") || path == "" {
+			continue
+		}
+		probe := filepath.Join(f[4], path, "procsandbox-test-probe-"+acs.NewID()[:8])
+		if os.Mkdir(probe, 0o755) == nil {
+			os.Remove(probe)
+			return true
+		}
+	}
+	return false
+}
