@@ -92,7 +92,8 @@ func copyGoal(g *wire.GoalStatus) *wire.GoalStatus {
 }
 
 // StartGoal starts a goal loop toward objective with at most maxIterations
-// judge rounds (DefaultGoalIterations when 0) and returns once it is
+// judge rounds (DefaultGoalIterations when 0, at most
+// wire.MaxGoalIterations) and returns once it is
 // started. Errors: ErrEmptyObjective, ErrGoalRunning while a run or another
 // goal loop is in progress, ErrClosed.
 func (c *Conversation) StartGoal(ctx context.Context, objective string, maxIterations int) error {
@@ -102,8 +103,8 @@ func (c *Conversation) StartGoal(ctx context.Context, objective string, maxItera
 	if maxIterations == 0 {
 		maxIterations = DefaultGoalIterations
 	}
-	if maxIterations < 1 {
-		return fmt.Errorf("start goal: max_iterations must be at least 1")
+	if maxIterations < 1 || maxIterations > wire.MaxGoalIterations {
+		return fmt.Errorf("start goal: max_iterations must be 1 to %d", wire.MaxGoalIterations)
 	}
 	if err := c.awaitSetup(ctx); err != nil {
 		return err

@@ -3,12 +3,14 @@ package agentserver_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // isJudge recognises the goal judge's LLM request.
@@ -295,5 +297,52 @@ func TestGoalBadRequests(t *testing.T) {
 	}
 	if g := e.goal(id); g != nil {
 		t.Fatalf("a refused goal left a status: %+v", g)
+	}
+}
+
+// TestGoalMaxIterationsIsBounded: a goal's max_iterations is a whole
+// number from 1 to wire.MaxGoalIterations; anything else is a 422 at
+// body.max_iterations and starts nothing.
+func TestGoalMaxIterationsIsBounded(t *testing.T) {
+	e := newEnv(t, agentReply("ok"))
+	max := strconv.Itoa(wire.MaxGoalIterations)
+	over := strconv.Itoa(wire.MaxGoalIterations + 1)
+	cases := []struct {
+		name, value string
+		ok          bool
+	}{
+		{"zero", "0", false},
+		{"negative", "-3", false},
+		{"1e12", "1e12", false},
+		{"not an integer", "2.5", false},
+		{"a string", `"10"`, false},
+		{"the maximum", max, true},
+		{"one over the maximum", over, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			id := e.create(nil)
+			r := e.call("POST", "/api/conversations/"+id+"/goal", `{"objective":"x","max_iterations":`+tc.value+`}`)
+			if !tc.ok {
+				if r.status != 422 {
+					t.Fatalf("max_iterations %s: %d %s, want 422", tc.value, r.status, r.body)
+				}
+				assert422(t, r, "body.max_iterations")
+				if g := e.goal(id); g != nil {
+					t.Fatalf("a refused goal left a status: %+v", g)
+				}
+				return
+			}
+			if r.status != 200 {
+				t.Fatalf("max_iterations %s: %d %s, want 200", tc.value, r.status, r.body)
+			}
+			if g := e.goal(id); g == nil || g.MaxIterations != wire.MaxGoalIterations {
+				t.Fatalf("goal %+v, want max_iterations %d", g, wire.MaxGoalIterations)
+			}
+			if r := e.call("POST", "/api/conversations/"+id+"/goal/stop", `{}`); r.status != 200 {
+				t.Fatalf("stop: %d %s", r.status, r.body)
+			}
+			e.waitGoal(id, "interrupted")
+		})
 	}
 }

@@ -1,10 +1,15 @@
 package wire
 
+// MaxGoalIterations is the most judge rounds a goal may ask for: ten times
+// the default. Each round is a whole agent run and a judge call.
+const MaxGoalIterations = 100
+
 // StartGoalRequest is the body of POST /api/conversations/{id}/goal: the
-// objective to pursue and the most judge rounds to run (default 10).
+// objective to pursue and the most judge rounds to run (default 10, at
+// most MaxGoalIterations).
 type StartGoalRequest struct {
 	Objective     string `json:"objective" acs:"required"`
-	MaxIterations *int   `json:"max_iterations" acs:"ge=1"`
+	MaxIterations *int   `json:"max_iterations" acs:"ge=1,le=100"`
 }
 
 // GoalVerdict is the judge's verdict on a goal after one round.
