@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/internal/pathguard"
 )
 
@@ -110,6 +111,25 @@ func loopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// socketOrigins answers 403 to a WebSocket upgrade that socketOriginOK
+// refuses, before any route sees it, so every socket route applies the
+// same rule.
+func (s *Server) socketOrigins(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isUpgrade(r) && !s.socketOriginOK(r) {
+			httpjson.WriteDetail(w, http.StatusForbidden, "Origin not allowed")
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// isUpgrade reports whether r is for a socket: it asks to switch protocols
+// (any Upgrade header) or its path is under /sockets/.
+func isUpgrade(r *http.Request) bool {
+	return r.Header.Get("Upgrade") != "" || strings.HasPrefix(r.URL.Path, "/sockets/")
 }
 
 // socketOriginOK reports whether a WebSocket upgrade may proceed: one

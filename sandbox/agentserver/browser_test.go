@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -103,13 +104,22 @@ func TestCORSLetsTheFrontendsOriginIn(t *testing.T) {
 	}
 }
 
-// TestEventSocketChecksTheOrigin: browsers apply no CORS to WebSockets, so
-// the event socket itself admits only the allowed origins (and clients
-// that send no Origin, and the server's own origin).
-func TestEventSocketChecksTheOrigin(t *testing.T) {
+// TestSocketsCheckTheOrigin: browsers apply no CORS to WebSockets, so every
+// socket route the server registers admits only the allowed origins (and
+// clients that send no Origin, and the server's own origin); any other
+// origin is a 403 before the upgrade, with the session key or without.
+func TestSocketsCheckTheOrigin(t *testing.T) {
 	e := newBrowserEnv(t, frontend)
 	id := e.create(nil)
-	u := "ws" + strings.TrimPrefix(e.http.URL, "http") + "/sockets/events/" + id + "?resend_all=true&session_api_key=" + testKey
+	var routes []string
+	for _, p := range e.srv.Patterns() {
+		if path, ok := strings.CutPrefix(p, "GET /"); ok && strings.HasPrefix(path, "sockets/") {
+			routes = append(routes, path)
+		}
+	}
+	if len(routes) < 2 {
+		t.Fatalf("socket routes %v: want the event and the bash-events sockets", routes)
+	}
 	self := strings.Replace(e.http.URL, "https", "http", 1)
 	tests := []struct {
 		origin string
@@ -119,30 +129,42 @@ func TestEventSocketChecksTheOrigin(t *testing.T) {
 		{"http://localhost:3000", true},
 		{"", true},
 		{self, true},
+		{"http://evil.example", false},
 		{"https://evil.example", false},
 		{"http://127.0.0.1:3001", false},
 	}
-	for _, tc := range tests {
-		t.Run("origin "+tc.origin, func(t *testing.T) {
-			hdr := http.Header{}
-			if tc.origin != "" {
-				hdr.Set("Origin", tc.origin)
-			}
-			conn, res, err := websocket.Dial(context.Background(), u, &websocket.DialOptions{HTTPHeader: hdr})
-			if !tc.ok {
-				if err == nil || res == nil || res.StatusCode != 403 {
-					t.Fatalf("socket from %s: %v %v", tc.origin, res, err)
+	for _, route := range routes {
+		for _, tc := range tests {
+			t.Run(route+" from "+tc.origin, func(t *testing.T) {
+				hdr := http.Header{}
+				if tc.origin != "" {
+					hdr.Set("Origin", tc.origin)
 				}
-				return
-			}
-			if err != nil {
-				t.Fatalf("socket from %q: %v", tc.origin, err)
-			}
-			defer conn.CloseNow()
-			if _, data, err := conn.Read(context.Background()); err != nil || !strings.Contains(string(data), `"kind":"ConversationStateUpdateEvent"`) {
-				t.Fatalf("first frame %s %v", data, err)
-			}
-		})
+				u := "ws" + strings.TrimPrefix(e.http.URL, "http") + "/" + strings.ReplaceAll(route, "{id}", id) +
+					"?resend_all=true&session_api_key=" + testKey
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+				defer cancel()
+				conn, res, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPHeader: hdr})
+				if !tc.ok {
+					if err == nil {
+						conn.CloseNow()
+					}
+					if err == nil || res == nil || res.StatusCode != 403 {
+						t.Fatalf("socket from %s: %v %v, want 403", tc.origin, res, err)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("socket from %q: %v", tc.origin, err)
+				}
+				defer conn.CloseNow()
+				if strings.HasPrefix(route, "sockets/events/") {
+					if _, data, err := conn.Read(ctx); err != nil || !strings.Contains(string(data), `"kind":"ConversationStateUpdateEvent"`) {
+						t.Fatalf("first frame %s %v", data, err)
+					}
+				}
+			})
+		}
 	}
 }
 

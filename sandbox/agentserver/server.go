@@ -175,10 +175,11 @@ func (s *Server) Close() {
 }
 
 // Handler returns the HTTP handler. Every response body passes through the
-// secret masker.
+// secret masker; a WebSocket upgrade from an origin socketOriginOK refuses
+// is a 403 whatever its route.
 func (s *Server) Handler() http.Handler {
 	masked := s.masker.Middleware(s.mux)
-	return s.cors(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return s.cors(s.socketOrigins(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.canonicalWorkspace(r)
 		if r.URL.Path == "/api/workspace/archive" || strings.HasPrefix(r.URL.Path, trajectoryPrefix) {
 			// The workspace archive is compressed binary: masking its bytes
@@ -195,7 +196,7 @@ func (s *Server) Handler() http.Handler {
 			return
 		}
 		masked.ServeHTTP(w, r)
-	}))
+	})))
 }
 
 // Masker is the server's secret masker (for wrapping the process's log

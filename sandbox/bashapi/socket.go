@@ -43,7 +43,8 @@ const writeTimeout = 30 * time.Second
 // ValidationError, sent to this socket only, not stored). A cwd that is not a
 // directory yields a stored BashError that every subscriber sees. When the
 // service closes, the socket closes with 1001; a socket that falls too far
-// behind is closed with 1013.
+// behind is closed with 1013. The caller checks the upgrade's Origin:
+// browsers apply no CORS to WebSockets.
 func (s *Service) SocketHandler(authOK func(key string) bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
