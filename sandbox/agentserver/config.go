@@ -10,6 +10,7 @@ import (
 
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/skills"
+	"github.com/acs-project/acs/sandbox/wire/llmconfig"
 	"os"
 	"path/filepath"
 	"sort"
@@ -184,7 +185,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			cfg.LLMModels = append(cfg.LLMModels, m)
 		}
 	}
-	if v := cfg.LLMBaseURL; v != "" && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+	if v := cfg.LLMBaseURL; v != "" && !llmconfig.HTTPURL(v) {
 		problems = append(problems, "LLM_BASE_URL must be an http(s) URL")
 	}
 	cfg.DesktopURL = getenv("ACS_DESKTOP_URL")

@@ -7,6 +7,7 @@ package llmconfig
 import (
 	"encoding/json"
 	"math"
+	"net/url"
 	"strings"
 	"time"
 
@@ -67,6 +68,27 @@ type Config struct {
 	FallbackStrategy       json.RawMessage `json:"fallback_strategy" acs:"nullable"`
 	Metadata               json.RawMessage `json:"metadata" acs:"object,nullable"`
 	MaxBudgetPerTask       *float64        `json:"max_budget_per_task" acs:"ge=0"`
+}
+
+// ValidateStrict checks that base_url and ollama_base_url, when not empty,
+// are http or https URLs with a host: the client sends the LLM key there.
+func (c *Config) ValidateStrict() []strictjson.Error {
+	var errs []strictjson.Error
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"base_url", c.BaseURL}, {"ollama_base_url", c.OllamaBaseURL}} {
+		if f.v != nil && *f.v != "" && !HTTPURL(*f.v) {
+			errs = append(errs, strictjson.Error{Loc: []any{f.name}, Msg: f.name + " must be an http(s) URL", Type: "url_parsing"})
+		}
+	}
+	return errs
+}
+
+// HTTPURL reports whether s is an absolute http or https URL with a host.
+func HTTPURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // Redacted is the value secrets are replaced with in API output.
