@@ -53,7 +53,8 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 }
 
 // Update changes the title and (replacing them all) the tags. Each change is
-// persisted and emitted as a state update.
+// persisted and emitted as a state update. A title holding a secret's value
+// is a *TitleSecretError and changes nothing.
 func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRequest) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -61,6 +62,9 @@ func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRe
 		return ErrClosed
 	}
 	if req.Title != nil {
+		if err := c.checkTitleLocked(*req.Title); err != nil {
+			return err
+		}
 		c.meta.Title = req.Title
 	}
 	if req.Tags != nil {

@@ -205,6 +205,51 @@ func openEncryptedRequest(req wire.StartConversationRequest, c *secrets.Cipher) 
 	return req, nil
 }
 
+// TitleSecretError refuses a title that holds a secret's value. Names are
+// the conversation's secrets found in it; none when the value is another
+// one the server hides, such as an LLM key.
+type TitleSecretError struct {
+	Names []string
+}
+
+func (e *TitleSecretError) Error() string {
+	if len(e.Names) == 0 {
+		return TitleSecretMessage("")
+	}
+	return TitleSecretMessage(e.Names[0])
+}
+
+// TitleSecretMessage is the refusal of a title holding the value of secret
+// name, worded as the control plane words it; "" names no secret.
+func TitleSecretMessage(name string) string {
+	if name == "" {
+		return "the title contains a secret value; secret values may not appear in titles"
+	}
+	return fmt.Sprintf("the title contains the value of secret %s; secret values may not appear in titles", name)
+}
+
+// CheckTitle returns a *TitleSecretError when title holds the value of one
+// of the conversation's secrets, or of any other value the server hides.
+func (c *Conversation) CheckTitle(title string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.checkTitleLocked(title)
+}
+
+func (c *Conversation) checkTitleLocked(title string) error {
+	var names []string
+	for name, v := range c.secretVals {
+		if len(v) >= secrets.MinLength && strings.Contains(title, v) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 && !c.masker.Contains([]byte(title)) {
+		return nil
+	}
+	sort.Strings(names)
+	return &TitleSecretError{Names: names}
+}
+
 // secretSourcesLocked merges the agent context's secrets and the request's
 // (which win).
 func (c *Conversation) secretSourcesLocked() map[string]wire.SecretSource {

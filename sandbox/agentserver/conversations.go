@@ -89,11 +89,19 @@ func (s *Server) finalResponse(w http.ResponseWriter, _ *http.Request, c *agent.
 }
 
 // fork creates a conversation from the source's history (up to and including
-// from_event_id when given) with the same agent and workspace.
+// from_event_id when given) with the same agent and workspace. A title
+// holding a secret's value is a 422.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
 	var req wire.ForkRequest
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
+	}
+	if req.Title != nil {
+		// The fork has the source's secrets.
+		if err := c.CheckTitle(*req.Title); err != nil {
+			conversationError(w, err)
+			return
+		}
 	}
 	from := ""
 	if req.FromEventID != nil {

@@ -745,12 +745,30 @@ func conversationError(w http.ResponseWriter, err error) {
 		httpjson.WriteDetail(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, agent.ErrClosed):
 		httpjson.WriteDetail(w, http.StatusNotFound, "Conversation not found")
+	case errors.As(err, new(*agent.TitleSecretError)):
+		httpjson.WriteValidation(w, titleSecretErrors(err))
 	case errors.As(err, new(*agent.SecretsError)):
 		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "secrets"}, Msg: err.Error(), Type: "value_error"}})
 	default:
 		slog.Error("conversation operation failed", "error", err)
 		httpjson.WriteDetail(w, http.StatusInternalServerError, err.Error())
 	}
+}
+
+// titleSecretErrors are the 422 errors of a *agent.TitleSecretError: one at
+// body.title for each secret named, as the control plane answers.
+func titleSecretErrors(err error) strictjson.Errors {
+	var te *agent.TitleSecretError
+	errors.As(err, &te)
+	loc := []any{"body", "title"}
+	if len(te.Names) == 0 {
+		return strictjson.Errors{{Loc: loc, Msg: agent.TitleSecretMessage(""), Type: "value_error"}}
+	}
+	var out strictjson.Errors
+	for _, name := range te.Names {
+		out = append(out, strictjson.Error{Loc: loc, Msg: agent.TitleSecretMessage(name), Type: "value_error"})
+	}
+	return out
 }
 
 // eventFilter parses the filters shared by events search and count.
