@@ -11,10 +11,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Hidden replaces every secret value.
-const Hidden = "<secret-hidden>"
+const Hidden = wire.SecretHidden
 
 // Masker replaces known secret values with Hidden. Every value is matched in
 // the forms it takes in the server's output: as is, with line breaks as the

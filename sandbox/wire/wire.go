@@ -165,6 +165,10 @@ func (p *ConfirmationPolicy) ValidateStrict() []strictjson.Error {
 // NeverConfirm is the default policy.
 func NeverConfirm() ConfirmationPolicy { return ConfirmationPolicy{Kind: "NeverConfirm"} }
 
+// SecretHidden stands for a secret's value wherever one is masked: in what
+// the agent server writes or serves, and in titles the control plane stores.
+const SecretHidden = "<secret-hidden>"
+
 // SecretSource is a per-conversation secret: a static value or a URL to fetch
 // it from. On the wire it may be a plain string, {"value": ...},
 // {"kind":"StaticSecret","value":...} or

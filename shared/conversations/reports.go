@@ -159,8 +159,7 @@ func (s *Service) ReportEvents(ctx context.Context, sb acs.Sandbox, rawID string
 // without a message, whose first message went straight to the agent
 // server) takes from the first user message of a batch
 // (acs.TitleFromMessage); "" when c has a title, the batch no user message
-// with text, or the title would hold the value of one of the owner's
-// secrets.
+// with text, or the title would hold the value of one of c's secrets.
 func (s *Service) firstMessageTitle(ctx context.Context, c acs.Conversation, claims []userMessage) (string, error) {
 	if !c.Untitled() {
 		return "", nil
@@ -176,7 +175,7 @@ func (s *Service) firstMessageTitle(ctx context.Context, c acs.Conversation, cla
 		if title == "" {
 			continue
 		}
-		secrets, err := s.StoredSecrets(ctx, c.OwnerID)
+		secrets, err := s.Secrets(ctx, c)
 		if err != nil {
 			return "", err
 		}
@@ -328,7 +327,8 @@ func (info *Report) Apply(c *acs.Conversation, at time.Time) {
 }
 
 // ReportConversation applies a conversation info sandbox sb reports,
-// received at received. A report of a conversation being deleted is
+// received at received. A reported title is stored with the values of c's
+// secrets masked (maskTitle). A report of a conversation being deleted is
 // dropped; otherwise it returns SandboxConversation's errors (ErrTombstone:
 // drop the report).
 func (s *Service) ReportConversation(ctx context.Context, sb acs.Sandbox, info Report, received time.Time) error {
@@ -343,10 +343,31 @@ func (s *Service) ReportConversation(ctx context.Context, sb acs.Sandbox, info R
 	if info.UpdatedAt != nil {
 		at = acs.ReportTime(*info.UpdatedAt, received)
 	}
+	if err := s.maskTitle(ctx, c, &info); err != nil {
+		return err
+	}
 	_, err = s.Store.UpdateConversation(ctx, c.ID, func(conv *acs.Conversation) error {
 		info.Apply(conv, at)
 		conv.UpdatedAt = s.now()
 		return nil
 	})
 	return err
+}
+
+// maskTitle replaces in the title of info the value of every secret of c
+// (Secrets) by startflow.SecretHidden: the control plane does not trust a
+// sandbox to keep them out. A title c already has is left as it is.
+func (s *Service) maskTitle(ctx context.Context, c acs.Conversation, info *Report) error {
+	if info.Title == nil || (c.Title != nil && *c.Title == *info.Title) {
+		return nil
+	}
+	secrets, err := s.Secrets(ctx, c)
+	if err != nil {
+		return fmt.Errorf("mask the title of %s: %w", c.ID, err)
+	}
+	if masked := startflow.MaskSecrets(*info.Title, secrets); masked != *info.Title {
+		slog.Info("api: a reported title held a secret's value; it is stored masked", "conversation", c.ID)
+		info.Title = &masked
+	}
+	return nil
 }

@@ -17,6 +17,9 @@ type (
 	StartRequest  = v1wire.StartRequest
 )
 
+// SecretHidden stands for a masked secret value (v1wire's).
+const SecretHidden = v1wire.SecretHidden
+
 // Limits on per-conversation secrets (v1wire's).
 const (
 	MaxSecrets         = v1wire.MaxSecrets
@@ -32,4 +35,5 @@ var (
 	SecretNameProblem = v1wire.SecretNameProblem
 	TitleSecretErrors = v1wire.TitleSecretErrors
 	SecretsIn         = v1wire.SecretsIn
+	MaskSecrets       = v1wire.MaskSecrets
 )

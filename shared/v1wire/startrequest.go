@@ -274,15 +274,50 @@ func contentText(c events.Content) string {
 	return ""
 }
 
+// minSecretLen is the length in bytes below which a secret's value is
+// neither checked nor masked, as on the agent server.
+const minSecretLen = 4
+
+// SecretHidden stands for a secret's value wherever it is masked, as on
+// the agent server.
+const SecretHidden = wire.SecretHidden
+
 // SecretsIn names (sorted) the secrets whose values appear in text; values
 // shorter than 4 characters are not checked, as for messages.
 func SecretsIn(text string, secrets map[string]string) []string {
 	var names []string
 	for name, v := range secrets {
-		if len(v) >= 4 && strings.Contains(text, v) {
+		if len(v) >= minSecretLen && strings.Contains(text, v) {
 			names = append(names, name)
 		}
 	}
 	sort.Strings(names)
 	return names
+}
+
+// MaskSecrets returns text with the value of every secret that SecretsIn
+// finds replaced by SecretHidden; where two values overlap the longer one
+// is masked.
+func MaskSecrets(text string, secrets map[string]string) string {
+	var found []string
+	for _, v := range secrets {
+		if len(v) >= minSecretLen && strings.Contains(text, v) {
+			found = append(found, v)
+		}
+	}
+	if len(found) == 0 {
+		return text
+	}
+	// The replacer prefers the earlier of two values matching at one place.
+	sort.Slice(found, func(i, j int) bool {
+		if len(found[i]) != len(found[j]) {
+			return len(found[i]) > len(found[j])
+		}
+		return found[i] < found[j]
+	})
+	pairs := make([]string, 0, 2*len(found))
+	for _, v := range found {
+		pairs = append(pairs, v, SecretHidden)
+	}
+	return strings.NewReplacer(pairs...).Replace(text)
 }
