@@ -9,11 +9,12 @@ import (
 
 // StartGoal starts a goal loop in a conversation: the agent works toward
 // objective, a judge audits each run, until the objective is complete or
-// maxIterations rounds ran (0: the server's default, 10). The loop's
-// progress is the conversation's goal (ConversationInfo.Goal) and its
-// "goal" state-update events. A 400 for an empty objective, 409 while a
-// run or goal loop is in progress, 404 for an unknown conversation. It is
-// never retried.
+// maxIterations rounds ran (0: the server's default, 10; at most
+// wire.MaxGoalIterations). The loop's progress is the conversation's goal
+// (ConversationInfo.Goal) and its "goal" state-update events. A 400 for an
+// empty objective, 422 for maxIterations out of range, 409 while a run or
+// goal loop is in progress, 404 for an unknown conversation. It is never
+// retried.
 func (a *Agent) StartGoal(ctx context.Context, convID, objective string, maxIterations int) error {
 	req := wire.StartGoalRequest{Objective: objective}
 	if maxIterations != 0 {
