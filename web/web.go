@@ -21,3 +21,10 @@ func FS() fs.FS {
 	}
 	return sub
 }
+
+// CSP is the Content-Security-Policy the UI's documents need: its own
+// scripts and styles only, images from anywhere (a message's images, a
+// browser tool's screenshots as data: URLs), and requests to any agent
+// server, whose origin is the sandbox's. Package api adds object-src,
+// base-uri and frame-ancestors.
+const CSP = "default-src 'self'; img-src * data: blob:; connect-src 'self' http: https: ws: wss:; form-action 'self'"

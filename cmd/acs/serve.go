@@ -119,9 +119,9 @@ func serve(ctx context.Context, args []string) error {
 	// again every minute: an unusable LLM is said on the console at once.
 	llm.Start(ctx, time.Minute, reportLLMHealth)
 	// ACS's own UI, or the frontend of ACS_WEB_DIR.
-	site := web.FS()
+	site := api.Frontend{Files: web.FS(), CSP: web.CSP}
 	if local.WebDir != "" {
-		site = os.DirFS(local.WebDir)
+		site = api.Frontend{Files: os.DirFS(local.WebDir)} // its needs are unknown
 	}
 	return serveHTTP(ctx, ln, v1.Site(site), cfg.HTTP)
 }

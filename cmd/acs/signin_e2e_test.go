@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	cdpage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/acs-project/acs/client"
@@ -395,5 +396,50 @@ func TestBrowserSignInWithOIDC(t *testing.T) {
 	}
 	if sessionCookie(t, ctx3) != "" {
 		t.Fatal("a refused sign-in made a session")
+	}
+}
+
+// TestSignedInUICannotBeFramed: a page on another port of the same host,
+// which is the same site and so gets the session cookie, frames the
+// signed-in UI. The browser shows an error page in the frame instead, for
+// ACS's own UI and for a frontend of ACS_WEB_DIR.
+func TestSignedInUICannotBeFramed(t *testing.T) {
+	web := t.TempDir()
+	if err := os.WriteFile(filepath.Join(web, "index.html"), []byte(`<!doctype html><title>app</title><p id="app">the web app</p>`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tab := newChromium(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		ui   string // an element of the signed-in UI
+	}{
+		{"OwnUI", nil, "#who"},
+		{"WebDir", []string{"ACS_WEB_DIR=" + web}, "#app"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startSignInServe(t, tc.env...)
+			ctx := tab(t)
+			run(t, ctx, chromedp.Navigate(s.link()+"&next=/conversations"), chromedp.WaitVisible(chromedp.CSS(tc.ui)))
+			framer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				fmt.Fprintf(w, `<!doctype html><title>framer</title><iframe id="ui" src="%s/conversations"></iframe>`, s.url)
+			}))
+			defer framer.Close()
+			run(t, ctx, chromedp.Navigate(framer.URL))
+			// The frame commits either ACS's document or, refused, an error
+			// page that names ACS's URL as unreachable.
+			var frame *cdp.Frame
+			testwait.For(t, 20*time.Second, "the frame to commit a document", func() bool {
+				tree, err := chromedp.Call(ctx, cdpage.GetFrameTree, cdp.Empty{})
+				if err != nil || len(tree.FrameTree.ChildFrames) != 1 {
+					return false
+				}
+				frame = tree.FrameTree.ChildFrames[0].Frame
+				return strings.HasPrefix(frame.URL, s.url) || strings.HasPrefix(frame.UnreachableURL, s.url)
+			})
+			if !strings.HasPrefix(frame.URL, "chrome-error:") {
+				t.Fatalf("another port's page framed the signed-in UI: the frame shows %s", frame.URL)
+			}
+		})
 	}
 }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
+	cdpage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/acs-project/acs/client"
@@ -154,6 +157,7 @@ func TestWebUI(t *testing.T) {
 	testwait.For(t, 30*time.Second, "the sign-in link", func() bool { return linkRE.MatchString(s.log.String()) })
 	// One tab for every subtest; each wait has its own deadline.
 	u := &ui{s: s, c: s.api(apiKey), ctx: uiTab(t)}
+	violations := watchCSP(t, u.ctx)
 
 	t.Run("SignIn", func(t *testing.T) {
 		if err := chromedp.Do(u.ctx, chromedp.EmulateViewport(1200, 900), chromedp.Navigate(linkRE.FindString(s.log.String())+"&next=/")); err != nil {
@@ -464,6 +468,40 @@ func TestWebUI(t *testing.T) {
 			u.fatal(t, "the key list shows a key's value")
 		}
 	})
+
+	// Every page above worked within the UI's Content-Security-Policy.
+	t.Run("NoCSPViolations", func(t *testing.T) {
+		if v := violations(); len(v) != 0 {
+			t.Fatalf("the UI's policy refused:\n%s", strings.Join(v, "\n"))
+		}
+	})
+}
+
+// watchCSP records every Content-Security-Policy violation in the tab's
+// documents from now on; the returned func lists them.
+func watchCSP(t *testing.T, ctx context.Context) func() []string {
+	var mu sync.Mutex
+	var seen []string
+	report := func(_ context.Context, v string) (chromedp.Void, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, v)
+		return chromedp.Void{}, nil
+	}
+	const listen = `document.addEventListener("securitypolicyviolation", (e) =>
+  window.acsCSPViolation(location.pathname + ": " + e.effectiveDirective + " refused " + e.blockedURI.split("?")[0]));`
+	err := chromedp.Do(ctx, chromedp.ExposeFunc("acsCSPViolation", report), chromedp.Func(func(ctx context.Context, _ *chromedp.Target) error {
+		_, err := chromedp.Call(ctx, cdpage.AddScriptToEvaluateOnNewDocument, cdpage.AddScriptToEvaluateOnNewDocumentParams{Source: listen})
+		return err
+	}))
+	if err != nil {
+		t.Fatalf("watch CSP violations: %v", err)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
 }
 
 // uiTab is a tab of a fresh headless Chromium, for a whole test.

@@ -76,7 +76,7 @@ func (d *Docs) ServeHTML(w http.ResponseWriter, fail func(http.ResponseWriter, e
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
 	_, _ = w.Write(b)
 }
 

@@ -105,7 +105,8 @@ func (a *API) now() time.Time { return a.d.Now().UTC() }
 // Handler mounts every route of the table. Each route runs on an API
 // restricted to the adapters its Needs declares (Route.Restrict), exactly
 // as its Lambda function does, so local mode and AWS cannot differ in what
-// a route may touch.
+// a route may touch. Every answer carries Site's nosniff and no-framing
+// headers.
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
@@ -115,7 +116,7 @@ func (a *API) Handler() http.Handler {
 	// The OpenAPI document of the table and its page (openapi.go): open.
 	mux.HandleFunc("GET /openapi.json", serveOpenAPI)
 	mux.HandleFunc("GET /docs", serveDocs)
-	return canonicalWrites(mux)
+	return secured(canonicalWrites(mux))
 }
 
 // RouteHandler mounts only the named route (one Lambda function per route),
@@ -128,7 +129,7 @@ func (a *API) RouteHandler(name string) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(rt.Method+" "+rt.Path, a.restricted(rt).wrap(rt))
 	mux.HandleFunc("/", writeNoRoute)
-	return mux
+	return secured(mux)
 }
 
 // writeNoRoute answers a path no route serves.

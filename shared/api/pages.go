@@ -49,11 +49,15 @@ type page struct {
 	OIDCName           string
 }
 
-// render answers an HTML page.
+// render answers an HTML page. It sends no Referer beyond ACS, as the
+// sign-in page's URL may hold a one-time token. The policy is not
+// no-referrer: with it a browser sends "Origin: null" with the sign-in
+// form, which the cross-site check refuses.
 func render(w http.ResponseWriter, status int, name string, p page) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "same-origin")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	if err := pages.ExecuteTemplate(w, name, p); err != nil {
@@ -113,6 +117,7 @@ func pageError(err error) (int, string) {
 // signedIn sets the session's cookie and goes on to next.
 func (a *API) signedIn(w http.ResponseWriter, r *http.Request, ns accounts.NewSession, next string) {
 	a.setSession(w, r, ns)
+	w.Header().Set("Referrer-Policy", "same-origin") // the URL may hold a token or a code
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
 

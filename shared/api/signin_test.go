@@ -18,7 +18,7 @@ import (
 
 // signInEnv is an API with a user "u1" (key signInKey) and one browser
 // session of theirs (its cookie value: cookie), its public URL
-// https://acs.example.com.
+// https://acs.example.com, serving web (api.Frontend{}: no frontend).
 type signInEnv struct {
 	srv    *httptest.Server
 	cookie string
@@ -26,7 +26,7 @@ type signInEnv struct {
 
 const signInKey = "acs_signin-test-key-0123456789"
 
-func newSignInEnv(t *testing.T) *signInEnv {
+func newSignInEnv(t *testing.T, web api.Frontend) *signInEnv {
 	t.Helper()
 	store := openStore(t)
 	ctx := context.Background()
@@ -38,7 +38,7 @@ func newSignInEnv(t *testing.T) *signInEnv {
 	}
 	a := api.New(api.Deps{Store: store, Queue: openQueue(t), Runtime: openRuntime(t, "/nonexistent/acs"),
 		Sealer: sealbox.FromPassphrase("t"), PublicURL: "https://acs.example.com"})
-	srv := httptest.NewServer(a.Site(nil))
+	srv := httptest.NewServer(a.Site(web))
 	t.Cleanup(srv.Close)
 	e := &signInEnv{srv: srv}
 	// Sign in with the key through the page: the cookie it sets.
@@ -85,7 +85,7 @@ func (e *signInEnv) do(t *testing.T, method, path, cookie string, headers map[st
 // TestSessionCookieAuthAndCSRF: the cookie authenticates user routes as the
 // key does; a state change by cookie needs ACS's origin; keys are exempt.
 func TestSessionCookieAuthAndCSRF(t *testing.T) {
-	e := newSignInEnv(t)
+	e := newSignInEnv(t, api.Frontend{})
 	self := "http://" + strings.TrimPrefix(e.srv.URL, "http://")
 	for _, tc := range []struct {
 		name    string
@@ -138,7 +138,7 @@ func TestSessionCookieAuthAndCSRF(t *testing.T) {
 // TestSignInPagesRefuseReadably: the pages' refusals are HTML 4xx, and next
 // only ever leads within ACS.
 func TestSignInPagesRefuseReadably(t *testing.T) {
-	e := newSignInEnv(t)
+	e := newSignInEnv(t, api.Frontend{})
 	form := map[string]string{"Origin": "https://acs.example.com", "Content-Type": "application/x-www-form-urlencoded"}
 	for _, tc := range []struct {
 		name, method, path, body string
