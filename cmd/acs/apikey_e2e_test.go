@@ -2,12 +2,16 @@ package main_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -180,4 +184,61 @@ func TestChangedAPIKey(t *testing.T) {
 	wantMe(t, s, apiKey, 200)
 	wantMe(t, s, newKey, 401)
 	wantMe(t, s, other.Key, 200)
+}
+
+// browserSession signs in as a browser does, by the one-time link or by
+// posting an API key to /login: the session cookie's value.
+func browserSession(t *testing.T, s *acsServe, link, key string) string {
+	t.Helper()
+	req, err := http.NewRequest("GET", link, nil)
+	if key != "" {
+		req, err = http.NewRequest("POST", s.url+"/login", strings.NewReader(url.Values{"api_key": {key}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", s.url)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	for _, c := range res.Cookies() {
+		if c.Name == "acs_session" && c.Value != "" {
+			return c.Value
+		}
+	}
+	t.Fatalf("signing in answered %d without a session cookie", res.StatusCode)
+	return ""
+}
+
+// TestKeySessionsEndWithTheKey: a browser session made with an API key
+// ends when the key is revoked, and when acs serve restarts with another
+// ACS_API_KEY; a session made with the sign-in link goes on.
+func TestKeySessionsEndWithTheKey(t *testing.T) {
+	const newKey = "changed-admin-key-9876543210"
+	dataDir := t.TempDir()
+	s := startServe(t, dataDir, noLLM)
+	testwait.For(t, 30*time.Second, "the sign-in link", func() bool { return linkRE.MatchString(s.log.String()) })
+	byLink := browserSession(t, s, linkRE.FindString(s.log.String()), "")
+	byBootstrap := browserSession(t, s, "", apiKey)
+	made := makeKey(t, s, apiKey, "browser")
+	byMade := browserSession(t, s, "", made.Key)
+	want := func(step string, sessions map[string]int) {
+		t.Helper()
+		for name, code := range sessions {
+			cookie := map[string]string{"link": byLink, "bootstrap key": byBootstrap, "made key": byMade}[name]
+			if got := meWithCookie(t, s.url, cookie); got != code {
+				t.Errorf("%s: the %s's session answers %d, want %d", step, name, got, code)
+			}
+		}
+	}
+	want("signed in", map[string]int{"link": 200, "bootstrap key": 200, "made key": 200})
+	deleteKey(t, s, apiKey, made.ID)
+	want("the made key revoked", map[string]int{"link": 200, "bootstrap key": 200, "made key": 401})
+	s.stop()
+	s = startServe(t, dataDir, noLLM, "ACS_API_KEY="+newKey)
+	want("restarted with a new ACS_API_KEY", map[string]int{"link": 200, "bootstrap key": 401, "made key": 401})
 }

@@ -96,3 +96,45 @@ func TestEnsureAdminBootstrapKey(t *testing.T) {
 		t.Fatalf("the admin's secrets: %+v", list)
 	}
 }
+
+// TestBootstrapKeyChangeEndsItsSessions: a new bootstrap key ends the
+// sessions made with the old one, for good, even when the old value comes
+// back; a link's session goes on.
+func TestBootstrapKeyChangeEndsItsSessions(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "acs.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s := accounts.New(store, nil, nil)
+	const a, b = "bootstrap-key-a-0123456789", "bootstrap-key-b-0123456789"
+	ensure := func(key string) {
+		t.Helper()
+		if err := accounts.EnsureAdmin(ctx, store, acs.HashKey(key), key[:8]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	valid := func(ns accounts.NewSession) bool { _, _, err := s.Session(ctx, ns.ID); return err == nil }
+	ensure(a)
+	byKey, _, err := s.SignInWithAPIKey(ctx, a, accounts.SignInPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, err := s.IssueSignInToken(ctx, accounts.AdminID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byLink, _, err := s.SignInWithToken(ctx, token, accounts.SignInPolicy{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ensure(b)
+	if valid(byKey) || !valid(byLink) {
+		t.Fatalf("after the change: the old key's session valid %v, the link's %v", valid(byKey), valid(byLink))
+	}
+	ensure(a)
+	if valid(byKey) || !valid(byLink) {
+		t.Fatalf("after changing back: the old key's session valid %v, the link's %v", valid(byKey), valid(byLink))
+	}
+}

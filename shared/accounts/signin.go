@@ -89,12 +89,12 @@ func (s *Service) SignInWithToken(ctx context.Context, token string, p SignInPol
 	if err != nil {
 		return NewSession{}, acs.User{}, fmt.Errorf("read the user of a sign-in token: %w", err)
 	}
-	ns, err := s.openSession(ctx, u.ID, acs.SignInByToken, p)
+	ns, err := s.openSession(ctx, u.ID, acs.SignInByToken, "", p)
 	return ns, u, err
 }
 
-// SignInWithAPIKey opens a session for the user of an API key. An empty or
-// unknown key is ErrInvalidKey.
+// SignInWithAPIKey opens a session for the user of an API key, valid only
+// while the key is. An empty or unknown key is ErrInvalidKey.
 func (s *Service) SignInWithAPIKey(ctx context.Context, key string, p SignInPolicy) (NewSession, acs.User, error) {
 	key = strings.TrimSpace(key)
 	if key == "" {
@@ -104,7 +104,7 @@ func (s *Service) SignInWithAPIKey(ctx context.Context, key string, p SignInPoli
 	if err != nil {
 		return NewSession{}, acs.User{}, err
 	}
-	ns, err := s.openSession(ctx, u.ID, acs.SignInByAPIKey, p)
+	ns, err := s.openSession(ctx, u.ID, acs.SignInByAPIKey, acs.HashKey(key), p)
 	return ns, u, err
 }
 
@@ -127,7 +127,7 @@ func (s *Service) SignInWithOIDC(ctx context.Context, id OIDCIdentity, p SignInP
 	if err != nil {
 		return NewSession{}, acs.User{}, err
 	}
-	ns, err := s.openSession(ctx, u.ID, acs.SignInByOIDC, p)
+	ns, err := s.openSession(ctx, u.ID, acs.SignInByOIDC, "", p)
 	return ns, u, err
 }
 
@@ -203,15 +203,16 @@ func or(v, def string) string {
 	return v
 }
 
-// openSession stores a new session of the user.
-func (s *Service) openSession(ctx context.Context, userID string, m acs.SignInMethod, p SignInPolicy) (NewSession, error) {
+// openSession stores a new session of the user, made with the API key
+// whose hash is keyHash ("" for none).
+func (s *Service) openSession(ctx context.Context, userID string, m acs.SignInMethod, keyHash string, p SignInPolicy) (NewSession, error) {
 	ttl := p.SessionTTL
 	if ttl <= 0 {
 		ttl = DefaultSessionTTL
 	}
 	id := acs.NewSecret(43)
 	now := s.now()
-	bs := acs.BrowserSession{Hash: acs.HashKey(id), UserID: userID, Method: m, CreatedAt: now, ExpiresAt: now.Add(ttl)}
+	bs := acs.BrowserSession{Hash: acs.HashKey(id), UserID: userID, Method: m, KeyHash: keyHash, CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := s.Store.CreateSession(ctx, bs); err != nil {
 		return NewSession{}, fmt.Errorf("store the session: %w", err)
 	}
@@ -219,8 +220,8 @@ func (s *Service) openSession(ctx context.Context, userID string, m acs.SignInMe
 }
 
 // Session resolves a session id (the cookie's value) to its user. An
-// empty, unknown, expired or revoked session, or a deleted user's, is
-// ErrNoSession.
+// empty, unknown, expired or revoked session, a deleted user's, or one made
+// with an API key that was revoked since, is ErrNoSession.
 func (s *Service) Session(ctx context.Context, id string) (acs.User, acs.BrowserSession, error) {
 	return SessionUser(ctx, s.Store, id)
 }
@@ -237,6 +238,15 @@ func SessionUser(ctx context.Context, store acs.Store, id string) (acs.User, acs
 	}
 	if err != nil {
 		return acs.User{}, acs.BrowserSession{}, fmt.Errorf("read the session: %w", err)
+	}
+	if bs.KeyHash != "" {
+		k, err := store.GetAPIKeyByHash(ctx, bs.KeyHash)
+		if errors.Is(err, acs.ErrNotFound) || (err == nil && k.UserID != bs.UserID) {
+			return acs.User{}, acs.BrowserSession{}, ErrNoSession
+		}
+		if err != nil {
+			return acs.User{}, acs.BrowserSession{}, fmt.Errorf("read the session's API key: %w", err)
+		}
 	}
 	u, err := store.GetUser(ctx, bs.UserID)
 	if errors.Is(err, acs.ErrNotFound) {

@@ -218,3 +218,68 @@ func TestSignOutAndRevokeSessions(t *testing.T) {
 		t.Fatalf("bob revoking his own: %d, %v", n, err)
 	}
 }
+
+// TestKeySessionsEndWithTheirKey: a session made with an API key ends when
+// the key is revoked, whether its sessions were deleted with it or the
+// key just vanished; sessions of other keys and of links go on.
+func TestKeySessionsEndWithTheirKey(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		revoke func(s *accounts.Service, userID string, k accounts.NewKey) error
+	}{
+		{"Revoked", func(s *accounts.Service, userID string, k accounts.NewKey) error {
+			return s.DeleteKey(ctx, userID, k.ID)
+		}},
+		{"GoneFromTheStore", func(s *accounts.Service, userID string, k accounts.NewKey) error {
+			return s.Store.DeleteAPIKey(ctx, userID, k.ID)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newService(t)
+			admin := acs.User{ID: "root", Admin: true}
+			if err := s.Store.CreateUser(ctx, admin); err != nil {
+				t.Fatal(err)
+			}
+			alice, first, err := s.CreateUser(ctx, admin, "alice")
+			if err != nil {
+				t.Fatal(err)
+			}
+			second, err := s.CreateKey(ctx, alice.ID, "second")
+			if err != nil {
+				t.Fatal(err)
+			}
+			token, err := s.IssueSignInToken(ctx, alice.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := accounts.SignInPolicy{}
+			byFirst, _, err := s.SignInWithAPIKey(ctx, first.Key, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bySecond, _, err := s.SignInWithAPIKey(ctx, second.Key, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			byLink, _, err := s.SignInWithToken(ctx, token, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if byFirst.KeyHash != acs.HashKey(first.Key) || byLink.KeyHash != "" {
+				t.Fatalf("sessions record key hashes %q and %q", byFirst.KeyHash, byLink.KeyHash)
+			}
+			if err := tc.revoke(s, alice.ID, first); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.Session(ctx, byFirst.ID); !errors.Is(err, accounts.ErrNoSession) {
+				t.Fatalf("the revoked key's session: %v, want ErrNoSession", err)
+			}
+			for name, ns := range map[string]accounts.NewSession{"another key's": bySecond, "a link's": byLink} {
+				if u, _, err := s.Session(ctx, ns.ID); err != nil || u.ID != alice.ID {
+					t.Fatalf("%s session: %+v %v", name, u, err)
+				}
+			}
+		})
+	}
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // Users and API keys. Keys are stored only as SHA-256 hashes; a key's value
-// is shown once, when it is made. A revoked key stops working at once.
+// is shown once, when it is made. A revoked key stops working at once, and
+// so do the browser sessions made with it.
 
 // KeyPrefixLen is how much of a key is kept to recognise it.
 const KeyPrefixLen = 8
@@ -75,9 +76,23 @@ func (s *Service) Keys(ctx context.Context, userID string) ([]acs.APIKey, error)
 	return s.Store.ListAPIKeys(ctx, userID)
 }
 
-// DeleteKey revokes one of the user's keys at once; acs.ErrNotFound
-// ("API key not found: <id>") when the user has no such key.
+// DeleteKey revokes one of the user's keys at once and ends the browser
+// sessions made with it; acs.ErrNotFound ("API key not found: <id>") when
+// the user has no such key.
 func (s *Service) DeleteKey(ctx context.Context, userID, id string) error {
+	keys, err := s.Store.ListAPIKeys(ctx, userID)
+	if err != nil {
+		return fmt.Errorf("list the API keys: %w", err)
+	}
+	for _, k := range keys {
+		if k.ID != id {
+			continue
+		}
+		// Sessions first: a failure leaves the key to revoke again.
+		if _, err := s.Store.DeleteKeySessions(ctx, userID, k.Hash); err != nil {
+			return fmt.Errorf("end the API key's sessions: %w", err)
+		}
+	}
 	if err := s.Store.DeleteAPIKey(ctx, userID, id); err != nil {
 		if errors.Is(err, acs.ErrNotFound) {
 			err = acs.Errorf(acs.ENOTFOUND, "API key not found: %s", id)
@@ -114,9 +129,10 @@ const (
 // (DELETE /api/v1/keys/{id}) stays revoked across restarts. When keyHash
 // differs (the configured key changed, or a new one was generated), the new
 // key is registered and every other key this function bootstrapped before
-// is revoked: the new key works, the old one answers 401. Keys made through
-// the API are never touched. To get in again after revoking every key, set
-// a new configured key.
+// is revoked with the browser sessions made with it: the new key works, the
+// old one and its sessions answer 401. Keys made through the API are never
+// touched. To get in again after revoking every key, set a new configured
+// key.
 //
 // It is idempotent and safe to run concurrently with the same keyHash
 // (conditional creates; revoking an absent key is not an error). The marker
@@ -149,6 +165,9 @@ func EnsureAdmin(ctx context.Context, store acs.Store, keyHash, prefix string) e
 	}
 	for _, k := range keys {
 		if strings.HasPrefix(k.ID, bootstrapKeyIDPrefix) && k.ID != keyID {
+			if _, err := store.DeleteKeySessions(ctx, AdminID, k.Hash); err != nil {
+				return fmt.Errorf("end the previous admin API key's sessions: %w", err)
+			}
 			if err := store.DeleteAPIKey(ctx, AdminID, k.ID); err != nil && !errors.Is(err, acs.ErrNotFound) {
 				return fmt.Errorf("revoke the previous admin API key: %w", err)
 			}

@@ -24,9 +24,13 @@ const (
 // BrowserSession is a signed-in browser. Its id (the cookie's value) is
 // random and never stored: only its SHA-256 (HashKey) is.
 type BrowserSession struct {
-	Hash      string
-	UserID    string
-	Method    SignInMethod
+	Hash   string
+	UserID string
+	Method SignInMethod
+	// KeyHash is the SHA-256 (HashKey) of the API key the session was
+	// made with, "" for a session made another way. A session with a
+	// KeyHash is valid only while that key is.
+	KeyHash   string
 	CreatedAt time.Time
 	ExpiresAt time.Time
 }
@@ -66,6 +70,10 @@ type SessionStore interface {
 	// DeleteUserSessions removes every session of the user and returns how
 	// many unexpired ones it removed.
 	DeleteUserSessions(ctx context.Context, userID string) (int, error)
+	// DeleteKeySessions removes every session of the user made with the
+	// API key whose hash is keyHash and returns how many unexpired ones it
+	// removed; ErrInvalid when keyHash is empty.
+	DeleteKeySessions(ctx context.Context, userID, keyHash string) (int, error)
 	// CreateSignInToken stores a token; ErrConflict when its hash exists,
 	// ErrInvalid without a hash or a user.
 	CreateSignInToken(ctx context.Context, t SignInToken) error

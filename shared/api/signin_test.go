@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,10 +18,12 @@ import (
 )
 
 // signInEnv is an API with a user "u1" (key signInKey) and one browser
-// session of theirs (its cookie value: cookie), its public URL
-// https://acs.example.com, serving web (api.Frontend{}: no frontend).
+// session of theirs made with that key (its cookie value: cookie), its
+// public URL https://acs.example.com, serving web (api.Frontend{}: no
+// frontend).
 type signInEnv struct {
 	srv    *httptest.Server
+	api    *api.API
 	cookie string
 }
 
@@ -40,7 +43,7 @@ func newSignInEnv(t *testing.T, web api.Frontend) *signInEnv {
 		Sealer: sealbox.FromPassphrase("t"), PublicURL: "https://acs.example.com"})
 	srv := httptest.NewServer(a.Site(web))
 	t.Cleanup(srv.Close)
-	e := &signInEnv{srv: srv}
+	e := &signInEnv{srv: srv, api: a}
 	// Sign in with the key through the page: the cookie it sets.
 	res := e.do(t, "POST", "/login", "", map[string]string{"Origin": "https://acs.example.com",
 		"Content-Type": "application/x-www-form-urlencoded"}, url.Values{"api_key": {signInKey}, "next": {"/x"}}.Encode())
@@ -187,5 +190,54 @@ func TestSignInPagesRefuseReadably(t *testing.T) {
 	}
 	if res := e.do(t, "GET", "/api/v1/users/me", e.cookie, nil, ""); res.StatusCode != 401 {
 		t.Fatalf("after signing out: %d", res.StatusCode)
+	}
+}
+
+// TestKeySessionEndsWithItsKey: once the API key a browser signed in with
+// is revoked, its session answers 401 and its page visits go to the
+// sign-in page; a session made with a link goes on.
+func TestKeySessionEndsWithItsKey(t *testing.T) {
+	e := newSignInEnv(t, api.Frontend{})
+	link, err := e.api.IssueSignInLink(t.Context(), "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := e.do(t, "GET", strings.TrimPrefix(link, "https://acs.example.com"), "", nil, "")
+	linkCookie := ""
+	for _, c := range res.Cookies() {
+		if c.Name == api.SessionCookie {
+			linkCookie = c.Value
+		}
+	}
+	if res.StatusCode != http.StatusSeeOther || linkCookie == "" {
+		t.Fatalf("sign-in by link: %d, cookie %q", res.StatusCode, linkCookie)
+	}
+	bearer := map[string]string{"Authorization": "Bearer " + signInKey}
+	var keys []struct{ ID, Prefix string }
+	res = e.do(t, "GET", "/api/v1/keys", "", bearer, "")
+	if err := json.NewDecoder(res.Body).Decode(&keys); err != nil || len(keys) != 1 {
+		t.Fatalf("keys %+v: %v", keys, err)
+	}
+	if res := e.do(t, "DELETE", "/api/v1/keys/"+keys[0].ID, "", bearer, ""); res.StatusCode != 200 {
+		t.Fatalf("revoke the key: %d", res.StatusCode)
+	}
+	html := map[string]string{"Accept": "text/html"}
+	for _, tc := range []struct {
+		name, cookie, path string
+		headers            map[string]string
+		status             int
+		location           string
+	}{
+		{"KeySessionAPI", e.cookie, "/api/v1/users/me", nil, 401, ""},
+		{"KeySessionPage", e.cookie, "/", html, 303, "/login"},
+		{"LinkSessionAPI", linkCookie, "/api/v1/users/me", nil, 200, ""},
+		{"LinkSessionPage", linkCookie, "/", html, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := e.do(t, "GET", tc.path, tc.cookie, tc.headers, "")
+			if res.StatusCode != tc.status || res.Header.Get("Location") != tc.location {
+				t.Fatalf("%d to %q, want %d to %q", res.StatusCode, res.Header.Get("Location"), tc.status, tc.location)
+			}
+		})
 	}
 }

@@ -58,6 +58,20 @@ func (s *Store) DeleteSession(_ context.Context, hash string) error {
 
 // DeleteUserSessions implements acs.SessionStore.
 func (s *Store) DeleteUserSessions(_ context.Context, userID string) (int, error) {
+	return s.deleteSessions(userID, nil)
+}
+
+// DeleteKeySessions implements acs.SessionStore.
+func (s *Store) DeleteKeySessions(_ context.Context, userID, keyHash string) (int, error) {
+	if keyHash == "" {
+		return 0, fmt.Errorf("sessions of a key without a hash: %w", acs.ErrInvalid)
+	}
+	return s.deleteSessions(userID, func(bs acs.BrowserSession) bool { return bs.KeyHash == keyHash })
+}
+
+// deleteSessions removes the user's sessions that only accepts (every one
+// when only is nil) in one transaction, and counts the unexpired ones.
+func (s *Store) deleteSessions(userID string, only func(acs.BrowserSession) bool) (int, error) {
 	n := 0
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		n = 0
@@ -71,7 +85,11 @@ func (s *Store) DeleteUserSessions(_ context.Context, userID string) (int, error
 		for _, k := range keys {
 			hash := string(k[len(prefix):])
 			var bs acs.BrowserSession
-			if get(tx, bSessions, hash, &bs, "session") == nil && !expired(bs.ExpiresAt) {
+			found := get(tx, bSessions, hash, &bs, "session") == nil
+			if only != nil && (!found || !only(bs)) {
+				continue
+			}
+			if found && !expired(bs.ExpiresAt) {
 				n++
 			}
 			if err := tx.Bucket(bSessions).Delete([]byte(hash)); err != nil {

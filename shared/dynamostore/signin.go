@@ -81,6 +81,21 @@ func (s *Store) DeleteSession(ctx context.Context, hash string) error {
 // DeleteUserSessions implements acs.SessionStore: the user's copies name
 // every session.
 func (s *Store) DeleteUserSessions(ctx context.Context, userID string) (int, error) {
+	return s.deleteSessions(ctx, userID, nil)
+}
+
+// DeleteKeySessions implements acs.SessionStore: the user's copies hold
+// each session's key hash.
+func (s *Store) DeleteKeySessions(ctx context.Context, userID, keyHash string) (int, error) {
+	if keyHash == "" {
+		return 0, fmt.Errorf("sessions of a key without a hash: %w", acs.ErrInvalid)
+	}
+	return s.deleteSessions(ctx, userID, func(bs acs.BrowserSession) bool { return bs.KeyHash == keyHash })
+}
+
+// deleteSessions removes the user's sessions that only accepts (every one
+// when only is nil), each with its copy, and counts the unexpired ones.
+func (s *Store) deleteSessions(ctx context.Context, userID string, only func(acs.BrowserSession) bool) (int, error) {
 	items, err := s.collect(ctx, &rangeQuery{pkAttr: aPK, skAttr: aSK, pk: pUser + userID,
 		lo: sBrowserSession, hi: sBrowserSession + "\U0010FFFF", consistent: true}, -1, "")
 	if err != nil {
@@ -91,6 +106,9 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID string) (int, err
 		var bs acs.BrowserSession
 		if err := decode(it, &bs, "session", str(it, aSK)); err != nil {
 			return n, err
+		}
+		if only != nil && !only(bs) {
+			continue
 		}
 		out, err := s.deleteItem(ctx, &dynamodb.DeleteItemInput{Key: key(pBrowserSession+bs.Hash, sRecord), ReturnValues: types.ReturnValueAllOld})
 		if err != nil {

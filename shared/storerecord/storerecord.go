@@ -44,6 +44,7 @@ type BrowserSession struct {
 	Hash      string           `json:"hash"`
 	UserID    string           `json:"user_id"`
 	Method    acs.SignInMethod `json:"method"`
+	KeyHash   string           `json:"key_hash,omitempty"`
 	CreatedAt time.Time        `json:"created_at"`
 	ExpiresAt time.Time        `json:"expires_at"`
 }

@@ -24,6 +24,7 @@ var sessionStoreTests = []Test[acs.SessionStore]{
 	{"ExpiredSessionIsNotFound", testExpiredSession},
 	{"DeleteSession", testDeleteSession},
 	{"DeleteUserSessionsRevokesOnlyThatUsers", testDeleteUserSessions},
+	{"DeleteKeySessionsRevokesOnlyThatKeys", testDeleteKeySessions},
 	{"SessionWithoutHashOrUserIsInvalid", testSessionInvalid},
 	{"ConsumeSignInTokenOnce", testConsumeSignInToken},
 	{"ConcurrentConsumesOfATokenOneWins", testConsumeSignInTokenConcurrently},
@@ -45,8 +46,15 @@ func testCreateAndGetSession(t *testing.T, s acs.SessionStore) {
 	must(t, s.CreateSession(ctx, bs))
 	got, err := s.GetSession(ctx, bs.Hash)
 	must(t, err)
-	if got.Hash != bs.Hash || got.UserID != "u1" || got.Method != acs.SignInByOIDC || !got.CreatedAt.Equal(bs.CreatedAt) || !got.ExpiresAt.Equal(bs.ExpiresAt) {
+	if got.Hash != bs.Hash || got.UserID != "u1" || got.Method != acs.SignInByOIDC || got.KeyHash != "" || !got.CreatedAt.Equal(bs.CreatedAt) || !got.ExpiresAt.Equal(bs.ExpiresAt) {
 		t.Fatalf("session %+v, want %+v", got, bs)
+	}
+	byKey := keySession("s2", "u1", "k1", time.Hour)
+	must(t, s.CreateSession(ctx, byKey))
+	got, err = s.GetSession(ctx, byKey.Hash)
+	must(t, err)
+	if got.Method != acs.SignInByAPIKey || got.KeyHash != byKey.KeyHash {
+		t.Fatalf("session made with a key %+v, want %+v", got, byKey)
 	}
 	_, err = s.GetSession(ctx, acs.HashKey("unknown"))
 	wantErr(t, err, acs.ErrNotFound)
@@ -123,6 +131,50 @@ func testDeleteUserSessions(t *testing.T, s acs.SessionStore) {
 	must(t, s.CreateSession(ctx, again))
 	if _, err := s.GetSession(ctx, again.Hash); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// keySession is a session made with the API key named key.
+func keySession(id, user, key string, ttl time.Duration) acs.BrowserSession {
+	bs := session(id, user, ttl)
+	bs.Method, bs.KeyHash = acs.SignInByAPIKey, acs.HashKey(key)
+	return bs
+}
+
+func testDeleteKeySessions(t *testing.T, s acs.SessionStore) {
+	k1 := []acs.BrowserSession{keySession("a", "u1", "k1", time.Hour), keySession("b", "u1", "k1", 2*time.Hour)}
+	expired := keySession("c", "u1", "k1", -time.Minute)
+	kept := []acs.BrowserSession{keySession("d", "u1", "k2", time.Hour), session("e", "u1", time.Hour),
+		keySession("f", "u2", "k1", time.Hour)} // another key, a link, another user
+	for _, bs := range append(append(append([]acs.BrowserSession{}, k1...), expired), kept...) {
+		must(t, s.CreateSession(ctx, bs))
+	}
+	n, err := s.DeleteKeySessions(ctx, "u1", acs.HashKey("k1"))
+	must(t, err)
+	if n != len(k1) {
+		t.Fatalf("revoked %d sessions of the key, want %d", n, len(k1))
+	}
+	for _, bs := range k1 {
+		_, err := s.GetSession(ctx, bs.Hash)
+		wantErr(t, err, acs.ErrNotFound)
+	}
+	for _, bs := range kept {
+		if _, err := s.GetSession(ctx, bs.Hash); err != nil {
+			t.Fatalf("session %+v was revoked: %v", bs, err)
+		}
+	}
+	n, err = s.DeleteKeySessions(ctx, "u1", acs.HashKey("k1"))
+	must(t, err)
+	if n != 0 {
+		t.Fatalf("revoked %d sessions again", n)
+	}
+	_, err = s.DeleteKeySessions(ctx, "u1", "")
+	wantErr(t, err, acs.ErrInvalid)
+	// The user's other sessions are still there to revoke.
+	n, err = s.DeleteUserSessions(ctx, "u1")
+	must(t, err)
+	if n != 2 {
+		t.Fatalf("revoked %d of the user's other sessions, want 2", n)
 	}
 }
 
