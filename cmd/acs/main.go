@@ -135,9 +135,9 @@ func writeFileAtomic(path, content string) error {
 func serveHTTP(ctx context.Context, ln net.Listener, h http.Handler, lim httpserve.Limits) error {
 	srv := httpserve.New(h, lim)
 	lim = srv.Limits()
-	slog.Info("http limits", "max_connections", lim.MaxConnections, "read_timeout", lim.ReadTimeout,
-		"min_body_rate", lim.MinBodyRate, "write_timeout", lim.WriteTimeout, "idle_timeout", lim.IdleTimeout,
-		"max_header_bytes", lim.MaxHeaderBytes)
+	slog.Info("http limits", "max_connections", lim.MaxConnections, "max_connections_per_ip", lim.MaxConnectionsPerIP,
+		"read_timeout", lim.ReadTimeout, "busy_header_timeout", lim.BusyHeaderTimeout, "min_body_rate", lim.MinBodyRate,
+		"write_timeout", lim.WriteTimeout, "idle_timeout", lim.IdleTimeout, "max_header_bytes", lim.MaxHeaderBytes)
 	return srv.Serve(ctx, ln)
 }
 

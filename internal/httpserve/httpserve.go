@@ -23,11 +23,33 @@
 //     time, so long downloads, streamed responses and WebSockets (hijacked
 //     connections are left alone) are not cut.
 //   - A keep-alive connection is closed after IdleTimeout without a request.
-//   - At most MaxConnections connections are open at once. At the cap, a new
-//     connection takes the place of the longest-idle keep-alive connection; if
-//     none is idle it is answered 503 {"detail": …} with Retry-After and
-//     closed (at most MaxRefusing such answers are in progress at once; beyond
-//     that a connection is closed without an answer).
+//   - At most MaxConnections connections are open at once. A connection
+//     waits for a request head from when it opens until its head has
+//     arrived, and again after each answer on a keep-alive connection. At
+//     the cap, a new connection takes the place of a waiting one: one of a
+//     crowded address (holding at least MaxConnectionsPerIP connections) if
+//     there is one, else any. Among those, a stalled one, that has sent
+//     something (part of a request head, or earlier requests) and is read
+//     for more, goes before one that has not, and the longest-waiting first.
+//     Its client has no request in flight, so it loses no answer. When no
+//     waiting connection is stalled, the new one waits up to 50ms for the
+//     server to read what the others sent. If no connection waits, the new one is
+//     answered 503 {"detail": …} with Retry-After and closed (at most
+//     MaxRefusing such answers are in progress at once; beyond that a
+//     connection is closed without an answer). So clients that open
+//     connections and never finish a request cannot keep out one that sends
+//     whole requests: its request is read long before the cap comes round to
+//     its connection.
+//   - The server is busy when at least 3/4 of MaxConnections are open. While
+//     it is busy, a connection that waits for a request head is closed after
+//     BusyHeaderTimeout instead of ReadTimeout or IdleTimeout, and a new
+//     connection from an address holding MaxConnectionsPerIP connections
+//     takes the place of one of that address's own waiting connections, in
+//     the order above. An address is an IPv4 address or an IPv6 /64 network.
+//     The per-address limit never refuses a connection: it only decides whose
+//     waiting connections make room. So many keep-alive connections from one
+//     address, a local user or tests on 127.0.0.1 or a reverse proxy, are
+//     never refused for their number; at worst their own idle ones make room.
 //   - Every error answer has a JSON {"detail": …} body like the handlers'
 //     own: those net/http writes itself before any handler runs (400 for a
 //     malformed request, 431, 501, 505, 417) and the plain-text ones written
@@ -51,6 +73,11 @@ import (
 type Limits struct {
 	// MaxConnections caps the connections open at once (ACS_MAX_CONNECTIONS).
 	MaxConnections int
+	// MaxConnectionsPerIP is how many connections one remote address may
+	// hold before, when the server is busy, its new connections replace its
+	// own waiting ones (ACS_MAX_CONNECTIONS_PER_IP). A value of at least
+	// MaxConnections turns the rule off.
+	MaxConnectionsPerIP int
 	// ReadTimeout bounds the wait for a request's headers and for each part
 	// of its body (ACS_HTTP_READ_TIMEOUT).
 	ReadTimeout time.Duration
@@ -65,6 +92,9 @@ type Limits struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes bounds a request's line and headers.
 	MaxHeaderBytes int
+	// BusyHeaderTimeout bounds the wait for a request head while the server
+	// is busy. ReadTimeout bounds it too.
+	BusyHeaderTimeout time.Duration
 	// MaxRefusing bounds the 503 answers to connections over the cap that are
 	// in progress at once.
 	MaxRefusing int
@@ -75,14 +105,16 @@ type Limits struct {
 
 // The defaults.
 const (
-	DefaultMaxConnections  = 4096
-	DefaultReadTimeout     = 30 * time.Second
-	DefaultMinBodyRate     = 4 << 10
-	DefaultWriteTimeout    = 60 * time.Second
-	DefaultIdleTimeout     = 120 * time.Second
-	DefaultMaxHeaderBytes  = 64 << 10
-	DefaultMaxRefusing     = 64
-	DefaultShutdownTimeout = 10 * time.Second
+	DefaultMaxConnections      = 4096
+	DefaultMaxConnectionsPerIP = 256
+	DefaultReadTimeout         = 30 * time.Second
+	DefaultMinBodyRate         = 4 << 10
+	DefaultWriteTimeout        = 60 * time.Second
+	DefaultIdleTimeout         = 120 * time.Second
+	DefaultMaxHeaderBytes      = 64 << 10
+	DefaultBusyHeaderTimeout   = 2 * time.Second
+	DefaultMaxRefusing         = 64
+	DefaultShutdownTimeout     = 10 * time.Second
 )
 
 // writeChunk is the unit of write progress: each chunk of a write gets its
@@ -98,23 +130,32 @@ func DefaultLimits() Limits {
 	if n := openFileLimit(); n > 0 && n/2 < uint64(maxConns) {
 		maxConns = max(int(n/2), 16)
 	}
-	return Limits{MaxConnections: maxConns, ReadTimeout: DefaultReadTimeout, MinBodyRate: DefaultMinBodyRate,
-		WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout, MaxHeaderBytes: DefaultMaxHeaderBytes,
-		MaxRefusing: DefaultMaxRefusing, ShutdownTimeout: DefaultShutdownTimeout}
+	return Limits{MaxConnections: maxConns, MaxConnectionsPerIP: DefaultMaxConnectionsPerIP, ReadTimeout: DefaultReadTimeout,
+		MinBodyRate: DefaultMinBodyRate, WriteTimeout: DefaultWriteTimeout, IdleTimeout: DefaultIdleTimeout,
+		MaxHeaderBytes: DefaultMaxHeaderBytes, BusyHeaderTimeout: DefaultBusyHeaderTimeout, MaxRefusing: DefaultMaxRefusing,
+		ShutdownTimeout: DefaultShutdownTimeout}
 }
 
-// LimitsFromEnv returns DefaultLimits with ACS_MAX_CONNECTIONS (an integer
-// from 1 to 1048576) and ACS_HTTP_READ_TIMEOUT (a positive duration) applied.
-// It returns an error naming each variable that is set to an invalid value.
+// LimitsFromEnv returns DefaultLimits with ACS_MAX_CONNECTIONS and
+// ACS_MAX_CONNECTIONS_PER_IP (integers from 1 to 1048576) and
+// ACS_HTTP_READ_TIMEOUT (a positive duration) applied. It returns an error
+// naming each variable that is set to an invalid value.
 func LimitsFromEnv(getenv func(string) string) (Limits, error) {
 	l := DefaultLimits()
 	var problems []string
-	if v := strings.TrimSpace(getenv("ACS_MAX_CONNECTIONS")); v != "" {
-		n, err := strconv.Atoi(v)
+	for _, v := range []struct {
+		name string
+		dst  *int
+	}{{"ACS_MAX_CONNECTIONS", &l.MaxConnections}, {"ACS_MAX_CONNECTIONS_PER_IP", &l.MaxConnectionsPerIP}} {
+		s := strings.TrimSpace(getenv(v.name))
+		if s == "" {
+			continue
+		}
+		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1<<20 {
-			problems = append(problems, "ACS_MAX_CONNECTIONS must be an integer from 1 to 1048576")
+			problems = append(problems, v.name+" must be an integer from 1 to 1048576")
 		} else {
-			l.MaxConnections = n
+			*v.dst = n
 		}
 	}
 	if v := strings.TrimSpace(getenv("ACS_HTTP_READ_TIMEOUT")); v != "" {
@@ -137,6 +178,9 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxConnections <= 0 {
 		l.MaxConnections = d.MaxConnections
 	}
+	if l.MaxConnectionsPerIP <= 0 {
+		l.MaxConnectionsPerIP = d.MaxConnectionsPerIP
+	}
 	if l.ReadTimeout <= 0 {
 		l.ReadTimeout = d.ReadTimeout
 	}
@@ -151,6 +195,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	if l.BusyHeaderTimeout <= 0 {
+		l.BusyHeaderTimeout = d.BusyHeaderTimeout
 	}
 	if l.MaxRefusing <= 0 {
 		l.MaxRefusing = d.MaxRefusing
@@ -203,6 +250,9 @@ func (s *Server) Limits() Limits { return s.lim }
 // serving, or nil after a shutdown.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	gl := newListener(ln, s.lim)
+	go gl.reap()
+	// net/http closes gl when Serve returns, which stops the reaper.
+	defer func() { <-gl.reaped }()
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(gl) }()
 	select {

@@ -634,14 +634,18 @@ func TestLimitsFromEnv(t *testing.T) {
 		name    string
 		env     map[string]string
 		conns   int
+		perIP   int
 		timeout time.Duration
 		err     string
 	}{
-		{"defaults", nil, httpserve.DefaultLimits().MaxConnections, httpserve.DefaultReadTimeout, ""},
-		{"set", map[string]string{"ACS_MAX_CONNECTIONS": "7", "ACS_HTTP_READ_TIMEOUT": "2s"}, 7, 2 * time.Second, ""},
-		{"zero connections", map[string]string{"ACS_MAX_CONNECTIONS": "0"}, 0, 0, "ACS_MAX_CONNECTIONS"},
-		{"bad duration", map[string]string{"ACS_HTTP_READ_TIMEOUT": "soon"}, 0, 0, "ACS_HTTP_READ_TIMEOUT"},
-		{"zero duration", map[string]string{"ACS_HTTP_READ_TIMEOUT": "0"}, 0, 0, "ACS_HTTP_READ_TIMEOUT"},
+		{"defaults", nil, httpserve.DefaultLimits().MaxConnections, httpserve.DefaultMaxConnectionsPerIP, httpserve.DefaultReadTimeout, ""},
+		{"set", map[string]string{"ACS_MAX_CONNECTIONS": "7", "ACS_MAX_CONNECTIONS_PER_IP": "3", "ACS_HTTP_READ_TIMEOUT": "2s"},
+			7, 3, 2 * time.Second, ""},
+		{"zero connections", map[string]string{"ACS_MAX_CONNECTIONS": "0"}, 0, 0, 0, "ACS_MAX_CONNECTIONS"},
+		{"zero connections per address", map[string]string{"ACS_MAX_CONNECTIONS_PER_IP": "0"}, 0, 0, 0, "ACS_MAX_CONNECTIONS_PER_IP"},
+		{"bad connections per address", map[string]string{"ACS_MAX_CONNECTIONS_PER_IP": "many"}, 0, 0, 0, "ACS_MAX_CONNECTIONS_PER_IP"},
+		{"bad duration", map[string]string{"ACS_HTTP_READ_TIMEOUT": "soon"}, 0, 0, 0, "ACS_HTTP_READ_TIMEOUT"},
+		{"zero duration", map[string]string{"ACS_HTTP_READ_TIMEOUT": "0"}, 0, 0, 0, "ACS_HTTP_READ_TIMEOUT"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := httpserve.LimitsFromEnv(func(k string) string { return tc.env[k] })
@@ -654,8 +658,9 @@ func TestLimitsFromEnv(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if l.MaxConnections != tc.conns || l.ReadTimeout != tc.timeout {
-				t.Fatalf("MaxConnections %d, ReadTimeout %v; want %d, %v", l.MaxConnections, l.ReadTimeout, tc.conns, tc.timeout)
+			if l.MaxConnections != tc.conns || l.MaxConnectionsPerIP != tc.perIP || l.ReadTimeout != tc.timeout {
+				t.Fatalf("MaxConnections %d, MaxConnectionsPerIP %d, ReadTimeout %v; want %d, %d, %v",
+					l.MaxConnections, l.MaxConnectionsPerIP, l.ReadTimeout, tc.conns, tc.perIP, tc.timeout)
 			}
 		})
 	}

@@ -34,7 +34,8 @@ type Config struct {
 	// Log is how the process logs (LOG_LEVEL, LOG_JSON); every program.
 	Log Log
 	// HTTP bounds the HTTP server (ACS_MAX_CONNECTIONS,
-	// ACS_HTTP_READ_TIMEOUT); acs serve and acs runtime-api.
+	// ACS_MAX_CONNECTIONS_PER_IP, ACS_HTTP_READ_TIMEOUT); acs serve and acs
+	// runtime-api.
 	HTTP httpserve.Limits
 	// Local is acs serve's own part.
 	Local Local
