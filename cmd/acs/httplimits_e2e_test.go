@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/internal/httpserve/httpservetest"
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/internal/testwait"
 )
 
 // The HTTP limits (issue 11, defects 5 and 11), checked on the real `acs
@@ -258,6 +260,38 @@ func hlCheckCap(t *testing.T, tg hlTarget) {
 			t.Error("503 without Retry-After")
 		}
 		hlWantClosed(t, c, br)
+	})
+	t.Run("whole requests are served while a slowloris reconnects", func(t *testing.T) {
+		// Before, the attack's unfinished connections held every place and
+		// each whole request was answered 503 or reset.
+		opened := httpservetest.Slowloris(t, tg.addr, 8, 100_000)
+		testwait.For(t, hlBound, "the attack to reconnect", func() bool { return opened.Load() >= 30 })
+		before := opened.Load()
+		const requests = 10
+		var failures []string
+		for range requests {
+			c, err := net.Dial("tcp", tg.addr)
+			if err != nil {
+				failures = append(failures, err.Error())
+				continue
+			}
+			c.SetReadDeadline(time.Now().Add(hlBound))
+			fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n%s\r\nConnection: close\r\n\r\n", tg.get, tg.auth)
+			res, err := http.ReadResponse(bufio.NewReader(c), nil)
+			switch {
+			case err != nil:
+				failures = append(failures, err.Error())
+			case res.StatusCode != http.StatusOK:
+				failures = append(failures, res.Status)
+			}
+			c.Close()
+		}
+		if len(failures) > 1 {
+			t.Fatalf("%d of %d whole requests failed during the attack: %q", len(failures), requests, failures)
+		}
+		if during := opened.Load() - before; during < 3 {
+			t.Fatalf("only %d attack connections during the requests: the test proves nothing", during)
+		}
 	})
 }
 

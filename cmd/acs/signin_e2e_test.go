@@ -214,6 +214,11 @@ func TestBrowserSignIn(t *testing.T) {
 		if sessionCookie(t, ctx) != "" {
 			t.Fatal("a used link made a session")
 		}
+		// The refusal, whose URL holds the token, has no form: "Sign in
+		// again" leads to one, and a key signs in there.
+		run(t, ctx, chromedp.Click(chromedp.CSS("#retry")), chromedp.WaitVisible(chromedp.CSS("#api_key")),
+			chromedp.SendKeys(chromedp.CSS("#api_key"), apiKey), chromedp.Click(chromedp.CSS("#sign_in")),
+			chromedp.WaitVisible(chromedp.CSS("#app")))
 	})
 
 	t.Run("SessionlessVisitGoesToSignInThenAPIKey", func(t *testing.T) {

@@ -2,62 +2,18 @@ package httpserve_test
 
 import (
 	"bufio"
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/acs-project/acs/internal/httpserve"
+	"github.com/acs-project/acs/internal/httpserve/httpservetest"
 	"github.com/acs-project/acs/internal/testwait"
 )
-
-// attack runs workers goroutines on loopback that each open a connection to
-// addr, send an unfinished request line and open the next one when the server
-// closes it: a slowloris that reconnects. It stops when the test ends, after
-// a minute, or after maxConns connections, and returns a counter of the
-// connections opened so far.
-func attack(t *testing.T, addr string, workers int, maxConns int64) *atomic.Int64 {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	var opened atomic.Int64
-	var wg sync.WaitGroup
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-	})
-	var d net.Dialer
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil && opened.Load() < maxConns {
-				c, err := d.DialContext(ctx, "tcp", addr)
-				if err != nil {
-					// Out of ports or file descriptors: wait a little.
-					select {
-					case <-ctx.Done():
-					case <-time.After(10 * time.Millisecond):
-					}
-					continue
-				}
-				opened.Add(1)
-				stop := context.AfterFunc(ctx, func() { c.Close() })
-				if _, err := io.WriteString(c, "GET / HT"); err == nil {
-					io.Copy(io.Discard, c)
-				}
-				stop()
-				c.Close()
-			}
-		}()
-	}
-	return &opened
-}
 
 // TestReconnectingSlowlorisCannotHoldTheCap: connections that never finish
 // their request head, reopened as soon as the server closes them, do not
@@ -74,7 +30,7 @@ func TestReconnectingSlowlorisCannotHoldTheCap(t *testing.T) {
 	lim.IdleTimeout = time.Minute
 	addr := serve(t, newHandler(lim), lim)
 
-	opened := attack(t, addr, 96, 200_000)
+	opened := httpservetest.Slowloris(t, addr, 96, 200_000)
 	// The attack holds every place and is reconnecting.
 	testwait.For(t, bound, "the attack to open twice the cap", func() bool { return opened.Load() >= 2*int64(lim.MaxConnections) })
 

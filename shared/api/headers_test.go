@@ -11,7 +11,8 @@ import (
 // TestSiteSecurityHeaders: every answer of the site, the API's included,
 // is nosniff and refuses to be framed; every document has a CSP with
 // frame-ancestors 'none' (a frontend's with its own policy first); the
-// sign-in pages send no Referer beyond ACS.
+// sign-in pages send no Referer beyond ACS, and none at all from a URL
+// that carries a one-time credential.
 func TestSiteSecurityHeaders(t *testing.T) {
 	ui := newSignInEnv(t, api.Frontend{CSP: "default-src 'self'", Files: fstest.MapFS{
 		"index.html": {Data: []byte("<!doctype html><title>ui</title>")},
@@ -50,8 +51,10 @@ func TestSiteSecurityHeaders(t *testing.T) {
 		{"Home", bare, "GET", "/", true, html, "", 200, pageCSP, "same-origin"},
 		{"HomeSignedOut", bare, "GET", "/", false, html, "", 303, "", ""},
 		{"SignInPage", bare, "GET", "/login?next=/x", false, nil, "", 200, pageCSP, "same-origin"},
-		{"SignInPageBadToken", bare, "GET", "/login?token=nope", false, nil, "", 401, pageCSP, "same-origin"},
-		{"SignedInByKey", bare, "POST", "/login", false, form, url.Values{"api_key": {signInKey}}.Encode(), 303, "", "same-origin"},
+		{"SignInPageBadToken", bare, "GET", "/login?token=nope", false, nil, "", 401, pageCSP, "no-referrer"},
+		{"SignedInByToken", bare, "GET", "/login?token=" + bare.token(t) + "&next=/x", false, nil, "", 303, "", "no-referrer"},
+		{"OIDCCallbackWithoutSignIn", bare, "GET", "/login/oidc/callback?code=c&state=s", false, nil, "", 401, pageCSP, "no-referrer"},
+		{"SignedInByKey", bare, "POST", "/login", false, form, url.Values{"api_key": {signInKey}}.Encode(), 303, "", "no-referrer"},
 		{"SignOutPage", bare, "GET", "/logout", true, nil, "", 200, pageCSP, "same-origin"},
 		{"Docs", bare, "GET", "/docs", false, nil, "", 200, "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'", ""},
 		{"OpenAPI", bare, "GET", "/openapi.json", false, nil, "", 200, "", ""},

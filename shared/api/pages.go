@@ -47,17 +47,24 @@ type page struct {
 	Admin              bool
 	Next               string
 	OIDCName           string
+	// Retry, when set, is where to sign in again: the page's URL carries a
+	// one-time credential, so the page has no form and sends no Referer.
+	Retry string
 }
 
-// render answers an HTML page. It sends no Referer beyond ACS, as the
-// sign-in page's URL may hold a one-time token. The policy is not
-// no-referrer: with it a browser sends "Origin: null" with the sign-in
-// form, which the cross-site check refuses.
+// render answers an HTML page. A page sends no Referer beyond ACS, and none
+// at all when its URL carries a one-time credential (p.Retry is set). The
+// other pages' policy is not no-referrer: with it a browser sends
+// "Origin: null" with their forms, which the cross-site check refuses.
 func render(w http.ResponseWriter, status int, name string, p page) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Referrer-Policy", "same-origin")
+	if p.Retry != "" {
+		w.Header().Set("Referrer-Policy", "no-referrer")
+	} else {
+		w.Header().Set("Referrer-Policy", "same-origin")
+	}
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'")
 	w.WriteHeader(status)
 	if err := pages.ExecuteTemplate(w, name, p); err != nil {
@@ -94,6 +101,9 @@ func (a *API) loginPage(w http.ResponseWriter, r *http.Request, next string, err
 	if u, ok := a.SessionUser(r); ok {
 		p.User = u.Name
 	}
+	if q := r.URL.Query(); q.Has("token") || q.Has("code") {
+		p.Retry = "/login?next=" + url.QueryEscape(p.Next)
+	}
 	render(w, status, "login", p)
 }
 
@@ -117,7 +127,7 @@ func pageError(err error) (int, string) {
 // signedIn sets the session's cookie and goes on to next.
 func (a *API) signedIn(w http.ResponseWriter, r *http.Request, ns accounts.NewSession, next string) {
 	a.setSession(w, r, ns)
-	w.Header().Set("Referrer-Policy", "same-origin") // the URL may hold a token or a code
+	w.Header().Set("Referrer-Policy", "no-referrer") // the URL may hold a token or a code
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
 

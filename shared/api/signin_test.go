@@ -241,3 +241,17 @@ func TestKeySessionEndsWithItsKey(t *testing.T) {
 		})
 	}
 }
+
+// token issues a one-time sign-in link for u1 and returns its token.
+func (e *signInEnv) token(t *testing.T) string {
+	t.Helper()
+	link, err := e.api.IssueSignInLink(t.Context(), "u1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Query().Get("token")
+}
