@@ -426,17 +426,7 @@ func TestConnectionCap(t *testing.T) {
 	addr := serve(t, h, lim)
 
 	// Three connections hold requests in flight.
-	held := make([]*bufio.Reader, 3)
-	for i := range held {
-		c := dial(t, addr)
-		io.WriteString(c, "GET /hold HTTP/1.1\r\nHost: x\r\n\r\n")
-		held[i] = bufio.NewReader(c)
-		select {
-		case <-h.entered:
-		case <-time.After(bound):
-			t.Fatalf("request %d was not served", i)
-		}
-	}
+	held := hold(t, h, addr, 3)
 	// A fourth is answered 503 at once.
 	c := dial(t, addr)
 	io.WriteString(c, "GET /upload HTTP/1.1\r\nHost: x\r\n\r\n")

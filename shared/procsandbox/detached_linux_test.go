@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/procsandbox"
+	"github.com/acs-project/acs/shared/sandboxtest"
 )
 
 // detachedEnv is one sandbox, owned by this test process (rt) or by an
@@ -117,11 +117,11 @@ func TestDetachedProcessesStop(t *testing.T) {
 				} else {
 					e.rt, st = startRuntime(t, e)
 				}
-				job := startDetachedJob(t, st)
+				job := sandboxtest.DetachJob(t, st.AgentURL, st.SessionKey)
 				server := e.pid(t, "agent.pid")
 				tc.stop(t, e)
-				testwait.For(t, 20*time.Second, fmt.Sprintf("the detached job %d to stop", job), func() bool { return !running(job, "while") })
-				testwait.For(t, 20*time.Second, fmt.Sprintf("the agent server %d to stop", server), func() bool { return !running(server, "agent-server") })
+				testwait.For(t, 20*time.Second, fmt.Sprintf("the detached job %d to stop", job), func() bool { return !sandboxtest.ProcessRuns(job, "while") })
+				testwait.For(t, 20*time.Second, fmt.Sprintf("the agent server %d to stop", server), func() bool { return !sandboxtest.ProcessRuns(server, "agent-server") })
 			})
 		}
 	}
@@ -194,60 +194,6 @@ func startOwner(t *testing.T, e *detachedEnv) (*exec.Cmd, acs.RuntimeStatus) {
 		t.Fatalf("the owner did not report its sandbox: %q %v; stderr:\n%s", line, err, stderr)
 	}
 	return cmd, st
-}
-
-// startDetachedJob has the sandbox's agent server run a command that
-// detaches a job writing a file every 100ms, and returns the job's pid
-// once it runs. The job lives outside the workspace, which a delete
-// removes.
-func startDetachedJob(t *testing.T, st acs.RuntimeStatus) int {
-	t.Helper()
-	dir := t.TempDir()
-	script := fmt.Sprintf(`echo $$ > %[1]s/job.pid.tmp && mv %[1]s/job.pid.tmp %[1]s/job.pid; while :; do date >> %[1]s/job.log; sleep 0.1; done`, dir)
-	body, _ := json.Marshal(map[string]any{"command": "setsid sh -c '" + script + "' </dev/null >/dev/null 2>&1 &", "timeout": 20})
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", st.AgentURL+"/api/bash/execute_bash_command", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Session-API-Key", st.SessionKey)
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res.Body.Close()
-	if res.StatusCode != 200 {
-		t.Fatalf("execute_bash_command: HTTP %d", res.StatusCode)
-	}
-	var pid int
-	testwait.For(t, 20*time.Second, "the detached job to run", func() bool {
-		b, _ := os.ReadFile(filepath.Join(dir, "job.pid"))
-		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
-		return pid > 1 && running(pid, "while")
-	})
-	t.Cleanup(func() {
-		if running(pid, "while") {
-			syscall.Kill(pid, syscall.SIGKILL)
-		}
-	})
-	// It writes: it runs detached, not waiting to be scheduled.
-	size := func() int64 { fi, _ := os.Stat(filepath.Join(dir, "job.log")); return fi.Size() }
-	testwait.For(t, 10*time.Second, "the detached job to write", func() bool {
-		_, err := os.Stat(filepath.Join(dir, "job.log"))
-		return err == nil && size() > 0
-	})
-	return pid
-}
-
-// running reports whether pid is a live process (not a zombie) whose
-// command line contains what.
-func running(pid int, what string) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	if f := bytes.Fields(stat[bytes.LastIndexByte(stat, ')')+1:]); len(f) == 0 || string(f[0]) == "Z" {
-		return false
-	}
-	cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	return bytes.Contains(cmdline, []byte(what))
 }
 
 // cgroupsHere reports whether this process may create cgroup v2 groups
