@@ -127,6 +127,45 @@ func TestDetachedProcessesStop(t *testing.T) {
 	}
 }
 
+// TestStatusIsNotRunningOnceTheAgentServerExited: once a sandbox's agent
+// server has exited and been reaped, Status no longer reads RUNNING, even
+// while its init still waits for a job that ignores SIGTERM. The exit that
+// completes a crash loop reads ERROR at once.
+func TestStatusIsNotRunningOnceTheAgentServerExited(t *testing.T) {
+	const id = "exited"
+	root := t.TempDir()
+	rt, err := procsandbox.New(procsandbox.Config{Binary: testbin.ACS(t), Root: root, RestartBackoff: 100 * time.Millisecond,
+		StopTimeout: 4 * time.Second, CrashLoopCount: 2, NoCgroups: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	if _, err := rt.Start(t.Context(), acs.StartRequest{SandboxID: id, SessionKey: "test-key"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []acs.SandboxStatus{acs.SandboxStarting, acs.SandboxError} {
+		var st acs.RuntimeStatus
+		testwait.For(t, 30*time.Second, "the sandbox to run", func() bool {
+			st, _ = rt.Status(t.Context(), id)
+			return st.Status == acs.SandboxRunning
+		})
+		sandboxtest.DetachStubbornJob(t, st.AgentURL, st.SessionKey)
+		e := &detachedEnv{root: root, id: id}
+		server := e.pid(t, "agent.pid")
+		if err := syscall.Kill(server, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		testwait.For(t, 20*time.Second, "the agent server to be reaped", func() bool { return syscall.Kill(server, 0) != nil })
+		got, err := rt.Status(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != want {
+			t.Fatalf("%s (%s) once the agent server was reaped, want %s", got.Status, got.Detail, want)
+		}
+	}
+}
+
 // restartOn starts a runtime on root and closes it: it stops what a
 // runtime that died there left.
 func restartOn(t *testing.T, root string) {

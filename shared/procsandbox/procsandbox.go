@@ -140,6 +140,8 @@ type run struct {
 	// done is closed once the process has exited and its cgroup is gone.
 	done    chan struct{}
 	exitErr error
+	// agentPid is the agent server's pid, once read from its pid file.
+	agentPid int
 }
 
 // live reports whether the current process runs.
@@ -541,11 +543,50 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// Status reports a sandbox.
-func (r *Runtime) Status(_ context.Context, id string) (acs.RuntimeStatus, error) {
+// Status reports a sandbox. It never reports an agent server that has
+// exited as running: while its init stops what the server left, Status
+// waits for the init to exit, at most StopTimeout.
+func (r *Runtime) Status(ctx context.Context, id string) (acs.RuntimeStatus, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.awaitExitLocked(ctx, id)
 	return r.statusLocked(id), nil
+}
+
+// awaitExitLocked waits, with r.mu released, for the run of sandbox id to
+// end when its agent server has exited but its init has not yet. It gives
+// up after StopTimeout or when ctx ends.
+func (r *Runtime) awaitExitLocked(ctx context.Context, id string) {
+	p, ok := r.procs[id]
+	if !ok || !p.live() || !r.agentExitedLocked(id, p.run) {
+		return
+	}
+	rn := p.run
+	r.mu.Unlock()
+	t := time.NewTimer(r.cfg.StopTimeout)
+	select {
+	case <-rn.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	t.Stop()
+	r.mu.Lock()
+}
+
+// agentExitedLocked reports whether rn's agent server, as its pid file
+// names it, is known to have exited and been reaped.
+func (r *Runtime) agentExitedLocked(id string, rn *run) bool {
+	if rn.agentPid == 0 {
+		b, err := os.ReadFile(filepath.Join(r.dir(id), pidFile))
+		if err != nil {
+			return false
+		}
+		if rn.agentPid, err = strconv.Atoi(strings.TrimSpace(string(b))); err != nil || rn.agentPid <= 1 {
+			rn.agentPid = 0
+			return false
+		}
+	}
+	return errors.Is(syscall.Kill(rn.agentPid, 0), syscall.ESRCH)
 }
 
 func (r *Runtime) statusLocked(id string) acs.RuntimeStatus {

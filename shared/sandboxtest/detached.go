@@ -22,8 +22,21 @@ import (
 // and writes, and kills the job when the test ends if it still runs.
 func DetachJob(t *testing.T, agentURL, sessionKey string) int {
 	t.Helper()
+	return detachJob(t, agentURL, sessionKey, "")
+}
+
+// DetachStubbornJob is DetachJob with a job that ignores SIGTERM: only
+// SIGKILL stops it.
+func DetachStubbornJob(t *testing.T, agentURL, sessionKey string) int {
+	t.Helper()
+	return detachJob(t, agentURL, sessionKey, `trap "" TERM; `)
+}
+
+// detachJob is DetachJob with prefix run first in the job's shell.
+func detachJob(t *testing.T, agentURL, sessionKey, prefix string) int {
+	t.Helper()
 	dir := t.TempDir()
-	script := fmt.Sprintf(`echo $$ > %[1]s/job.pid.tmp && mv %[1]s/job.pid.tmp %[1]s/job.pid; while :; do date >> %[1]s/job.log; sleep 0.1; done`, dir)
+	script := prefix + fmt.Sprintf(`echo $$ > %[1]s/job.pid.tmp && mv %[1]s/job.pid.tmp %[1]s/job.pid; while :; do date >> %[1]s/job.log; sleep 0.1; done`, dir)
 	body, _ := json.Marshal(map[string]any{"command": "setsid sh -c '" + script + "' </dev/null >/dev/null 2>&1 &", "timeout": 20})
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", agentURL+"/api/bash/execute_bash_command", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
