@@ -201,7 +201,13 @@ func TestCipher(t *testing.T) {
 	if _, err := secrets.NewCipher("other").Open(s); err == nil {
 		t.Fatal("another key must not open the value")
 	}
-	if _, err := c.Open(s[:len(s)-2] + "AA"); err == nil {
+	// A character in the middle carries six bits of the sealed bytes; the
+	// last ones may carry none.
+	i, alt := len(s)/2, byte('A')
+	if s[i] == alt {
+		alt = 'B'
+	}
+	if _, err := c.Open(s[:i] + string(alt) + s[i+1:]); err == nil {
 		t.Fatal("an altered value must not open")
 	}
 	if _, err := c.Open(plain); !errors.Is(err, secrets.ErrNotSealed) {
