@@ -1,8 +1,11 @@
 package bashapi
 
 import (
+	"io"
+	"os"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -111,5 +114,41 @@ func TestNormalizeID(t *testing.T) {
 		if got != want || ok != (want != "") {
 			t.Fatalf("normalizeID(%q) = %q, %v", in, got, ok)
 		}
+	}
+}
+
+// TestReadPipeKeepsWhatThePipeHoldsAtTheDeadline: a reader that reaches the
+// drain deadline late, with output the command wrote still in the pipe,
+// forwards that output before its EOF; a background process holding the
+// pipe open does not make it wait for more.
+func TestReadPipeKeepsWhatThePipeHoldsAtTheDeadline(t *testing.T) {
+	s, err := New(Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	want := strings.Repeat("é", 20000) // 40000 bytes: more than one read
+	if _, err := io.WriteString(w, want); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetReadDeadline(time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	data := make(chan pipeData, 16)
+	go s.readPipe(r, 0, data)
+	var got strings.Builder
+	for d := range data {
+		if d.eof {
+			break
+		}
+		got.Write(d.b)
+	}
+	if got.String() != want {
+		t.Fatalf("forwarded %d bytes, want %d", got.Len(), len(want))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -321,7 +322,8 @@ func (r *runner) exec() int {
 
 // readPipe forwards what f yields to data, then an EOF marker. When reading
 // stops at the drain deadline (the shell exited but a background process
-// holds the pipe), the rest is read and discarded until EOF or Close.
+// holds the pipe), what the pipe holds by then is forwarded too, and the
+// rest is read and discarded until EOF or Close.
 func (s *Service) readPipe(f *os.File, stream int, data chan<- pipeData) {
 	for {
 		buf := make([]byte, readBufBytes)
@@ -330,14 +332,43 @@ func (s *Service) readPipe(f *os.File, stream int, data chan<- pipeData) {
 			data <- pipeData{stream: stream, b: buf[:n]}
 		}
 		if err != nil {
-			data <- pipeData{stream: stream, eof: true}
 			if errors.Is(err, os.ErrDeadlineExceeded) {
+				forwardBuffered(f, stream, data)
+				data <- pipeData{stream: stream, eof: true}
 				s.discard(f)
 				return
 			}
+			data <- pipeData{stream: stream, eof: true}
 			f.Close()
 			return
 		}
+	}
+}
+
+// forwardBuffered forwards to data the bytes f's pipe holds now. The
+// command wrote them before it exited; a reader that fell behind must not
+// lose them. It never waits for more.
+func forwardBuffered(f *os.File, stream int, data chan<- pipeData) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	n := 0
+	_ = rc.Control(func(fd uintptr) { n = pipeHolds(fd) })
+	if n <= 0 {
+		return
+	}
+	_ = f.SetReadDeadline(time.Time{})
+	for n > 0 {
+		buf := make([]byte, min(n, readBufBytes))
+		k, err := io.ReadFull(f, buf)
+		if k > 0 {
+			data <- pipeData{stream: stream, b: buf[:k]}
+		}
+		if err != nil {
+			return
+		}
+		n -= k
 	}
 }
 
