@@ -1,7 +1,10 @@
 // Package tools defines the agent's tools: the Tool interface, the registry
-// that builds a conversation's tools from its configuration, and the light
-// tools (think, finish). Heavy tools live in sub-packages (terminal,
-// fileeditor) and are adapted here.
+// that builds a conversation's tools from its configuration, and one file
+// per built-in tool. A tool's file holds its arguments struct, from which
+// its JSON Schema is derived (package internal/schema), its description,
+// rendered with the limits its implementation uses, its constructor and
+// its registration. The implementations of heavy tools live in
+// sub-packages (terminal, fileeditor, fstools, browser, mcp).
 package tools
 
 import (
@@ -14,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/tools/internal/schema"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
@@ -205,6 +209,13 @@ type base struct {
 	kind        events.ToolKind
 	description string
 	params      map[string]any
+}
+
+// newBase returns the base of a built-in tool of kind: its description and
+// the schema of its arguments A, both rendered with data (the limits the
+// implementation uses).
+func newBase[A any](kind events.ToolKind, description string, data any) base {
+	return base{kind: kind, description: schema.MustRender(description, data), params: schema.For[A](data)}
 }
 
 func (b *base) spec() events.ToolSpec {

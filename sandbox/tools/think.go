@@ -19,23 +19,17 @@ Common use cases:
 
 The tool simply logs your thought process for better transparency and does not execute any code or make changes.`
 
-const finishDescription = `Signals the completion of the current task or conversation.
+// thinkArgs are the arguments of think (events.ThinkAction).
+type thinkArgs struct {
+	Thought string `json:"thought" jsonschema:"required" description:"The thought to log."`
+}
 
-Use this tool when:
-- You have successfully completed the user's requested task
-- You cannot proceed further due to technical limitations or missing information
-
-The message should include:
-- A clear summary of actions taken and their results
-- Any next steps for the user
-- Explanation if you're unable to complete the task
-- Any follow-up questions if more information is needed`
+var _ = events.ThinkAction(thinkArgs{})
 
 type thinkTool struct{ base }
 
 func newThink(context.Context, Env, json.RawMessage) (Tool, error) {
-	return &thinkTool{base{kind: "ThinkTool", description: thinkDescription,
-		params: object([]string{"thought"}, map[string]any{"thought": prop("string", "The thought to log.")})}}, nil
+	return &thinkTool{newBase[thinkArgs]("ThinkTool", thinkDescription, nil)}, nil
 }
 
 func (t *thinkTool) Execute(_ context.Context, a events.Action) (events.Observation, error) {
@@ -50,24 +44,4 @@ func (t *thinkTool) Execute(_ context.Context, a events.Action) (events.Observat
 // Instant: a thought changes nothing (see Instant).
 func (t *thinkTool) Instant() bool { return true }
 
-type finishTool struct{ base }
-
-func newFinish(context.Context, Env, json.RawMessage) (Tool, error) {
-	return &finishTool{base{kind: "FinishTool", description: finishDescription,
-		params: object([]string{"message"}, map[string]any{"message": prop("string", "Final message to send to the user")})}}, nil
-}
-
-func (t *finishTool) Execute(_ context.Context, a events.Action) (events.Observation, error) {
-	fa, ok := a.(*events.FinishAction)
-	if !ok {
-		return nil, fmt.Errorf("finish: unexpected action %T", a)
-	}
-	obs := &events.FinishObservation{}
-	obs.SetText(fa.Message)
-	return obs, nil
-}
-
-func init() {
-	Register("think", newThink)
-	Register("finish", newFinish)
-}
+func init() { Register("think", newThink) }
