@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/sandbox/tools/terminal"
@@ -16,7 +17,7 @@ const terminalDescription = `Execute a bash command in the terminal within a per
 ### Command Execution
 * One command at a time: You can only execute one bash command at a time. If you need to run multiple commands sequentially, use ` + "`&&`" + ` or ` + "`;`" + ` to chain them together.
 * Persistent session: Commands execute in a persistent shell session where environment variables, virtual environments, and working directory persist between commands.
-* Soft timeout: Commands have a soft timeout of 30 seconds without new output; once that's reached, you have the option to continue or interrupt the command.
+* Soft timeout: Commands have a soft timeout of {{.SoftTimeoutSeconds}} seconds without new output; once that's reached, you have the option to continue or interrupt the command.
 * Shell options: Do NOT use ` + "`set -e`" + `, ` + "`set -eu`" + `, or ` + "`set -euo pipefail`" + ` in shell scripts or commands in this environment.
 
 ### Long-running Commands
@@ -34,15 +35,18 @@ const terminalDescription = `Execute a bash command in the terminal within a per
 ### Output Handling
 * Output truncation: If the output exceeds a maximum length, it will be truncated before being returned; the full output is saved to a file named in the observation.`
 
-func terminalParams() map[string]any {
-	return object([]string{"command"}, map[string]any{
-		"command":  prop("string", "The bash command to execute. Can be empty string to view additional logs when previous exit code is `-1`. Can be `C-c` (Ctrl+C) to interrupt the currently running process. Note: You can only execute one bash command at a time. If you need to run multiple commands sequentially, you can use `&&` or `;` to chain them together."),
-		"is_input": prop("boolean", "If True, the command is an input to the running process. If False, the command is a bash command to be executed in the terminal. Default is False."),
-		"timeout": map[string]any{"type": "number", "minimum": 0,
-			"description": "Optional. Sets a hard timeout in seconds for the command execution. If not provided, the command will use the default soft timeout behavior."},
-		"reset": prop("boolean", "If True, reset the terminal by creating a new session. Use this only when the terminal becomes unresponsive. Note that all previously set environment variables and session state will be lost after reset. Cannot be used with is_input=True."),
-	})
+// terminalArgs are the arguments of terminal (events.TerminalAction).
+type terminalArgs struct {
+	Command string   "json:\"command\" jsonschema:\"required\" description:\"The bash command to execute. Can be empty string to view additional logs when previous exit code is `-1`. Can be `C-c` (Ctrl+C) to interrupt the currently running process. Note: You can only execute one bash command at a time. If you need to run multiple commands sequentially, you can use `&&` or `;` to chain them together.\""
+	IsInput bool     `json:"is_input" description:"If True, the command is an input to the running process. If False, the command is a bash command to be executed in the terminal. Default is False."`
+	Timeout *float64 `json:"timeout" jsonschema:"minimum=0" description:"Optional. Sets a hard timeout in seconds for the command execution. If not provided, the command will use the default soft timeout behavior."`
+	Reset   bool     `json:"reset" description:"If True, reset the terminal by creating a new session. Use this only when the terminal becomes unresponsive. Note that all previously set environment variables and session state will be lost after reset. Cannot be used with is_input=True."`
 }
+
+var _ = events.TerminalAction(terminalArgs{})
+
+// terminalLimits are the limits terminal's description states.
+var terminalLimits = struct{ SoftTimeoutSeconds int }{int(terminal.DefaultNoChangeTimeout / time.Second)}
 
 // terminalTool starts its shell on first use, so idle conversations cost no
 // process.
@@ -56,7 +60,7 @@ type terminalTool struct {
 }
 
 func newTerminal(_ context.Context, env Env, _ json.RawMessage) (Tool, error) {
-	return &terminalTool{base: base{kind: "TerminalTool", description: terminalDescription, params: terminalParams()},
+	return &terminalTool{base: newBase[terminalArgs]("TerminalTool", terminalDescription, terminalLimits),
 		env: env, exports: map[string]string{}}, nil
 }
 

@@ -38,16 +38,19 @@ type Options struct {
 	WorkDir         string              // initial working directory (must exist; absolute)
 	Env             []string            // extra KEY=VALUE pairs added to the environment (procenv.Environ, less the shell's prompt and pager variables)
 	Shell           string              // default "/bin/bash"
-	NoChangeTimeout time.Duration       // soft "no new output" timeout, default 30s
+	NoChangeTimeout time.Duration       // soft "no new output" timeout, default DefaultNoChangeTimeout
 	MaxOutputChars  int                 // default 30000
 	SaveDir         string              // directory for full outputs of truncated observations; default: a new temp dir
 	Mask            func(string) string // optional; applied to all output text before it is returned (secret masking)
 }
 
+// DefaultNoChangeTimeout is how long a command may run without new output
+// before Execute returns with exit code -1 (the soft timeout).
+const DefaultNoChangeTimeout = 30 * time.Second
+
 const (
-	defaultShell           = "/bin/bash"
-	defaultNoChangeTimeout = 30 * time.Second
-	defaultMaxOutputChars  = 30000
+	defaultShell          = "/bin/bash"
+	defaultMaxOutputChars = 30000
 
 	startupTimeout = 30 * time.Second
 	writeTimeout   = 5 * time.Second
@@ -135,7 +138,7 @@ func New(ctx context.Context, opts Options) (*Session, error) {
 		opts.Shell = defaultShell
 	}
 	if opts.NoChangeTimeout <= 0 {
-		opts.NoChangeTimeout = defaultNoChangeTimeout
+		opts.NoChangeTimeout = DefaultNoChangeTimeout
 	}
 	if opts.MaxOutputChars <= 0 {
 		opts.MaxOutputChars = defaultMaxOutputChars
