@@ -15,8 +15,8 @@ import (
 const (
 	// MaxListEntries is the most entries list_directory returns.
 	MaxListEntries = 1000
-	// listRecursiveDepth is how many levels a recursive listing covers.
-	listRecursiveDepth = 2
+	// RecursiveListDepth is how many levels a recursive listing covers.
+	RecursiveListDepth = 2
 )
 
 // ListDirectory lists the directory a.DirPath (relative to the working
@@ -78,7 +78,7 @@ func listDirectory(ctx context.Context, c *confined, a *events.ListDirectoryActi
 	}
 	depth := 1
 	if a.Recursive {
-		depth = listRecursiveDepth
+		depth = RecursiveListDepth
 	}
 	var entries []listed
 	total := 0
@@ -182,7 +182,7 @@ func listingText(dir string, entries []listed, total int, recursive bool) string
 		what = "entry"
 	}
 	if recursive {
-		what += ", 2 levels deep"
+		what += fmt.Sprintf(", %d levels deep", RecursiveListDepth)
 	}
 	fmt.Fprintf(&b, "Contents of %s (%d %s; hidden entries are not listed):\n", dir, total, what)
 	for _, e := range entries {
