@@ -19,7 +19,7 @@ import (
 // tab is one page target of the browser.
 type tab struct {
 	id    target.ID
-	short string // the 4-character id the model uses
+	short string // the TabIDLen-character id the model uses
 	root  bool   // the first tab, owned by the browser's root context
 	// ctx is the chromedp context attached to the target; nil until the
 	// tab is first used. cancel detaches and closes it (nil for root).
@@ -123,21 +123,23 @@ func (tr *tracker) handle(ev any) {
 	tr.changed = make(chan struct{})
 }
 
-// shortID picks the tab's 4-character id: the last 4 characters of its
-// target id, or another 4-character window of it when that is taken by an
-// open tab.
+// TabIDLen is the length of the tab ids the model uses.
+const TabIDLen = 4
+
+// shortID picks the tab's TabIDLen-character id: the last characters of its
+// target id, or another window of it when that is taken by an open tab.
 func (b *Browser) shortID(id target.ID) string {
 	s := strings.ToUpper(string(id))
 	taken := func(c string) bool {
 		return slices.ContainsFunc(b.tabs, func(t *tab) bool { return t.id != id && strings.EqualFold(t.short, c) })
 	}
-	for end := len(s); end >= 4; end-- {
-		if c := s[end-4 : end]; !taken(c) {
+	for end := len(s); end >= TabIDLen; end-- {
+		if c := s[end-TabIDLen : end]; !taken(c) {
 			return c
 		}
 	}
 	for i := 0; ; i++ {
-		if c := fmt.Sprintf("T%03d", i); !taken(c) {
+		if c := fmt.Sprintf("T%0*d", TabIDLen-1, i); !taken(c) {
 			return c
 		}
 	}
