@@ -236,16 +236,6 @@ func (b *base) Definition() events.ToolDefinition {
 	return events.NewToolDefinition(b.kind, b.description)
 }
 
-// object builds a JSON Schema object.
-func object(required []string, props map[string]any) map[string]any {
-	if required == nil {
-		required = []string{}
-	}
-	return map[string]any{"type": "object", "properties": props, "required": required}
-}
-
-func prop(typ, desc string) map[string]any { return map[string]any{"type": typ, "description": desc} }
-
 // ErrorObservation is a helper for tools: an observation of kind obs with
 // IsError and text.
 func ErrorObservation(obs events.Observation, text string) events.Observation {
