@@ -213,10 +213,18 @@ type base struct {
 
 // newBase returns the base of a built-in tool of kind: its description and
 // the schema of its arguments A, both rendered with data (the limits the
-// implementation uses).
+// implementation uses). The description is rendered once per kind; each
+// tool gets a schema of its own.
 func newBase[A any](kind events.ToolKind, description string, data any) base {
-	return base{kind: kind, description: schema.MustRender(description, data), params: schema.For[A](data)}
+	d, ok := descriptions.Load(kind)
+	if !ok {
+		d, _ = descriptions.LoadOrStore(kind, schema.MustRender(description, data))
+	}
+	return base{kind: kind, description: d.(string), params: schema.For[A](data)}
 }
+
+// descriptions holds the rendered description of each built-in tool kind.
+var descriptions sync.Map
 
 func (b *base) spec() events.ToolSpec {
 	for _, s := range events.ToolSpecs() {
