@@ -3,8 +3,10 @@
 // per built-in tool. A tool's file holds its arguments struct, from which
 // its JSON Schema is derived (package internal/schema), its description,
 // rendered with the limits its implementation uses, its constructor and
-// its registration. The implementations of heavy tools live in
-// sub-packages (terminal, fileeditor, fstools, browser, mcp).
+// its registration. Converting the arguments struct to the events action
+// makes the compiler check that both have the same fields. The
+// implementations of heavy tools live in sub-packages (terminal,
+// fileeditor, fstools, browser, mcp).
 package tools
 
 import (
