@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agent/history"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -23,144 +24,32 @@ func (c *Conversation) condenser() *wire.Condenser {
 	return cd
 }
 
-// condensedHistory applies every Condensation in log order: the events it
-// forgot leave the view and its summary enters at summary_offset, as a
-// CondensationSummaryEvent with id "<condensation id>-summary" (which a
-// later condensation may forget in turn). Requests are markers, not view.
-func condensedHistory(history []events.Event) []events.Event {
-	var view []events.Event
-	for _, ev := range history {
-		switch e := ev.(type) {
-		case *events.Condensation:
-			forgotten := make(map[string]bool, len(e.ForgottenEventIDs))
-			for _, id := range e.ForgottenEventIDs {
-				forgotten[id] = true
-			}
-			kept := view[:0:0]
-			for _, v := range view {
-				if !forgotten[v.EventBase().ID] {
-					kept = append(kept, v)
-				}
-			}
-			view = kept
-			if e.Summary != nil && e.SummaryOffset != nil {
-				at := min(*e.SummaryOffset, len(view))
-				sum := &events.CondensationSummaryEvent{Base: events.Base{ID: e.ID + "-summary", Timestamp: e.Timestamp,
-					Source: events.SourceEnvironment}, Summary: *e.Summary}
-				view = append(view[:at:at], append([]events.Event{sum}, view[at:]...)...)
-			}
-		case *events.CondensationRequest:
-		default:
-			view = append(view, ev)
-		}
-	}
-	return view
-}
-
-// condensationPlan is the slice of the view to forget.
-type condensationPlan struct {
-	reason     string
-	start, end int // view[start:end] is forgotten
-	offset     int // where the summary goes
-}
-
-// validCuts marks the indexes at which the view may be cut without
-// separating a tool call from its result.
-func validCuts(view []events.Event) []bool {
-	pairs := pairResults(view)
-	ok := make([]bool, len(view)+1)
-	ok[0] = true
-	// closes[i] counts the calls answered at position i.
-	closes := make([]int, len(view))
-	for _, r := range pairs {
-		closes[r]++
-	}
-	open := 0
-	for i, ev := range view {
-		if a, isAction := ev.(*events.ActionEvent); isAction {
-			if _, answered := pairs[a.ID]; answered {
-				open++
-			} else {
-				open += 1 << 20 // never answered: no cut after it
-			}
-		}
-		open -= closes[i]
-		ok[i+1] = open == 0
-	}
-	return ok
-}
-
-// condensationRequested reports whether history holds a
-// CondensationRequest no Condensation followed.
-func condensationRequested(history []events.Event) bool {
-	requested := false
-	for _, ev := range history {
-		switch ev.(type) {
-		case *events.CondensationRequest:
-			requested = true
-		case *events.Condensation:
-			requested = false
-		}
-	}
-	return requested
-}
-
-// condensationNeededLocked decides whether to condense before the next LLM
-// call, and what to forget: an unhandled CondensationRequest or too many
-// prompt tokens (hard: always condense), or a view longer than max_size
-// (soft: only when forgetting makes enough progress).
-func (c *Conversation) condensationNeededLocked() *condensationPlan {
+// condensationNeededLocked returns the history's condensation plan under
+// the summarizing condenser's limits, or nil when there is no condenser or
+// nothing to condense.
+func (c *Conversation) condensationNeededLocked() *history.Plan {
 	cd := c.condenser()
 	if cd == nil {
 		return nil
 	}
-	view := condensedHistory(c.history)
-	reason, hard, target := "", false, 0
-	switch {
-	case condensationRequested(c.history):
-		reason, hard, target = "request", true, len(view)/2
-	case cd.MaxTokens != nil && c.st.LastPromptTokens > int64(*cd.MaxTokens):
-		reason, hard, target = "tokens", true, len(view)/2
-	case len(view) > cd.MaxSize:
-		reason, target = "events", cd.MaxSize/2
-	default:
+	plan, ok := c.hist.CondensationPlan(history.Limits{MaxSize: cd.MaxSize, KeepFirst: cd.KeepFirst,
+		MaxTokens: cd.MaxTokens, MinimumProgress: cd.MinimumProgress}, c.st.LastPromptTokens)
+	if !ok {
 		return nil
 	}
-	cuts := validCuts(view)
-	start := min(cd.KeepFirst, len(view))
-	for start < len(view) && !cuts[start] {
-		start++
-	}
-	tail := max(target-start-1, 1)
-	end := max(len(view)-tail, start)
-	for end < len(view) && !cuts[end] {
-		end++
-	}
-	progress := 0.0
-	if len(view) > 0 {
-		progress = float64(end-start) / float64(len(view))
-	}
-	if end-start <= 0 || progress < cd.MinimumProgress {
-		if !hard || len(view) == 0 {
-			return nil
-		}
-		// Hard context reset: summarize everything.
-		return &condensationPlan{reason: reason, start: 0, end: len(view), offset: 0}
-	}
-	return &condensationPlan{reason: reason, start: start, end: end, offset: start}
+	return &plan
 }
 
 // condense summarizes the planned slice with the condenser's LLM and emits the
 // Condensation.
-func (c *Conversation) condense(ctx context.Context, plan *condensationPlan) error {
+func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 	c.mu.Lock()
 	cd := c.condenser()
-	view := condensedHistory(c.history)
-	if cd == nil || plan.end > len(view) {
+	forgotten, ok := c.hist.Forgotten(*plan)
+	if cd == nil || !ok {
 		c.mu.Unlock()
 		return nil
 	}
-	forgotten := view[plan.start:plan.end]
 	ids := make([]string, len(forgotten))
 	for i, ev := range forgotten {
 		ids[i] = ev.EventBase().ID
@@ -185,7 +74,7 @@ func (c *Conversation) condense(ctx context.Context, plan *condensationPlan) err
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	usage, err := c.usageEventsLocked(cfg, resp)
-	summary, offset := resp.Content, plan.offset
+	summary, offset := resp.Content, plan.Offset
 	if emitErr := c.emitLocked(ctx, append(usage, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary,
 		SummaryOffset: &offset, LLMResponseID: resp.ID})...); emitErr != nil {
 		return emitErr
@@ -261,7 +150,7 @@ func summarizingPrompt(evs []events.Event) string {
 		case *events.ActionEvent:
 			fmt.Fprintf(&b, "Action %s: %s\n", e.ToolName, clip(e.ToolCall.Arguments))
 		case *events.ObservationEvent:
-			fmt.Fprintf(&b, "Result of %s: %s\n", e.ToolName, clip(observationText(e.Observation)))
+			fmt.Fprintf(&b, "Result of %s: %s\n", e.ToolName, clip(history.ObservationText(e.Observation)))
 		case *events.AgentErrorEvent:
 			fmt.Fprintf(&b, "Error from %s: %s\n", e.ToolName, clip(e.Error))
 		case *events.UserRejectObservation:

@@ -92,7 +92,7 @@ func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, r
 		return c.startRunLocked(ctx)
 	}
 	var rejections []events.Event
-	for _, a := range c.unansweredActionsLocked() {
+	for _, a := range c.hist.Unanswered() {
 		rejections = append(rejections, &events.UserRejectObservation{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
 			ActionID: a.ID, RejectionReason: reason, RejectionSource: events.RejectedByUser})
 	}

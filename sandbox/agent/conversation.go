@@ -23,6 +23,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/agent/history"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/hooks"
@@ -135,17 +136,14 @@ type Conversation struct {
 	log  *eventlog.Log
 	lg   *slog.Logger
 
-	mu      sync.Mutex
-	meta    meta
-	st      state
-	history []events.Event    // events the LLM sees on the active branch, in log order
-	pairs   *pairing          // c.history's actions and results (pairsLocked)
-	parent  map[string]string // the tree: each event's parent ("" for a root), see tree.go
-	head    string            // leaf_event_id: the event the next one follows ("" for the empty tree)
-	tools   []tools.Tool
-	byName  map[string]tools.Tool
-	client  *llm.Client
-	closed  bool
+	mu     sync.Mutex
+	meta   meta
+	st     state
+	hist   history.History // the conversation tree and its active branch, see tree.go
+	tools  []tools.Tool
+	byName map[string]tools.Tool
+	client *llm.Client
+	closed bool
 
 	masker     *secrets.Masker
 	secretVals map[string]string // resolved secrets by name
@@ -441,14 +439,14 @@ func (c *Conversation) open(ctx context.Context) error {
 				l.Close()
 				return fmt.Errorf("load conversation %s: stored event: %w", c.id, err)
 			}
-			if inView(ev) {
+			if history.InView(ev) {
 				byID[ev.EventBase().ID] = ev
 			}
-			c.treeAddLocked(ev)
+			c.hist.Add(ev)
 			c.replayLocked(ev)
 		}
 	}
-	if err := c.rebuildHistoryLocked(byID); err != nil {
+	if err := c.loadBranchLocked(byID); err != nil {
 		l.Close()
 		return err
 	}
@@ -480,7 +478,7 @@ func (c *Conversation) recover(ctx context.Context) error {
 		return nil
 	}
 	var orphans []events.Event
-	for _, a := range c.unansweredActionsLocked() {
+	for _, a := range c.hist.Unanswered() {
 		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
 			Error: "A restart occurred while this tool was in progress. The tool call was interrupted and its result is unknown; check the state before retrying."})
 	}
@@ -488,17 +486,6 @@ func (c *Conversation) recover(ctx context.Context) error {
 		return err
 	}
 	return c.setStatusLocked(ctx, wire.StatusError)
-}
-
-// unansweredActionsLocked lists executable actions without a result.
-func (c *Conversation) unansweredActionsLocked() []*events.ActionEvent {
-	var out []*events.ActionEvent
-	for _, i := range c.pairsLocked().unanswered() {
-		if a := c.history[i].(*events.ActionEvent); a.Action != nil {
-			out = append(out, a)
-		}
-	}
-	return out
 }
 
 // Request returns a copy of the request the conversation was created with
@@ -557,16 +544,6 @@ func (c *Conversation) Running() bool {
 	return c.running
 }
 
-// inView reports whether an event is part of what the LLM sees.
-func inView(ev events.Event) bool {
-	switch ev.(type) {
-	case *events.MessageEvent, *events.ActionEvent, *events.ObservationEvent, *events.AgentErrorEvent,
-		*events.UserRejectObservation, *events.Condensation, *events.CondensationRequest:
-		return true
-	}
-	return false
-}
-
 // emitLocked appends events durably and adds them to the history. c.mu must
 // be held.
 func (c *Conversation) emitLocked(ctx context.Context, evs ...events.Event) error {
@@ -616,17 +593,13 @@ func (c *Conversation) emitWithLocked(ctx context.Context, evs []events.Event, a
 	if err := appendEvs(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("append events: %w", err)
 	}
-	navigated := false
+	stale := false
 	for _, ev := range evs {
-		if c.treeAddLocked(ev) {
-			navigated = true
-		} else if !navigated && inView(ev) {
-			c.history = append(c.history, ev)
-		}
+		stale = c.hist.Add(ev)
 	}
 	c.st.UpdatedAt = events.Now()
-	if navigated {
-		return c.rebuildHistoryLocked(nil)
+	if stale {
+		return c.loadBranchLocked(nil)
 	}
 	return nil
 }
@@ -806,8 +779,7 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 	agentCfg := req.Agent.Redact()
 	combined := c.st.Stats.Combined()
 	var lastEvent *string
-	if c.head != "" {
-		head := c.head
+	if head := c.hist.Head(); head != "" {
 		lastEvent = &head
 	}
 	tags := copyMap(c.meta.Tags)

@@ -93,7 +93,7 @@ func TestWhatIsAskedAsARunEndsIsDone(t *testing.T) {
 					replies, conds, c.Status(), tc.wantAgentReplies, tc.wantCondensations, tc.wantStatus)
 			}
 			c.mu.Lock()
-			pending := condensationRequested(c.history)
+			pending := c.hist.CondensationRequested()
 			c.mu.Unlock()
 			if pending {
 				t.Fatal("a condensation request is still unhandled")
@@ -143,7 +143,7 @@ func sendRun(t *testing.T, c *Conversation, text string) {
 func count(c *Conversation) (replies, condensations int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, ev := range c.history {
+	for _, ev := range c.hist.Events() {
 		switch e := ev.(type) {
 		case *events.MessageEvent:
 			if e.Source == events.SourceAgent {

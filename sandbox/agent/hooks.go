@@ -127,7 +127,7 @@ func actionJSON(ae *events.ActionEvent) json.RawMessage {
 // hooks run.
 func (c *Conversation) finishLocked(ctx context.Context) (bool, error) {
 	if c.hookRunner != nil && len(c.hookRunner.Config.For(hooks.Stop)) > 0 && c.stopDenials < maxStopDenials {
-		final := c.finalResponseLocked()
+		final := c.hist.FinalResponse()
 		c.mu.Unlock()
 		res := c.runHooks(ctx, hooks.Stop, hooks.Input{Message: final})
 		c.mu.Lock()

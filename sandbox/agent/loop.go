@@ -11,6 +11,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/agent/history"
 	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/skills"
@@ -257,17 +258,17 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			return
 		}
 		if c.meta.Request.StuckDetection {
-			stuck, reason, nudge, key := c.stuckLocked()
-			if stuck {
-				c.lg.Info("agent is stuck", "reason", reason)
+			s := c.hist.Stuck()
+			if s.Stuck {
+				c.lg.Info("agent is stuck", "reason", s.Reason)
 				c.logErr(c.setStatusLocked(ctx, wire.StatusStuck))
 				c.mu.Unlock()
 				return
 			}
-			if nudge != "" && key != c.st.NudgedFor {
-				c.st.NudgedFor = key
+			if s.Nudge != "" && s.NudgeKey != c.st.NudgedFor {
+				c.st.NudgedFor = s.NudgeKey
 				c.logErr(c.emitLocked(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
-					LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(nudge)}}}))
+					LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(s.Nudge)}}}))
 				c.logErr(c.saveStateLocked())
 			}
 		}
@@ -330,13 +331,13 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 	}
 	c.running = false
 	c.cancelRun = nil
-	var plan *condensationPlan
+	var plan *history.Plan
 	switch {
 	case c.closed:
 	case c.rerun && ctx.Err() == nil:
 		// The new run's first step handles a condensation request too.
 		c.logErr(c.startRunLocked(context.WithoutCancel(ctx)))
-	case condensationRequested(c.history):
+	case c.hist.CondensationRequested():
 		plan = c.condensationNeededLocked()
 	}
 	c.mu.Unlock()
@@ -425,7 +426,7 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 // answer. Errors are run-loop failures.
 func (c *Conversation) step(ctx context.Context) (bool, error) {
 	c.mu.Lock()
-	if pending := c.unansweredActionsLocked(); len(pending) > 0 {
+	if pending := c.hist.Unanswered(); len(pending) > 0 {
 		c.mu.Unlock()
 		return c.execute(ctx, pending)
 	}
@@ -852,24 +853,8 @@ func streamingDelta(d llm.Delta) []byte {
 	return strictjson.MustMarshal(f)
 }
 
-// llmHistoryLocked is the history the LLM sees: condensed, without the user
-// messages a user_prompt_submit hook blocked.
-func (c *Conversation) llmHistoryLocked() []events.Event {
-	h := c.history[:len(c.history):len(c.history)]
-	if c.pairsLocked().condensations > 0 {
-		h = condensedHistory(c.history)
-	}
-	if len(c.st.BlockedMessages) == 0 {
-		return h
-	}
-	out := make([]events.Event, 0, len(h))
-	for _, ev := range h {
-		if m, ok := ev.(*events.MessageEvent); ok {
-			if _, blocked := c.st.BlockedMessages[m.ID]; blocked {
-				continue
-			}
-		}
-		out = append(out, ev)
-	}
-	return out
+// viewLocked is the LLM view of the conversation: the system message, then
+// the active branch's messages without those a hook blocked.
+func (c *Conversation) viewLocked() []events.Message {
+	return c.hist.View(c.systemMessageLocked(), c.st.BlockedMessages)
 }

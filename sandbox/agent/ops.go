@@ -36,7 +36,7 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	var orphans []events.Event
-	for _, a := range c.unansweredActionsLocked() {
+	for _, a := range c.hist.Unanswered() {
 		if c.st.ExecutionStatus == wire.StatusWaitingForConfirmation {
 			break // waiting actions never started; they stay pending
 		}
@@ -111,23 +111,7 @@ func (c *Conversation) AskAgent(ctx context.Context, question string) (string, e
 func (c *Conversation) FinalResponse() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.finalResponseLocked()
-}
-
-func (c *Conversation) finalResponseLocked() string {
-	for i := len(c.history) - 1; i >= 0; i-- {
-		switch e := c.history[i].(type) {
-		case *events.ActionEvent:
-			if f, ok := e.Action.(*events.FinishAction); ok {
-				return f.Message
-			}
-		case *events.MessageEvent:
-			if e.Source == events.SourceAgent {
-				return e.LLMMessage.Text()
-			}
-		}
-	}
-	return ""
+	return c.hist.FinalResponse()
 }
 
 // EventsUpTo returns the canonical JSON of the events up to and including

@@ -1,4 +1,4 @@
-package agent
+package history
 
 import (
 	"sort"
@@ -34,7 +34,7 @@ type pairing struct {
 	// nor its view messages.
 	settled int
 	// view is mergeUser of the view messages of the history's first viewN
-	// events (viewN <= settled), without the system message (viewLocked).
+	// events (viewN <= settled), without the system message.
 	view  []events.Message
 	viewN int
 }
@@ -101,13 +101,24 @@ func (p *pairing) unanswered() []int {
 	return out
 }
 
-// pairsLocked returns the pairing of c.history, brought up to date. The
-// history only grows between rebuilds (rebuildHistoryLocked drops the
-// pairing).
-func (c *Conversation) pairsLocked() *pairing {
-	if c.pairs == nil || c.pairs.n > len(c.history) {
-		c.pairs = &pairing{}
+// pairing returns the pairing of h.events, brought up to date. The events
+// only grow between calls of SetBranch, which drops the pairing.
+func (h *History) pairing() *pairing {
+	if h.pairs == nil || h.pairs.n > len(h.events) {
+		h.pairs = &pairing{}
 	}
-	c.pairs.add(c.history)
-	return c.pairs
+	h.pairs.add(h.events)
+	return h.pairs
+}
+
+// Unanswered returns the branch's executable actions without a result, in
+// log order: actions interrupted, pending confirmation or not run yet.
+func (h *History) Unanswered() []*events.ActionEvent {
+	var out []*events.ActionEvent
+	for _, i := range h.pairing().unanswered() {
+		if a := h.events[i].(*events.ActionEvent); a.Action != nil {
+			out = append(out, a)
+		}
+	}
+	return out
 }

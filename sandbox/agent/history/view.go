@@ -1,4 +1,4 @@
-package agent
+package history
 
 import (
 	"strings"
@@ -9,7 +9,8 @@ import (
 // errorPrefix marks an observation with is_error for the LLM.
 const errorPrefix = "[An error occurred during execution.]\n"
 
-// buildView turns the history into LLM messages after the system message.
+// BuildView turns history, the events of a view in log order, into the
+// LLM's messages after the system message. It builds them from scratch.
 //
 // Consecutive ActionEvents of one LLM response become one assistant message
 // with several tool calls, each immediately followed by its result (an
@@ -17,13 +18,8 @@ const errorPrefix = "[An error occurred during execution.]\n"
 // between: chat APIs require tool results right after their call. A call
 // without a result (interrupted, or still pending confirmation) gets a
 // placeholder result so the history stays valid.
-func buildView(system events.Message, history []events.Event) []events.Message {
-	return buildPairedView(system, history, pairResults(history))
-}
-
-// buildPairedView is buildView with the history's pairResults given.
-func buildPairedView(system events.Message, history []events.Event, pairs map[string]int) []events.Message {
-	return mergeUser([]events.Message{system}, viewMessages(history, 0, len(history), pairs)...)
+func BuildView(system events.Message, history []events.Event) []events.Message {
+	return mergeUser([]events.Message{system}, viewMessages(history, 0, len(history), pairResults(history))...)
 }
 
 // viewMessages are the messages of history[from:to], before adjacent user
@@ -38,7 +34,7 @@ func viewMessages(history []events.Event, from, to int, pairs map[string]int) []
 		var text string
 		switch e := history[i].(type) {
 		case *events.ObservationEvent:
-			text = observationText(e.Observation)
+			text = ObservationText(e.Observation)
 		case *events.AgentErrorEvent:
 			text = e.Error
 		case *events.UserRejectObservation:
@@ -82,7 +78,9 @@ func viewMessages(history []events.Event, from, to int, pairs map[string]int) []
 	return msgs
 }
 
-func observationText(o events.Observation) string {
+// ObservationText is an observation's text as the LLM reads it, marked
+// when it is an error.
+func ObservationText(o events.Observation) string {
 	b := o.Common()
 	text := b.Text()
 	if b.IsError {
@@ -129,15 +127,9 @@ func assistantFor(group []*events.ActionEvent) events.Message {
 	return m
 }
 
-// mergeUserMessages joins adjacent plain user messages, as providers reject
-// or mishandle consecutive user turns.
-func mergeUserMessages(msgs []events.Message) []events.Message {
-	return mergeUser(msgs[:0:0], msgs...)
-}
-
 // mergeUser appends msgs to out, joining each plain user message to a user
-// message before it (mergeUserMessages is this fold from an empty out). An
-// element of out it joins to is replaced, never changed in place.
+// message before it: providers reject or mishandle consecutive user turns.
+// An element of out it joins to is replaced, never changed in place.
 func mergeUser(out []events.Message, msgs ...events.Message) []events.Message {
 	for _, m := range msgs {
 		if n := len(out); n > 0 && m.Role == events.RoleUser && out[n-1].Role == events.RoleUser {
@@ -151,19 +143,43 @@ func mergeUser(out []events.Message, msgs ...events.Message) []events.Message {
 	return out
 }
 
-// viewLocked is the LLM view of the conversation: the system message, then
-// buildView of llmHistoryLocked. When that history is c.history itself (no
-// condensation, no blocked message) its pairing is the incremental one.
-func (c *Conversation) viewLocked() []events.Message {
-	system := c.systemMessageLocked()
-	p := c.pairsLocked()
-	if p.condensations == 0 && len(c.st.BlockedMessages) == 0 {
-		return p.buildView(system, c.history)
+// View is the LLM's view of the active branch: the system message, then
+// the messages of the branch's events, condensed and without the user
+// messages in blocked, which holds the ids a hook blocked. Without
+// condensations or blocked messages it is built incrementally: a branch
+// that only grew costs what was added. It always equals BuildView of the
+// condensed, unblocked events.
+func (h *History) View(system events.Message, blocked map[string]string) []events.Message {
+	p := h.pairing()
+	if p.condensations == 0 && len(blocked) == 0 {
+		return p.buildView(system, h.events)
 	}
-	return buildView(system, c.llmHistoryLocked())
+	return BuildView(system, h.llmEvents(blocked))
 }
 
-// buildView is buildView(system, h) for the history p pairs (p.add(h) done),
+// llmEvents are the branch's events the LLM sees: condensed, without the
+// user messages in blocked.
+func (h *History) llmEvents(blocked map[string]string) []events.Event {
+	evs := h.Events()
+	if h.pairing().condensations > 0 {
+		evs = condensed(h.events)
+	}
+	if len(blocked) == 0 {
+		return evs
+	}
+	out := make([]events.Event, 0, len(evs))
+	for _, ev := range evs {
+		if m, ok := ev.(*events.MessageEvent); ok {
+			if _, isBlocked := blocked[m.ID]; isBlocked {
+				continue
+			}
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// buildView is BuildView(system, h) for the history p pairs (p.add(h) done),
 // built incrementally: the messages of the settled prefix (p.settled) never
 // change, so they are built once (p.view) and only the rest anew.
 func (p *pairing) buildView(system events.Message, h []events.Event) []events.Message {

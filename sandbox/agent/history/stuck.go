@@ -1,4 +1,4 @@
-package agent
+package history
 
 import (
 	"fmt"
@@ -27,16 +27,27 @@ func observationKey(o *events.ObservationEvent) string {
 	return o.ToolName + "\x00" + string(strictjson.MustMarshal(o.Observation))
 }
 
-// stuckLocked looks at the events since the last user message and reports
-// whether the agent is stuck: the same action and observation four times;
-// the same failing call more than three times (at exactly three it returns a
-// nudge for the model instead); three agent messages in a row with nothing
-// else; or two actions alternating with their observations for six rounds.
-// nudgeKey identifies the streak a nudge was sent for (its newest error).
-func (c *Conversation) stuckLocked() (stuck bool, reason, nudge, nudgeKey string) {
+// StuckCheck is the verdict of stuck detection.
+type StuckCheck struct {
+	// Stuck is set when the agent is stuck; Reason then says why.
+	Stuck  bool
+	Reason string
+	// Nudge is a message for the model when it is about to get stuck;
+	// NudgeKey identifies the streak it is for, so it is sent once.
+	Nudge    string
+	NudgeKey string
+}
+
+// Stuck looks at the branch's events since the last user message and
+// reports whether the agent is stuck: the same action and observation four
+// times; the same failing call more than three times; three agent messages
+// in a row with nothing else; or two actions alternating with their
+// observations for six rounds. At exactly three failing calls it returns a
+// nudge instead, keyed by the streak's newest error.
+func (h *History) Stuck() StuckCheck {
 	var window []events.Event
-	for i := len(c.history) - 1; i >= 0; i-- {
-		ev := c.history[i]
+	for i := len(h.events) - 1; i >= 0; i-- {
+		ev := h.events[i]
 		if m, ok := ev.(*events.MessageEvent); ok && m.Source == events.SourceUser {
 			break
 		}
@@ -67,7 +78,7 @@ func (c *Conversation) stuckLocked() (stuck bool, reason, nudge, nudgeKey string
 		return true
 	}
 	if allEqual(acts, stuckActionObservation) && allEqual(obs, stuckActionObservation) {
-		return true, "the same action gave the same observation 4 times", "", ""
+		return StuckCheck{Stuck: true, Reason: "the same action gave the same observation 4 times"}
 	}
 
 	// The same failing call in a row: newest first, each error preceded by
@@ -100,8 +111,9 @@ func (c *Conversation) stuckLocked() (stuck bool, reason, nudge, nudgeKey string
 		streak++
 	}
 	if streak > stuckActionError {
-		return true, fmt.Sprintf("the same call failed with the same error %d times in a row", streak), "", ""
+		return StuckCheck{Stuck: true, Reason: fmt.Sprintf("the same call failed with the same error %d times in a row", streak)}
 	}
+	var nudge, nudgeKey string
 	if streak == stuckActionError {
 		nudgeKey = newestErr
 		nudge = fmt.Sprintf("You've called `%s` with the same arguments %d times in a row and got the same error each time. Look at the error, change your approach or your arguments, and do not repeat the same call.",
@@ -119,7 +131,7 @@ func (c *Conversation) stuckLocked() (stuck bool, reason, nudge, nudgeKey string
 		}
 	}
 	if monologue >= stuckMonologue {
-		return true, fmt.Sprintf("the agent sent %d messages in a row without acting", monologue), "", ""
+		return StuckCheck{Stuck: true, Reason: fmt.Sprintf("the agent sent %d messages in a row without acting", monologue)}
 	}
 
 	if len(acts) >= stuckAlternating && len(obs) >= stuckAlternating && acts[0] != acts[1] {
@@ -131,10 +143,10 @@ func (c *Conversation) stuckLocked() (stuck bool, reason, nudge, nudgeKey string
 			}
 		}
 		if alternating {
-			return true, "the agent alternates between two actions with the same results", "", ""
+			return StuckCheck{Stuck: true, Reason: "the agent alternates between two actions with the same results"}
 		}
 	}
-	return false, "", nudge, nudgeKey
+	return StuckCheck{Nudge: nudge, NudgeKey: nudgeKey}
 }
 
 func firstLine(actionKey string) string {

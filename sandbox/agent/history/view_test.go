@@ -1,4 +1,4 @@
-package agent
+package history
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func TestViewPlacesResultsAfterTheirCalls(t *testing.T) {
 		user("continue"),
 	}
 	sys := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem("sys")}}
-	msgs := buildView(sys, history)
+	msgs := BuildView(sys, history)
 	var got []string
 	for _, m := range msgs {
 		s := string(m.Role)
@@ -64,7 +64,7 @@ func TestViewPlacesResultsAfterTheirCalls(t *testing.T) {
 
 func TestAdjacentUserMessagesMerge(t *testing.T) {
 	sys := events.Message{Role: events.RoleSystem}
-	msgs := buildView(sys, []events.Event{user("one"), user("two")})
+	msgs := BuildView(sys, []events.Event{user("one"), user("two")})
 	if len(msgs) != 2 || msgs[1].Text() != "one\ntwo" {
 		t.Fatalf("%+v", msgs)
 	}
@@ -99,7 +99,7 @@ func TestIncrementalViewMatchesFullView(t *testing.T) {
 	for n := 1; n <= len(history); n++ {
 		h := history[:n]
 		p.add(h)
-		got, want := p.buildView(sys, h), buildView(sys, h)
+		got, want := p.buildView(sys, h), BuildView(sys, h)
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("after %d events:\n got %s\nwant %s", n, viewString(got), viewString(want))
 		}
