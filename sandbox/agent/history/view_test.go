@@ -3,112 +3,140 @@ package history
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/acs-project/acs/events"
 )
 
-func action(id, call, resp string) *events.ActionEvent {
-	return &events.ActionEvent{Base: events.Base{ID: id}, ToolName: "terminal", ToolCallID: call, LLMResponseID: resp,
-		ToolCall: events.MessageToolCall{ID: call, Name: "terminal", Arguments: "{}", Origin: "completion"},
-		Action:   &events.TerminalAction{Command: "ls"}}
-}
+var sys = events.Message{Role: events.RoleSystem, Content: text("sys")}
 
-func user(text string) *events.MessageEvent {
-	return &events.MessageEvent{Base: events.Base{Source: events.SourceUser},
-		LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(text)}}}
+// describe renders each message as role, then its call count, tool call id
+// and text where it has them.
+func describe(msgs []events.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		s := string(m.Role)
+		if len(m.ToolCalls) > 0 {
+			s += fmt.Sprintf(" calls=%d", len(m.ToolCalls))
+		}
+		if m.ToolCallID != nil {
+			s += " for=" + *m.ToolCallID
+		}
+		if t := m.Text(); t != "" {
+			s += " " + t
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func TestViewPlacesResultsAfterTheirCalls(t *testing.T) {
-	obs := &events.TerminalObservation{}
-	obs.SetText("a.txt")
-	errObs := &events.TerminalObservation{}
-	errObs.SetText("boom")
-	errObs.IsError = true
+	errObs := observe("o2", "c2", "", "boom")
+	errObs.Observation.(*events.TerminalObservation).IsError = true
 	history := []events.Event{
-		user("hi"),
+		user("u1", "hi"),
 		action("a1", "c1", "r1"), action("a2", "c2", "r1"), action("a3", "c3", "r1"),
-		user("also this"), // arrived while the tools ran
-		&events.ObservationEvent{ToolCallID: "c2", Observation: errObs},
-		&events.ObservationEvent{ToolCallID: "c1", Observation: obs},
-		&events.AgentErrorEvent{ToolCallID: "c3", Error: "bad args"},
+		user("u2", "also this"), // arrived while the tools ran
+		errObs,
+		observe("o1", "c1", "", "a.txt"),
+		failed("e3", "c3", "bad args"),
 		action("a4", "c4", "r2"), // interrupted: no result
-		user("continue"),
+		user("u3", "continue"),
 	}
-	sys := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem("sys")}}
-	msgs := BuildView(sys, history)
-	var got []string
-	for _, m := range msgs {
-		s := string(m.Role)
-		if m.ToolCallID != nil {
-			s += ":" + *m.ToolCallID + "=" + m.Text()
-		}
-		if len(m.ToolCalls) > 0 {
-			s += ":" + itoa(len(m.ToolCalls))
-		}
-		got = append(got, s)
-	}
-	want := []string{"system", "user", "assistant:3", "tool:c1=a.txt", "tool:c2=" + errorPrefix + "boom",
-		"tool:c3=bad args", "user", "assistant:1",
-		"tool:c4=[This tool call has no result: it was interrupted or is waiting for confirmation.]", "user"}
-	if len(got) != len(want) {
+	want := []string{"system sys", "user hi", "assistant calls=3", "tool for=c1 a.txt", "tool for=c2 " + errorPrefix + "boom",
+		"tool for=c3 bad args", "user also this", "assistant calls=1",
+		"tool for=c4 [This tool call has no result: it was interrupted or is waiting for confirmation.]", "user continue"}
+	if got := describe(BuildView(sys, history)); !slices.Equal(got, want) {
 		t.Fatalf("view\n got %q\nwant %q", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("message %d: got %q want %q", i, got[i], want[i])
-		}
 	}
 }
 
 func TestAdjacentUserMessagesMerge(t *testing.T) {
-	sys := events.Message{Role: events.RoleSystem}
-	msgs := BuildView(sys, []events.Event{user("one"), user("two")})
+	msgs := BuildView(sys, []events.Event{user("u1", "one"), user("u2", "two")})
 	if len(msgs) != 2 || msgs[1].Text() != "one\ntwo" {
 		t.Fatalf("%+v", msgs)
 	}
 }
 
-func itoa(n int) string { return string(rune('0' + n)) }
+// TestViewLeavesOutBlockedAndCondensed: View drops the messages a hook
+// blocked and applies condensations in log order.
+func TestViewLeavesOutBlockedAndCondensed(t *testing.T) {
+	const summary = "Summary of the earlier part of this conversation:\n"
+	tests := []struct {
+		name    string
+		log     []events.Event
+		blocked map[string]string
+		want    []string
+	}{
+		{name: "a blocked message",
+			log:     []events.Event{user("u1", "hi"), user("u2", "secret plan"), agentSays("m1", "hello")},
+			blocked: map[string]string{"u2": "hook said no"},
+			want:    []string{"system sys", "user hi", "assistant hello"}},
+		{name: "a condensation request adds nothing",
+			log:  []events.Event{user("u1", "hi"), request("q1"), agentSays("m1", "hello")},
+			want: []string{"system sys", "user hi", "assistant hello"}},
+		{name: "a summary where the forgotten events were",
+			log: []events.Event{user("u1", "hi"), action("a1", "c1", "r1"), observe("o1", "c1", "a1", "x"),
+				agentSays("m1", "done"), condensation("k1", []string{"a1", "o1"}, "ran ls", 1)},
+			want: []string{"system sys", "user hi\n" + summary + "ran ls", "assistant done"}},
+		{name: "a summary offset past the end goes last",
+			log: []events.Event{user("u1", "hi"), agentSays("m1", "done"),
+				condensation("k1", []string{"u1"}, "greeted", 9)},
+			want: []string{"system sys", "assistant done", "user " + summary + "greeted"}},
+		{name: "a later condensation forgets an earlier summary",
+			log: []events.Event{user("u1", "hi"), agentSays("m1", "one"), agentSays("m2", "two"),
+				condensation("k1", []string{"m1"}, "first", 1),
+				condensation("k2", []string{"k1-summary", "m2"}, "second", 1)},
+			want: []string{"system sys", "user hi\n" + summary + "second"}},
+		{name: "blocked and condensed",
+			log: []events.Event{user("u1", "hi"), user("u2", "blocked"), agentSays("m1", "one"),
+				condensation("k1", []string{"m1"}, "s", 2)},
+			blocked: map[string]string{"u2": ""},
+			want:    []string{"system sys", "user hi\n" + summary + "s"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var f fixture
+			f.add(tc.log...)
+			if got := describe(f.h.View(sys, tc.blocked)); !slices.Equal(got, tc.want) {
+				t.Fatalf("view\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
 
-// The view built incrementally as the history grows (viewLocked's path) is
-// the view built from scratch, after every event.
+// The view built incrementally as the history grows is the view built from
+// scratch, after every event.
 func TestIncrementalViewMatchesFullView(t *testing.T) {
-	obs := func(call, actionID, text string) *events.ObservationEvent {
-		o := &events.TerminalObservation{}
-		o.SetText(text)
-		return &events.ObservationEvent{ToolCallID: call, ActionID: actionID, Observation: o}
-	}
 	history := []events.Event{
-		user("hi"), user("merged with hi"),
+		user("u1", "hi"), user("u2", "merged with hi"),
 		action("a1", "call_0", "r1"), action("a2", "call_1", "r1"),
-		obs("call_1", "a2", "two"), obs("call_0", "a1", "one"), // settled here
-		user("after a settled prefix"), user("merged across the cache"),
+		observe("o2", "call_1", "a2", "two"), observe("o1", "call_0", "a1", "one"), // settled here
+		user("u3", "after a settled prefix"), user("u4", "merged across the cache"),
 		action("a3", "call_0", "r2"), // the same call id in another response
-		user("arrived while a3 ran"),
-		&events.AgentErrorEvent{ToolCallID: "call_0", Error: "a3 failed"},
+		user("u5", "arrived while a3 ran"),
+		failed("e3", "call_0", "a3 failed"),
 		action("a4", "call_0", "r3"), // never answered: nothing after it settles
-		user("next"),
-		action("a5", "call_1", "r4"), obs("call_1", "a5", "five"),
-		&events.UserRejectObservation{ToolCallID: "call_0", ActionID: "a4", RejectionReason: "no"}, // a4 answered late
-		user("last"),
+		user("u6", "next"),
+		action("a5", "call_1", "r4"), observe("o5", "call_1", "a5", "five"),
+		reject("j4", "call_0", "a4", "no"), // a4 answered late
+		user("u7", "last"),
 	}
-	sys := events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem("sys")}}
-	var p pairing
-	for n := 1; n <= len(history); n++ {
-		h := history[:n]
-		p.add(h)
-		got, want := p.buildView(sys, h), BuildView(sys, h)
+	var f fixture
+	for n, ev := range history {
+		f.add(ev)
+		got, want := f.h.View(sys, nil), BuildView(sys, f.h.Events())
 		if !reflect.DeepEqual(got, want) {
-			t.Fatalf("after %d events:\n got %s\nwant %s", n, viewString(got), viewString(want))
+			t.Fatalf("after %d events:\n got %s\nwant %s", n+1, viewString(got), viewString(want))
 		}
 		// Built again without a new event: still the same.
-		if again := p.buildView(sys, h); !reflect.DeepEqual(again, want) {
-			t.Fatalf("after %d events, built twice:\n got %s\nwant %s", n, viewString(again), viewString(want))
+		if again := f.h.View(sys, nil); !reflect.DeepEqual(again, want) {
+			t.Fatalf("after %d events, built twice:\n got %s\nwant %s", n+1, viewString(again), viewString(want))
 		}
 	}
-	if p.viewN == 0 {
+	if f.h.pairs.viewN == 0 {
 		t.Fatal("nothing was cached: the test does not exercise the incremental path")
 	}
 }
