@@ -36,11 +36,10 @@ type History struct {
 	pairs  *pairing          // events' actions and results, brought up to date lazily
 }
 
-// Add places ev, just logged, in the tree. When ev is in the view and
-// follows the head, it joins the active branch. An event that moves the
-// head elsewhere makes the branch stale: later events then only join the
-// tree until SetBranch gives the new branch's events. Add reports whether
-// the branch is stale.
+// Add places ev, just logged, in the tree. An event in the view joins the
+// active branch's events. A LeafKey state update makes the branch stale:
+// later events then only join the tree until SetBranch gives the new
+// branch's events. Add reports whether the branch is stale.
 func (h *History) Add(ev events.Event) (stale bool) {
 	id := ev.EventBase().ID
 	su, isState := ev.(*events.ConversationStateUpdateEvent)
@@ -90,7 +89,7 @@ func (h *History) SetBranch(evs []events.Event) {
 func (h *History) Head() string { return h.head }
 
 // Branch returns the ids on the path from the root to the head, root
-// first: the conversation's trajectory on its active branch.
+// first. An event outside the view, such as a pause, is on it too.
 func (h *History) Branch() []string {
 	var ids []string
 	seen := map[string]bool{}
