@@ -100,8 +100,10 @@ type Transient struct {
 type Options struct {
 	// Dir is the conversation's private persistence directory.
 	Dir string
-	// OnChange is called (from any goroutine, without locks held) after the
-	// conversation's info changed: status, stats, title, tags.
+	// OnChange is called after the conversation's info changed: status,
+	// stats, title, tags. Calls come one at a time, without locks held, and
+	// changes during a call make one more call after it. Close waits for
+	// them, so OnChange must not call Close.
 	OnChange func(*Conversation)
 	// Log is the logger; nil uses slog.Default.
 	Log *slog.Logger
@@ -122,8 +124,9 @@ type Options struct {
 	SkillDirs skills.Dirs
 	// MCPConnectTimeout bounds connecting each MCP server (default 30s).
 	MCPConnectTimeout time.Duration
-	// OnSecrets is called (asynchronously) after the conversation's resolved
-	// secrets changed, e.g. to refresh the bash API's environment.
+	// OnSecrets is called after the conversation's resolved secrets
+	// changed, e.g. to refresh the bash API's environment. Its calls are
+	// made as OnChange's are.
 	OnSecrets func(*Conversation)
 }
 
@@ -190,6 +193,12 @@ type Conversation struct {
 	subMu sync.Mutex
 	subs  map[chan Transient]struct{}
 
+	// goroutines runs every goroutine the conversation starts (goAsync);
+	// Close waits for them.
+	goroutines group
+	onChange   notifier
+	onSecrets  notifier
+
 	// llmNanos accumulates time spent in LLM calls (loop overhead
 	// benchmarks subtract it).
 	llmNanos atomic.Int64
@@ -248,7 +257,7 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 		return nil, err
 	}
 	synced := make(chan error, 1)
-	go func() { synced <- syncCreated(opts.Dir) }()
+	c.goAsync(func() { synced <- syncCreated(opts.Dir) }) // c is not shared yet: never refused
 	err = c.open(ctx)
 	if serr := <-synced; err == nil && serr != nil {
 		c.Close()
@@ -414,9 +423,37 @@ func newConversation(id uuid.UUID, opts Options) *Conversation {
 		m = secrets.NewMasker()
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	return &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg.With("conversation", id.String()),
+	c := &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg.With("conversation", id.String()),
 		subs: map[chan Transient]struct{}{}, byName: map[string]tools.Tool{},
 		masker: m, secretVals: map[string]string{}, bg: bg, bgCancel: cancel}
+	if opts.OnChange != nil {
+		c.onChange = notifier{call: func() { opts.OnChange(c) }, start: c.goAsync}
+	}
+	if opts.OnSecrets != nil {
+		c.onSecrets = notifier{call: func() { opts.OnSecrets(c) }, start: c.goAsync}
+	}
+	return c
+}
+
+// goAsync runs f in a goroutine Close waits for, and reports true. Once
+// Close waits for them it runs nothing and reports false.
+func (c *Conversation) goAsync(f func()) bool { return c.goroutines.Go(f) }
+
+// untilClosed returns ctx, also canceled when c.bg ends (the conversation
+// closes), and the function that releases it.
+func (c *Conversation) untilClosed(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, stop := context.WithCancel(ctx)
+	watch := func() {
+		select {
+		case <-c.bg.Done():
+			stop()
+		case <-ctx.Done():
+		}
+	}
+	if !c.goAsync(watch) {
+		stop() // Close is past c.bg's end
+	}
+	return ctx, stop
 }
 
 // open opens the event log, rebuilds the LLM history and builds the tools.
@@ -721,11 +758,7 @@ func (c *Conversation) replayLocked(ev events.Event) {
 }
 
 // changed notifies OnChange asynchronously.
-func (c *Conversation) changed() {
-	if c.opts.OnChange != nil {
-		go c.opts.OnChange(c)
-	}
-}
+func (c *Conversation) changed() { c.onChange.notify() }
 
 // Subscribe returns a channel of transient frames (full_state snapshots,
 // streaming deltas) and a function to unsubscribe. Slow subscribers lose
@@ -810,7 +843,8 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 	return info
 }
 
-// Close stops a run in progress, closes the tools and the log.
+// Close stops a run in progress, closes the tools and the log. It returns
+// once every goroutine the conversation started has ended.
 func (c *Conversation) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -858,6 +892,7 @@ func (c *Conversation) Close() error {
 	c.mu.Unlock()
 	tools.CloseAll(ts)
 	c.closeExtensions()
+	c.goroutines.Wait()
 	c.endTrace()
 	return c.log.Close()
 }

@@ -183,7 +183,7 @@ func (c *Conversation) startGoalLocked(ctx context.Context, st *wire.GoalStatus,
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	g := &goalRun{cancel: cancel, done: make(chan struct{})}
 	c.goalLoopRun = g
-	go c.goalLoop(gctx, g, first)
+	c.goAsync(func() { c.goalLoop(gctx, g, first) }) // c.closed is false under c.mu: never refused
 	return nil
 }
 

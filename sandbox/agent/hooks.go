@@ -60,15 +60,8 @@ func (c *Conversation) runHooksFor(ctx context.Context, event hooks.EventType, i
 	}
 	c.hookWG.Add(1)
 	defer c.hookWG.Done()
-	ctx, stop := context.WithCancel(ctx)
+	ctx, stop := c.untilClosed(ctx)
 	defer stop()
-	go func() {
-		select {
-		case <-c.bg.Done():
-			stop()
-		case <-ctx.Done():
-		}
-	}()
 	res := r.Run(ctx, event, in)
 	if len(res.Executions) == 0 {
 		return res

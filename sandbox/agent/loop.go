@@ -242,7 +242,8 @@ func (c *Conversation) startRunLocked(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.running, c.rerun, c.pauseAsked = true, false, false
 	c.cancelRun, c.runDone = cancel, make(chan struct{})
-	go c.loop(runCtx, c.runDone)
+	done := c.runDone
+	c.goAsync(func() { c.loop(runCtx, done) }) // c.closed is false under c.mu: never refused
 	return nil
 }
 
@@ -346,8 +347,12 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 	c.changed()
 	if plan != nil {
 		// The user asked for it: a pause, which cancels the run's
-		// context, does not cancel it.
-		c.logErr(c.condense(context.WithoutCancel(ctx), plan))
+		// context, does not cancel it. Closing the conversation does.
+		cctx, stop := c.untilClosed(context.WithoutCancel(ctx))
+		if err := c.condense(cctx, plan); cctx.Err() == nil {
+			c.logErr(err)
+		}
+		stop()
 	}
 }
 

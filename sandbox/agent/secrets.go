@@ -314,10 +314,13 @@ func (c *Conversation) lookupSecrets(ctx context.Context, srcs map[string]wire.S
 	}
 	ch := make(chan result, len(srcs))
 	for name, s := range srcs {
-		go func() {
+		resolve := func() {
 			v, err := secrets.Resolve(ctx, c.opts.HTTPClient, s)
 			ch <- result{name, v, err}
-		}()
+		}
+		if !c.goAsync(resolve) {
+			ch <- result{name: name, err: ErrClosed}
+		}
 	}
 	vals := map[string]string{}
 	var problems []string
@@ -397,9 +400,7 @@ func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.Sec
 	if err := c.writeMetaLocked(); err != nil {
 		return err
 	}
-	if c.opts.OnSecrets != nil {
-		go c.opts.OnSecrets(c)
-	}
+	c.onSecrets.notify()
 	if len(problems) > 0 {
 		return &SecretsError{Name: "lookup", Err: errors.New(strings.Join(problems, "; "))}
 	}

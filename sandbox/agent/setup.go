@@ -46,7 +46,7 @@ func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.S
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.setupCancel = cancel
-	go func() {
+	c.goAsync(func() { // c is not shared yet: never refused
 		defer close(c.setupDone)
 		res := c.prepare(sctx, plan)
 		c.mu.Lock()
@@ -58,7 +58,7 @@ func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.S
 			return
 		}
 		c.applySetupLocked(sctx, res)
-	}()
+	})
 }
 
 // awaitSetup blocks until the setup is applied or ctx ends. It must not be
@@ -109,18 +109,19 @@ func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 		c.logErr(c.emitLocked(ctx, &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment},
 			Code: p.code, Detail: p.detail}))
 	}
-	if len(res.secretVals) > 0 && c.opts.OnSecrets != nil {
-		go c.opts.OnSecrets(c)
+	if len(res.secretVals) > 0 {
+		c.onSecrets.notify()
 	}
 	if c.hookRunner != nil {
 		started := make(chan struct{})
 		c.sessionStarted = started
 		c.hookWG.Add(1) // before Close can wait
-		go func() {
+		// c.closed is false under c.mu: never refused.
+		c.goAsync(func() {
 			defer c.hookWG.Done()
 			defer close(started)
 			c.runHooks(context.WithoutCancel(ctx), hooks.SessionStart, hooks.Input{})
-		}()
+		})
 	}
 }
 
