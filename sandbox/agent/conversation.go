@@ -190,8 +190,7 @@ type Conversation struct {
 	// goalLoopRun is the goal loop in progress (nil: none).
 	goalLoopRun *goalRun
 
-	subMu sync.Mutex
-	subs  map[chan Transient]struct{}
+	subs fanout
 
 	// goroutines runs every goroutine the conversation starts (goAsync);
 	// Close waits for them.
@@ -423,8 +422,8 @@ func newConversation(id uuid.UUID, opts Options) *Conversation {
 		m = secrets.NewMasker()
 	}
 	bg, cancel := context.WithCancel(context.Background())
-	c := &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg.With("conversation", id.String()),
-		subs: map[chan Transient]struct{}{}, byName: map[string]tools.Tool{},
+	lg = lg.With("conversation", id.String())
+	c := &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg, subs: fanout{lg: lg}, byName: map[string]tools.Tool{},
 		masker: m, secretVals: map[string]string{}, bg: bg, bgCancel: cancel}
 	if opts.OnChange != nil {
 		c.onChange = notifier{call: func() { opts.OnChange(c) }, start: c.goAsync}
@@ -763,29 +762,11 @@ func (c *Conversation) changed() { c.onChange.notify() }
 // Subscribe returns a channel of transient frames (full_state snapshots,
 // streaming deltas) and a function to unsubscribe. Slow subscribers lose
 // frames rather than block the conversation.
-func (c *Conversation) Subscribe() (<-chan Transient, func()) {
-	ch := make(chan Transient, 256)
-	c.subMu.Lock()
-	c.subs[ch] = struct{}{}
-	c.subMu.Unlock()
-	return ch, func() {
-		c.subMu.Lock()
-		delete(c.subs, ch)
-		c.subMu.Unlock()
-	}
-}
+func (c *Conversation) Subscribe() (<-chan Transient, func()) { return c.subs.subscribe() }
 
+// broadcast sends frame, masked, to the subscribers.
 func (c *Conversation) broadcast(frame []byte) {
-	t := Transient{Frame: c.masker.MaskBytes(frame), AfterLog: c.log.Len()}
-	c.subMu.Lock()
-	defer c.subMu.Unlock()
-	for ch := range c.subs {
-		select {
-		case ch <- t:
-		default:
-			c.lg.Warn("dropping transient frame for a slow subscriber")
-		}
-	}
+	c.subs.send(Transient{Frame: c.masker.MaskBytes(frame), AfterLog: c.log.Len()})
 }
 
 // FullState returns the full_state ConversationStateUpdateEvent (not
