@@ -47,7 +47,7 @@ func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 	cd := c.condenser()
 	forgotten, ok := c.hist.Forgotten(*plan)
 	if cd == nil || !ok {
-		c.mu.Unlock()
+		c.unlock()
 		return nil
 	}
 	ids := make([]string, len(forgotten))
@@ -59,7 +59,7 @@ func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 	if cfg.UsageID == "default" || cfg.UsageID == "" {
 		cfg.UsageID = "condenser"
 	}
-	c.mu.Unlock()
+	c.unlock()
 
 	client := llm.New(cfg)
 	sctx, span := c.llmSpan(ctx, cfg, "condenser")
@@ -72,7 +72,7 @@ func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 		return fmt.Errorf("condense history: %w", err)
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	usage, err := c.usageEventsLocked(cfg, resp)
 	summary, offset := resp.Content, plan.Offset
 	if emitErr := c.emitLocked(ctx, append(usage, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary,
@@ -89,20 +89,20 @@ func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 func (c *Conversation) RequestCondensation(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
-		c.mu.Unlock()
+		c.unlock()
 		return ErrClosed
 	}
 	if c.condenser() == nil {
-		c.mu.Unlock()
+		c.unlock()
 		return ErrNoCondenser
 	}
 	if err := c.emitLocked(ctx, &events.CondensationRequest{}); err != nil {
-		c.mu.Unlock()
+		c.unlock()
 		return err
 	}
 	running := c.running
 	plan := c.condensationNeededLocked()
-	c.mu.Unlock()
+	c.unlock()
 	if running || plan == nil {
 		return nil
 	}

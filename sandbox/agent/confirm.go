@@ -78,7 +78,7 @@ func (c *Conversation) needsConfirmationLocked(actions []*events.ActionEvent) bo
 // the conversation idle. ErrNotWaiting when nothing waits.
 func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, reason string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -106,7 +106,7 @@ func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, r
 // and emitted as a confirmation_policy state update.
 func (c *Conversation) SetConfirmationPolicy(ctx context.Context, p wire.ConfirmationPolicy) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -114,14 +114,14 @@ func (c *Conversation) SetConfirmationPolicy(ctx context.Context, p wire.Confirm
 	if err := c.saveStateLocked(); err != nil {
 		return err
 	}
-	c.changed()
+	c.changedLocked()
 	return c.emitStateLocked(ctx, "confirmation_policy", p)
 }
 
 // SetSecurityAnalyzer sets (or, with nil, removes) the security analyzer.
 func (c *Conversation) SetSecurityAnalyzer(ctx context.Context, raw json.RawMessage) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}

@@ -139,6 +139,8 @@ type Conversation struct {
 	log  *eventlog.Log
 	lg   *slog.Logger
 
+	// mu guards what follows. Every section under it ends with unlock,
+	// which publishes info when the section changed the state.
 	mu     sync.Mutex
 	meta   meta
 	st     state
@@ -176,6 +178,12 @@ type Conversation struct {
 	spanCtx context.Context // parent of LLM and tool spans
 
 	stateDirty bool
+	// infoStale says the state changed since info was published. Every
+	// change is noted by what persists it: emitWithLocked,
+	// saveStateLocked, setStatusLocked, putMetaLocked.
+	infoStale bool
+	// notifyChange asks unlock to notify OnChange (changedLocked).
+	notifyChange bool
 	// unsynced waits for the fsync of the last emitNoWaitLocked (nil when
 	// none is outstanding).
 	unsynced func() error
@@ -191,6 +199,10 @@ type Conversation struct {
 	goalLoopRun *goalRun
 
 	subs fanout
+
+	// info is what Info and Status return, published by unlock: they
+	// read it without the lock.
+	info atomic.Pointer[wire.ConversationInfo]
 
 	// goroutines runs every goroutine the conversation starts (goAsync);
 	// Close waits for them.
@@ -392,7 +404,7 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 	}
 	c.mu.Lock()
 	err = c.recoverGoalLocked(ctx)
-	c.mu.Unlock()
+	c.unlock()
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -503,13 +515,16 @@ func (c *Conversation) open(ctx context.Context) error {
 	c.client = llm.New(req.Agent.LLM)
 	c.client.OnWait = c.rateLimited
 	c.startSetup(ctx, lookups)
+	c.mu.Lock() // the setup may be running
+	c.infoStale = true
+	c.unlock()
 	return nil
 }
 
 // recover repairs a conversation whose server stopped mid-run.
 func (c *Conversation) recover(ctx context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.st.ExecutionStatus != wire.StatusRunning {
 		return nil
 	}
@@ -528,7 +543,7 @@ func (c *Conversation) recover(ctx context.Context) error {
 // (secrets included: never serve it).
 func (c *Conversation) Request() wire.StartConversationRequest {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	r := c.meta.Request
 	if r.Secrets != nil {
 		s := make(map[string]wire.SecretSource, len(r.Secrets))
@@ -543,7 +558,7 @@ func (c *Conversation) Request() wire.StartConversationRequest {
 // MarkForked records that the conversation is a fork, with its title.
 func (c *Conversation) MarkForked(src, event string, title *string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	c.meta.ForkedFrom = &src
 	if event != "" {
 		c.meta.ForkedFromEvent = &event
@@ -566,17 +581,13 @@ func (c *Conversation) Dir() string { return c.dir }
 // Log returns the event log.
 func (c *Conversation) Log() *eventlog.Log { return c.log }
 
-// Status returns the execution status.
-func (c *Conversation) Status() wire.ExecutionStatus {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.st.ExecutionStatus
-}
+// Status returns the execution status. It takes no lock.
+func (c *Conversation) Status() wire.ExecutionStatus { return c.info.Load().ExecutionStatus }
 
 // Running reports whether a run is in progress.
 func (c *Conversation) Running() bool {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return c.running
 }
 
@@ -620,6 +631,7 @@ func (c *Conversation) awaitSyncLocked() error {
 // emitWithLocked masks evs, stores them with appendEvs and adds them to
 // the history.
 func (c *Conversation) emitWithLocked(ctx context.Context, evs []events.Event, appendEvs func(context.Context) error) error {
+	c.infoStale = true // also when the append fails after a change it records
 	if len(evs) == 0 {
 		return nil
 	}
@@ -657,13 +669,14 @@ func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStat
 	}
 	c.st.ExecutionStatus = s
 	c.st.UpdatedAt = events.Now()
+	c.infoStale = true
 	if err := c.writeStateLocked(); err != nil {
 		return err
 	}
 	if err := c.emitStateLocked(ctx, "execution_status", s); err != nil {
 		return err
 	}
-	c.changed()
+	c.changedLocked()
 	return nil
 }
 
@@ -672,7 +685,7 @@ func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStat
 // record of every state change, and Load replays it over the snapshot.
 func (c *Conversation) saveStateLocked() error {
 	c.st.UpdatedAt = events.Now()
-	c.stateDirty = true
+	c.stateDirty, c.infoStale = true, true
 	return nil
 }
 
@@ -759,6 +772,10 @@ func (c *Conversation) replayLocked(ev events.Event) {
 // changed notifies OnChange asynchronously.
 func (c *Conversation) changed() { c.onChange.notify() }
 
+// changedLocked notifies OnChange once c.mu is released (unlock), so that
+// the call reads the info of the change.
+func (c *Conversation) changedLocked() { c.infoStale, c.notifyChange = true, true }
+
 // Subscribe returns a channel of transient frames (full_state snapshots,
 // streaming deltas) and a function to unsubscribe. Slow subscribers lose
 // frames rather than block the conversation.
@@ -781,13 +798,30 @@ func (c *Conversation) broadcastFullState() {
 	c.broadcast(events.MustEncode(c.FullState()))
 }
 
-// Info returns the conversation's info with secrets redacted.
-func (c *Conversation) Info() wire.ConversationInfo {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.infoLocked()
+// Info returns the conversation's info with secrets redacted. It takes
+// no lock. Its maps and slices are shared with other callers: do not
+// change them.
+func (c *Conversation) Info() wire.ConversationInfo { return *c.info.Load() }
+
+// unlock releases c.mu. When the section changed the state it first
+// publishes the info Info and Status return, and after the release it
+// notifies OnChange if changedLocked asked for it.
+func (c *Conversation) unlock() {
+	if c.infoStale {
+		info := c.infoLocked()
+		c.info.Store(&info)
+		c.infoStale = false
+	}
+	notify := c.notifyChange
+	c.notifyChange = false
+	c.mu.Unlock()
+	if notify {
+		c.changed()
+	}
 }
 
+// infoLocked is the info of the state as it is. Everything in it that
+// the state changes in place is a copy.
 func (c *Conversation) infoLocked() wire.ConversationInfo {
 	req := c.meta.Request
 	agentCfg := req.Agent.Redact()
@@ -829,7 +863,7 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 func (c *Conversation) Close() error {
 	c.mu.Lock()
 	if c.closed {
-		c.mu.Unlock()
+		c.unlock()
 		return nil
 	}
 	c.closed = true
@@ -839,7 +873,7 @@ func (c *Conversation) Close() error {
 	if c.stateDirty {
 		c.logErr(c.writeStateLocked())
 	}
-	c.mu.Unlock()
+	c.unlock()
 	if goal != nil {
 		goal.cancel()
 		<-goal.done
@@ -870,7 +904,7 @@ func (c *Conversation) Close() error {
 	c.mu.Lock()
 	ts := c.tools
 	c.logClosed = true
-	c.mu.Unlock()
+	c.unlock()
 	tools.CloseAll(ts)
 	c.closeExtensions()
 	c.goroutines.Wait()

@@ -75,7 +75,7 @@ func (c *Conversation) goalRunning() bool { return c.goalLoopRun != nil }
 // had a goal).
 func (c *Conversation) Goal() *wire.GoalStatus {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return copyGoal(c.st.Goal)
 }
 
@@ -110,7 +110,7 @@ func (c *Conversation) StartGoal(ctx context.Context, objective string, maxItera
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if err := c.goalStartableLocked(); err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func (c *Conversation) ResumeGoal(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if err := c.goalStartableLocked(); err != nil {
 		return err
 	}
@@ -147,11 +147,11 @@ func (c *Conversation) ResumeGoal(ctx context.Context) error {
 func (c *Conversation) StopGoal(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
-		c.mu.Unlock()
+		c.unlock()
 		return ErrClosed
 	}
 	g := c.goalLoopRun
-	c.mu.Unlock()
+	c.unlock()
 	if g == nil {
 		return nil
 	}
@@ -197,7 +197,7 @@ func (c *Conversation) setGoalLocked(ctx context.Context, st *wire.GoalStatus) e
 	if err := c.emitStateLocked(ctx, "goal", st); err != nil {
 		return err
 	}
-	c.changed()
+	c.changedLocked()
 	return nil
 }
 
@@ -208,14 +208,14 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 		if c.goalLoopRun == g {
 			c.goalLoopRun = nil
 		}
-		c.mu.Unlock()
+		c.unlock()
 		g.cancel()
 		close(g.done)
 	}()
 	// update changes the goal's status unless the conversation is closing.
 	update := func(f func(*wire.GoalStatus)) {
 		c.mu.Lock()
-		defer c.mu.Unlock()
+		defer c.unlock()
 		if c.closed || c.st.Goal == nil {
 			return
 		}
@@ -252,7 +252,7 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 		}
 		c.mu.Lock()
 		objective := c.st.Goal.Objective
-		c.mu.Unlock()
+		c.unlock()
 		verdict, err := c.judgeGoal(ctx, objective)
 		if err != nil {
 			interrupted("judge", err)
@@ -290,7 +290,7 @@ func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.Go
 	c.mu.Lock()
 	view := c.viewLocked()
 	cfg := c.client.Config()
-	c.mu.Unlock()
+	c.unlock()
 	cfg.UsageID, cfg.Stream = goalJudgeUsageID, false
 	prompt := fmt.Sprintf(judgePrompt, objective, renderTranscript(view))
 	sctx, span := c.llmSpan(ctx, cfg, "goal_judge")
@@ -303,7 +303,7 @@ func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.Go
 	c.mu.Lock()
 	usage, uerr := c.usageEventsLocked(cfg, resp)
 	err = c.emitLocked(ctx, usage...)
-	c.mu.Unlock()
+	c.unlock()
 	if err = errors.Join(err, uerr); err != nil {
 		return wire.GoalVerdict{}, err
 	}

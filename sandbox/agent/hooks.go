@@ -69,7 +69,7 @@ func (c *Conversation) runHooksFor(ctx context.Context, event hooks.EventType, i
 	rec := hookRecord{EventType: event.Name(), ToolName: in.ToolName, ActionID: actionID, Blocked: res.Blocked,
 		Reason: res.Reason, AdditionalContext: res.AdditionalContext, Executions: res.Executions}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if !c.logClosed {
 		c.logErr(c.emitStateLocked(context.WithoutCancel(ctx), "hook_execution", rec))
 	}
@@ -82,7 +82,7 @@ func (c *Conversation) preToolHooksLocked(ctx context.Context, actions []*events
 	if c.hookRunner == nil || len(c.hookRunner.Config.For(hooks.PreToolUse)) == 0 {
 		return
 	}
-	c.mu.Unlock()
+	c.unlock()
 	blocked := map[string]string{}
 	for _, ae := range actions {
 		res := c.runHooksFor(ctx, hooks.PreToolUse, hooks.Input{ToolName: ae.ToolName, ToolInput: actionJSON(ae)}, ae.ID)
@@ -121,7 +121,7 @@ func actionJSON(ae *events.ActionEvent) json.RawMessage {
 func (c *Conversation) finishLocked(ctx context.Context) (bool, error) {
 	if c.hookRunner != nil && len(c.hookRunner.Config.For(hooks.Stop)) > 0 && c.stopDenials < maxStopDenials {
 		final := c.hist.FinalResponse()
-		c.mu.Unlock()
+		c.unlock()
 		res := c.runHooks(ctx, hooks.Stop, hooks.Input{Message: final})
 		c.mu.Lock()
 		if res.Blocked {

@@ -44,7 +44,7 @@ func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequ
 	text := msg.LLMMessage.Text()
 	prompt := c.runHooksFor(ctx, hooks.UserPromptSubmit, hooks.Input{Message: text}, msg.ID)
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return nil, ErrClosed
 	}
@@ -101,7 +101,7 @@ func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequ
 		if err := c.emitStateLocked(ctx, "blocked_messages", c.st.BlockedMessages); err != nil {
 			return nil, err
 		}
-		c.changed()
+		c.changedLocked()
 		return msg, nil
 	}
 	if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
@@ -116,7 +116,7 @@ func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequ
 			return nil, err
 		}
 	}
-	c.changed()
+	c.changedLocked()
 	return msg, nil
 }
 
@@ -128,7 +128,7 @@ func (c *Conversation) Run(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -150,16 +150,16 @@ func (c *Conversation) Run(ctx context.Context) error {
 func (c *Conversation) Pause(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
-		c.mu.Unlock()
+		c.unlock()
 		return ErrClosed
 	}
 	s := c.st.ExecutionStatus
 	if s != wire.StatusIdle && s != wire.StatusRunning {
-		c.mu.Unlock()
+		c.unlock()
 		return nil
 	}
 	if err := c.emitLocked(ctx, &events.PauseEvent{}); err != nil {
-		c.mu.Unlock()
+		c.unlock()
 		return err
 	}
 	if c.running {
@@ -167,7 +167,7 @@ func (c *Conversation) Pause(ctx context.Context) error {
 		c.pauseAsked, c.rerun = true, false
 	}
 	err := c.setStatusLocked(ctx, wire.StatusPaused)
-	c.mu.Unlock()
+	c.unlock()
 	c.broadcastFullState()
 	return err
 }
@@ -177,7 +177,7 @@ func (c *Conversation) WaitIdle(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		running, done := c.running, c.runDone
-		c.mu.Unlock()
+		c.unlock()
 		if !running {
 			return nil
 		}
@@ -255,7 +255,7 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 	for {
 		c.mu.Lock()
 		if c.pauseAsked || ctx.Err() != nil || c.closed {
-			c.mu.Unlock()
+			c.unlock()
 			return
 		}
 		if c.meta.Request.StuckDetection {
@@ -263,7 +263,7 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			if s.Stuck {
 				c.lg.Info("agent is stuck", "reason", s.Reason)
 				c.logErr(c.setStatusLocked(ctx, wire.StatusStuck))
-				c.mu.Unlock()
+				c.unlock()
 				return
 			}
 			if s.Nudge != "" && s.NudgeKey != c.st.NudgedFor {
@@ -277,10 +277,10 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			err := c.failLocked(ctx, "MaxIterationsReached",
 				fmt.Sprintf("Agent reached the maximum of %d iterations without finishing. Send a message to continue.", c.meta.Request.MaxIterations))
 			c.logErr(err)
-			c.mu.Unlock()
+			c.unlock()
 			return
 		}
-		c.mu.Unlock()
+		c.unlock()
 		iteration++
 
 		finished, err := c.step(ctx)
@@ -291,7 +291,7 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			c.mu.Lock()
 			code, detail := errorCode(err), errorDetail(err)
 			c.logErr(c.failLocked(ctx, code, detail))
-			c.mu.Unlock()
+			c.unlock()
 			return
 		}
 		c.mu.Lock()
@@ -302,11 +302,11 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			c.rerun, c.pauseAsked = false, false
 			iteration = 0
 			c.logErr(c.setStatusLocked(ctx, wire.StatusRunning))
-			c.mu.Unlock()
+			c.unlock()
 			continue
 		}
 		stop := finished || c.st.ExecutionStatus != wire.StatusRunning
-		c.mu.Unlock()
+		c.unlock()
 		if stop {
 			return
 		}
@@ -341,7 +341,7 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 	case c.hist.CondensationRequested():
 		plan = c.condensationNeededLocked()
 	}
-	c.mu.Unlock()
+	c.unlock()
 	close(done)
 	c.broadcastFullState()
 	c.changed()
@@ -432,18 +432,18 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 func (c *Conversation) step(ctx context.Context) (bool, error) {
 	c.mu.Lock()
 	if pending := c.hist.Unanswered(); len(pending) > 0 {
-		c.mu.Unlock()
+		c.unlock()
 		return c.execute(ctx, pending)
 	}
 	if plan := c.condensationNeededLocked(); plan != nil {
-		c.mu.Unlock()
+		c.unlock()
 		return false, c.condense(ctx, plan)
 	}
 	view := c.viewLocked()
 	specs := c.toolsForLLM()
 	client := c.client // SwitchLLM may replace it once the lock is released
 	cfg := client.Config()
-	c.mu.Unlock()
+	c.unlock()
 
 	var onDelta func(llm.Delta)
 	if cfg.Stream {
@@ -458,7 +458,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	if errors.Is(err, llm.ErrContextWindow) && c.condenser() != nil {
 		// Too much history: ask for a condensation; the next step does it.
 		c.mu.Lock()
-		defer c.mu.Unlock()
+		defer c.unlock()
 		return false, c.emitLocked(ctx, &events.CondensationRequest{})
 	}
 	if err != nil {
@@ -466,7 +466,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	}
 
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	usage, err := c.usageEventsLocked(cfg, resp)
 	if err != nil {
 		if emitErr := c.emitLocked(ctx, usage...); emitErr != nil {
@@ -548,7 +548,7 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	if len(unblocked) > 0 && c.needsConfirmationLocked(unblocked) {
 		return false, c.setStatusLocked(ctx, wire.StatusWaitingForConfirmation)
 	}
-	c.mu.Unlock()
+	c.unlock()
 	finished, err := c.execute(ctx, executable)
 	c.mu.Lock()
 	return finished, err
@@ -599,7 +599,7 @@ func (c *Conversation) executeInstantLocked(ctx context.Context, logged []events
 	if err := emit(ctx, append(logged, results...)...); err != nil {
 		return false, err
 	}
-	c.mu.Unlock()
+	c.unlock()
 	c.postToolHooks(ctx, actions, results)
 	c.mu.Lock()
 	if finished {
@@ -618,21 +618,21 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 			blocked[ae.ID] = reason
 		}
 	}
-	c.mu.Unlock()
+	c.unlock()
 	results, finished, err := c.runActions(ctx, actions, blocked)
 	if err != nil {
 		return false, err
 	}
 	c.mu.Lock()
 	err = c.emitLocked(ctx, results...)
-	c.mu.Unlock()
+	c.unlock()
 	if err != nil {
 		return false, err
 	}
 	c.postToolHooks(ctx, actions, results)
 	if finished {
 		c.mu.Lock()
-		defer c.mu.Unlock()
+		defer c.unlock()
 		return c.finishLocked(ctx)
 	}
 	return false, nil
@@ -817,7 +817,7 @@ func (c *Conversation) usageEventsLocked(cfg llm.Config, resp *llm.Response) ([]
 			LogData:  string(logData), ModelName: cfg.Model, UsageID: cfg.UsageID,
 		})
 	}
-	c.changed()
+	c.changedLocked()
 	if cfg.MaxBudgetPerTask != nil && m.AccumulatedCost >= *cfg.MaxBudgetPerTask {
 		return out, &budgetError{spent: m.AccumulatedCost, budget: *cfg.MaxBudgetPerTask}
 	}

@@ -19,13 +19,13 @@ import (
 func (c *Conversation) Interrupt(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
-		c.mu.Unlock()
+		c.unlock()
 		return ErrClosed
 	}
 	// The interrupt wins over a message that asked to run before it.
 	c.rerun = false
 	cancel, done := c.cancelRun, c.runDone
-	c.mu.Unlock()
+	c.unlock()
 	if cancel != nil {
 		cancel()
 		select {
@@ -47,7 +47,7 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 	if err == nil {
 		err = c.setStatusLocked(ctx, wire.StatusPaused)
 	}
-	c.mu.Unlock()
+	c.unlock()
 	c.broadcastFullState()
 	return err
 }
@@ -57,7 +57,7 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 // is a *TitleSecretError and changes nothing.
 func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRequest) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -83,7 +83,7 @@ func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRe
 			return err
 		}
 	}
-	c.changed()
+	c.changedLocked()
 	return nil
 }
 
@@ -93,7 +93,7 @@ func (c *Conversation) AskAgent(ctx context.Context, question string) (string, e
 	c.mu.Lock()
 	view := c.viewLocked()
 	cfg := c.client.Config()
-	c.mu.Unlock()
+	c.unlock()
 	cfg.UsageID, cfg.Stream = "ask-agent-llm", false
 	view = append(view, events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
 		"Answer this question about the conversation so far, briefly and without using tools:\n" + question)}})
@@ -110,7 +110,7 @@ func (c *Conversation) AskAgent(ctx context.Context, question string) (string, e
 // the last agent message, else "".
 func (c *Conversation) FinalResponse() string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return c.hist.FinalResponse()
 }
 
@@ -133,7 +133,8 @@ func (c *Conversation) EventsUpTo(id string) ([][]byte, error) {
 // keepStats) the usage.
 func (c *Conversation) Import(ctx context.Context, raw [][]byte, keepStats bool) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
+	c.infoStale = true // the state changes before the events are stored
 	evs := make([]events.Event, 0, len(raw))
 	for _, b := range raw {
 		ev, err := events.Decode(b)
@@ -193,7 +194,7 @@ func (c *Conversation) rateLimited(e llm.RetryEvent) {
 	}
 	at := time.Now().Add(e.Wait).UTC()
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	ctx := context.Background()
 	c.llmRetrying = true
 	c.logErr(c.emitStateLocked(ctx, LLMRetryKey, LLMRetry{Attempt: e.Attempt, MaxRetries: e.MaxRetries,
@@ -203,14 +204,14 @@ func (c *Conversation) rateLimited(e llm.RetryEvent) {
 		c.logErr(c.saveStateLocked())
 		c.logErr(c.emitStateLocked(ctx, "agent_state", c.st.AgentState))
 	}
-	c.changed()
+	c.changedLocked()
 }
 
 // clearRateLimit ends a retry announcement (llm_retry null) and removes
 // the rate-limit mark after an LLM call ends.
 func (c *Conversation) clearRateLimit(ctx context.Context) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.llmRetrying {
 		c.llmRetrying = false
 		c.logErr(c.emitStateLocked(ctx, LLMRetryKey, nil))
@@ -221,5 +222,5 @@ func (c *Conversation) clearRateLimit(ctx context.Context) {
 	delete(c.st.AgentState, "llm_rate_limited_until")
 	c.logErr(c.saveStateLocked())
 	c.logErr(c.emitStateLocked(ctx, "agent_state", c.st.AgentState))
-	c.changed()
+	c.changedLocked()
 }

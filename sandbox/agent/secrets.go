@@ -232,7 +232,7 @@ func TitleSecretMessage(name string) string {
 // of the conversation's secrets, or of any other value the server hides.
 func (c *Conversation) CheckTitle(title string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return c.checkTitleLocked(title)
 }
 
@@ -267,7 +267,7 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // variable names, as sorted NAME=value entries (for the bash API).
 func (c *Conversation) SecretEnv() []string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return c.secretEnvLocked()
 }
 
@@ -373,7 +373,7 @@ func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.Sec
 	}
 	fetched, problems := c.lookupSecrets(ctx, lookups)
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -421,6 +421,7 @@ func (c *Conversation) createMetaLocked() error {
 
 // putMetaLocked writes the meta file, secrets sealed, with write.
 func (c *Conversation) putMetaLocked(write func(string, []byte, fs.FileMode) error) error {
+	c.infoStale = true
 	m := c.meta
 	m.Request, m.SecretScheme = sealRequest(c.meta.Request, c.opts.Cipher)
 	return writeJSONWith(write, c.path(metaFile), &m)

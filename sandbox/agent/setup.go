@@ -50,7 +50,7 @@ func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.S
 		defer close(c.setupDone)
 		res := c.prepare(sctx, plan)
 		c.mu.Lock()
-		defer c.mu.Unlock()
+		defer c.unlock()
 		if c.closed {
 			if res.mcp != nil {
 				res.mcp.Close()

@@ -17,7 +17,7 @@ import (
 func (c *Conversation) SwitchLLM(ctx context.Context, cfg llm.Config) error {
 	c.masker.Add(secretValues(wire.StartConversationRequest{Agent: &wire.Agent{LLM: cfg}})...)
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -35,6 +35,6 @@ func (c *Conversation) SwitchLLM(ctx context.Context, cfg llm.Config) error {
 	client := llm.New(cfg)
 	client.OnWait = c.rateLimited
 	c.client = client
-	c.changed()
+	c.changedLocked()
 	return nil
 }

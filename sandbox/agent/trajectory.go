@@ -38,7 +38,7 @@ func (c *Conversation) WriteTrajectory(ctx context.Context, w io.Writer, mask fu
 	mb, merr := strictjson.Marshal(&m)
 	sb, serr := strictjson.Marshal(&c.st)
 	n := c.log.Len()
-	c.mu.Unlock()
+	c.unlock()
 	if merr != nil {
 		return fmt.Errorf("trajectory: encode meta: %w", merr)
 	}

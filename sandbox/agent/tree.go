@@ -46,7 +46,7 @@ func (c *Conversation) loadBranchLocked(byID map[string]events.Event) error {
 // one will follow, or "" for the empty tree.
 func (c *Conversation) Head() string {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	return c.hist.Head()
 }
 
@@ -58,7 +58,7 @@ func (c *Conversation) Head() string {
 // while a run or a goal loop is in progress, ErrClosed.
 func (c *Conversation) Navigate(ctx context.Context, eventID *string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	defer c.unlock()
 	if c.closed {
 		return ErrClosed
 	}
@@ -79,7 +79,7 @@ func (c *Conversation) Navigate(ctx context.Context, eventID *string) error {
 			return err
 		}
 	}
-	c.changed()
+	c.changedLocked()
 	return nil
 }
 
