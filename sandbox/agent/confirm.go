@@ -89,6 +89,11 @@ func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, r
 		return ErrNotWaiting
 	}
 	if accept {
+		if c.running {
+			// The run that waits is ending (see endRun): it starts the next.
+			c.rerun = true
+			return nil
+		}
 		return c.startRunLocked(ctx)
 	}
 	var rejections []events.Event

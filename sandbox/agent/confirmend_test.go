@@ -1,0 +1,77 @@
+package agent
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/llm"
+	"github.com/acs-project/acs/sandbox/llm/llmtest"
+	"github.com/acs-project/acs/sandbox/wire"
+)
+
+// A confirmation accepted while the run that waits for it is ending (it
+// has set waiting_for_confirmation, endRun has not marked it over) starts
+// no second run beside it: the ending run starts the next one as it ends,
+// and the pending actions run once.
+func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
+	ctx := context.Background()
+	think := llmtest.ToolCall{Name: "think", Arguments: map[string]any{"thought": "step"}}
+	srv := llmtest.New(llmtest.Reply{ToolCalls: []llmtest.ToolCall{think, think}}, llmtest.Reply{Text: "done"})
+	defer srv.Close()
+	cfg := llm.DefaultConfig()
+	cfg.BaseURL, cfg.NumRetries = &srv.URL, 0
+	always := wire.ConfirmationPolicy{Kind: "AlwaysConfirm"}
+	dir := t.TempDir()
+	c, err := Create(ctx, uuid.New(), wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg},
+		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10, ConfirmationPolicy: &always},
+		Options{Dir: filepath.Join(dir, "conv")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sendRun(t, c, "go")
+	if err := c.WaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Status(); s != wire.StatusWaitingForConfirmation {
+		t.Fatalf("status %s, want waiting_for_confirmation", s)
+	}
+	// The waiting run in its last moment.
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ending := make(chan struct{})
+	c.mu.Lock()
+	c.running, c.cancelRun, c.runDone = true, cancel, ending
+	c.mu.Unlock()
+	if err := c.RespondToConfirmation(ctx, true, ""); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	second := c.runDone != ending
+	c.mu.Unlock()
+	if second {
+		t.Fatal("accepting started a second run beside the ending one")
+	}
+	c.endRun(runCtx, ending)
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := c.WaitIdle(wctx); err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]int{}
+	c.mu.Lock()
+	for _, ev := range c.history {
+		if o, ok := ev.(*events.ObservationEvent); ok {
+			results[o.ToolCallID]++
+		}
+	}
+	c.mu.Unlock()
+	if len(results) != 2 || results["call_1_1"] != 1 || results["call_1_2"] != 1 || c.Status() != wire.StatusFinished {
+		t.Fatalf("observations per tool call %v, status %s; want one for each of call_1_1 and call_1_2, finished", results, c.Status())
+	}
+}
