@@ -41,12 +41,18 @@ func (c *Conversation) condensationNeededLocked() *history.Plan {
 }
 
 // condense summarizes the planned slice with the condenser's LLM and emits the
-// Condensation.
+// Condensation. The caller's plan is made again under the lock, and the
+// summary is dropped if the slice left the view during the LLM call:
+// another condensation or a navigation may come between.
 func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 	c.mu.Lock()
 	cd := c.condenser()
+	if plan = c.condensationNeededLocked(); cd == nil || plan == nil {
+		c.unlock()
+		return nil
+	}
 	forgotten, ok := c.hist.Forgotten(*plan)
-	if cd == nil || !ok {
+	if !ok {
 		c.unlock()
 		return nil
 	}
@@ -74,12 +80,28 @@ func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 	c.mu.Lock()
 	defer c.unlock()
 	usage, err := c.usageEventsLocked(cfg, resp)
+	if now, ok := c.hist.Forgotten(*plan); !ok || !sameIDs(now, ids) {
+		return errors.Join(err, c.emitLocked(ctx, usage...))
+	}
 	summary, offset := resp.Content, plan.Offset
 	if emitErr := c.emitLocked(ctx, append(usage, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary,
 		SummaryOffset: &offset, LLMResponseID: resp.ID})...); emitErr != nil {
 		return emitErr
 	}
 	return err
+}
+
+// sameIDs reports whether evs are the events ids, in order.
+func sameIDs(evs []events.Event, ids []string) bool {
+	if len(evs) != len(ids) {
+		return false
+	}
+	for i, id := range ids {
+		if evs[i].EventBase().ID != id {
+			return false
+		}
+	}
+	return true
 }
 
 // RequestCondensation appends a CondensationRequest and, when no run is in

@@ -65,7 +65,7 @@ func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
 	}
 	results := map[string]int{}
 	c.mu.Lock()
-	for _, ev := range c.history {
+	for _, ev := range c.hist.Events() {
 		if o, ok := ev.(*events.ObservationEvent); ok {
 			results[o.ToolCallID]++
 		}
