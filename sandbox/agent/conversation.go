@@ -789,13 +789,24 @@ func (c *Conversation) broadcast(frame []byte) {
 // FullState returns the full_state ConversationStateUpdateEvent (not
 // persisted), sent to new subscribers and after every run.
 func (c *Conversation) FullState() *events.ConversationStateUpdateEvent {
-	info := c.Info()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fullStateLocked()
+}
+
+func (c *Conversation) fullStateLocked() *events.ConversationStateUpdateEvent {
+	info := c.infoLocked()
 	raw := strictjson.MustMarshal(&info)
 	return events.Stamp(&events.ConversationStateUpdateEvent{Key: "full_state", Value: raw})
 }
 
+// broadcastFullState sends a full_state snapshot to subscribers. It is
+// taken and sent under c.mu, so they receive snapshots in the order they
+// were taken.
 func (c *Conversation) broadcastFullState() {
-	c.broadcast(events.MustEncode(c.FullState()))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.broadcast(events.MustEncode(c.fullStateLocked()))
 }
 
 // Info returns the conversation's info with secrets redacted. It takes
