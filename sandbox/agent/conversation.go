@@ -195,6 +195,9 @@ type Conversation struct {
 	pauseAsked  bool
 	cancelRun   context.CancelFunc
 	runDone     chan struct{}
+	// interrupted is the runDone of the run an Interrupt cancelled; the
+	// run records the interruption as it ends (endRun).
+	interrupted chan struct{}
 	// goalLoopRun is the goal loop in progress (nil: none).
 	goalLoopRun *goalRun
 

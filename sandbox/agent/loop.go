@@ -330,6 +330,12 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 		// error, as a failed emit ends it.
 		c.logErr(c.failLocked(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
 	}
+	if c.interrupted == done {
+		// Recorded before the run is marked over, so nothing started
+		// after the interrupt is mistaken for the interrupted run.
+		c.interrupted = nil
+		c.logErr(c.recordInterruptLocked(context.WithoutCancel(ctx)))
+	}
 	c.running = false
 	c.cancelRun = nil
 	var plan *history.Plan

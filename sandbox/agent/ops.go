@@ -15,7 +15,8 @@ import (
 // flight. Actions left without a result get an AgentErrorEvent, a PauseEvent
 // records the interruption (the spec has no InterruptEvent), the status
 // becomes paused and a full_state snapshot goes to subscribers. Without a run
-// it pauses an idle conversation.
+// it pauses an idle conversation. The run records its interruption as it
+// ends, so a run started after it is not touched.
 func (c *Conversation) Interrupt(ctx context.Context) error {
 	c.mu.Lock()
 	if c.closed {
@@ -25,6 +26,9 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 	// The interrupt wins over a message that asked to run before it.
 	c.rerun = false
 	cancel, done := c.cancelRun, c.runDone
+	if cancel != nil {
+		c.interrupted = done
+	}
 	c.unlock()
 	if cancel != nil {
 		cancel()
@@ -35,6 +39,21 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 		}
 	}
 	c.mu.Lock()
+	if cancel != nil && c.interrupted != done {
+		// endRun recorded the interruption.
+		c.unlock()
+		return nil
+	}
+	c.interrupted = nil
+	err := c.recordInterruptLocked(ctx)
+	c.unlock()
+	c.broadcastFullState()
+	return err
+}
+
+// recordInterruptLocked records an interruption: an AgentErrorEvent for
+// each action left without a result, a PauseEvent and status paused.
+func (c *Conversation) recordInterruptLocked(ctx context.Context) error {
 	var orphans []events.Event
 	for _, a := range c.hist.Unanswered() {
 		if c.st.ExecutionStatus == wire.StatusWaitingForConfirmation {
@@ -43,13 +62,10 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
 			Error: "Tool call interrupted before completion: the user interrupted the agent."})
 	}
-	err := c.emitLocked(ctx, append(orphans, &events.PauseEvent{})...)
-	if err == nil {
-		err = c.setStatusLocked(ctx, wire.StatusPaused)
+	if err := c.emitLocked(ctx, append(orphans, &events.PauseEvent{})...); err != nil {
+		return err
 	}
-	c.unlock()
-	c.broadcastFullState()
-	return err
+	return c.setStatusLocked(ctx, wire.StatusPaused)
 }
 
 // Update changes the title and (replacing them all) the tags. Each change is
