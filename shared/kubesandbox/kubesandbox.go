@@ -488,8 +488,15 @@ func (r *Runtime) Archive(ctx context.Context, id string, w io.Writer) error {
 		if err := r.waitPodGone(ctx, rid); err != nil {
 			return err
 		}
-		if _, err := r.core.Pods(r.cfg.Namespace).Create(ctx, r.pod(rid, labels, owner, spec, t), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return wrap("create a pod to archive sandbox "+id, err)
+		create := func() error {
+			_, err := r.core.Pods(r.cfg.Namespace).Create(ctx, r.pod(rid, labels, owner, spec, t), metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return wrap("create a pod to archive sandbox "+id, err)
+			}
+			return nil
+		}
+		if err := create(); err != nil {
+			return err
 		}
 		defer func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
@@ -500,14 +507,18 @@ func (r *Runtime) Archive(ctx context.Context, id string, w io.Writer) error {
 				}
 			}
 		}()
+		return r.fetchArchive(ctx, rid, w, create)
 	}
-	return r.fetchArchive(ctx, rid, w)
+	return r.fetchArchive(ctx, rid, w, nil)
 }
 
 // fetchArchive waits for the runtime's pod to be ready and copies its
 // agent server's workspace archive to w, retrying while the route is not
-// there yet (nothing written).
-func (r *Runtime) fetchArchive(ctx context.Context, rid string, w io.Writer) error {
+// there yet (nothing written). When the pod is missing and recreate is not
+// nil, fetchArchive calls it to make the pod again. A pod made only for
+// the archive has the name of the pod it replaced, so a late deletion of
+// that pod by name deletes it.
+func (r *Runtime) fetchArchive(ctx context.Context, rid string, w io.Writer, recreate func() error) error {
 	deadline := r.now().Add(r.cfg.ReadyTimeout)
 	var last error
 	for {
@@ -517,6 +528,11 @@ func (r *Runtime) fetchArchive(ctx context.Context, rid string, w io.Writer) err
 		}
 		if apierrors.IsNotFound(err) {
 			last = fmt.Errorf("no pod")
+			if recreate != nil {
+				if err := recreate(); err != nil {
+					return err
+				}
+			}
 		}
 		if err == nil {
 			st, detail := PodStatus(pod)
