@@ -28,7 +28,7 @@ func analyzerKind(raw json.RawMessage) string {
 // an LLMSecurityAnalyzer is configured, LOW for read-only tools (they change
 // nothing), otherwise UNKNOWN.
 func (c *Conversation) riskLocked(tool string, predicted events.SecurityRisk) events.SecurityRisk {
-	if t, ok := c.byName[tool]; ok && t.ReadOnly() {
+	if t, ok := c.kit.tool(tool); ok && t.ReadOnly() {
 		return events.RiskLow
 	}
 	if predicted != "" && analyzerKind(c.st.SecurityAnalyzer) == "LLMSecurityAnalyzer" {

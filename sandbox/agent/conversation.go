@@ -31,7 +31,6 @@ import (
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
-	"github.com/acs-project/acs/sandbox/tools/mcp"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
@@ -145,8 +144,7 @@ type Conversation struct {
 	meta   meta
 	st     state
 	hist   history.History // the conversation tree and its active branch, see tree.go
-	tools  []tools.Tool
-	byName map[string]tools.Tool
+	kit    *kit            // tools, skills, hooks and MCP servers: replaced, never changed
 	client *llm.Client
 	closed bool
 
@@ -158,12 +156,9 @@ type Conversation struct {
 	setupDone   chan struct{}
 	setupCancel context.CancelFunc
 
-	skills     []skills.Skill
-	hookRunner *hooks.Runner // nil without hooks
 	// sessionStarted is closed when the session_start hooks have run
 	// (nil without hooks); session_end waits for it.
 	sessionStarted chan struct{}
-	mcpClient      *mcp.Client
 	stopDenials    int // stop-hook denials in the current run
 
 	// bg ends when the conversation closes (background hooks stop).
@@ -438,7 +433,7 @@ func newConversation(id uuid.UUID, opts Options) *Conversation {
 	}
 	bg, cancel := context.WithCancel(context.Background())
 	lg = lg.With("conversation", id.String())
-	c := &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg, subs: fanout{lg: lg}, byName: map[string]tools.Tool{},
+	c := &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg, subs: fanout{lg: lg},
 		masker: m, secretVals: map[string]string{}, bg: bg, bgCancel: cancel}
 	if opts.OnChange != nil {
 		c.onChange = notifier{call: func() { opts.OnChange(c) }, start: c.goAsync}
@@ -511,10 +506,7 @@ func (c *Conversation) open(ctx context.Context) error {
 		l.Close()
 		return err
 	}
-	c.tools = ts
-	for _, t := range ts {
-		c.byName[t.Name()] = t
-	}
+	c.kit = newKit(ts)
 	c.client = llm.New(req.Agent.LLM)
 	c.client.OnWait = c.rateLimited
 	c.startSetup(ctx, lookups)
@@ -904,7 +896,8 @@ func (c *Conversation) Close() error {
 		setupCancel()
 		<-setupDone
 	}
-	if c.hookRunner != nil {
+	k := c.kit // the setup is over: it is the last kit
+	if k.hooks != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), sessionEndTimeout)
 		select { // session_start first (it is stopped below if still running)
 		case <-c.sessionStarted:
@@ -916,11 +909,9 @@ func (c *Conversation) Close() error {
 	c.bgCancel()
 	c.hookWG.Wait()
 	c.mu.Lock()
-	ts := c.tools
 	c.logClosed = true
 	c.unlock()
-	tools.CloseAll(ts)
-	c.closeExtensions()
+	k.close(c.lg)
 	c.goroutines.Wait()
 	c.endTrace()
 	return c.log.Close()

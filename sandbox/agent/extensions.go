@@ -19,7 +19,6 @@ import (
 	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/skills"
-	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/tools/mcp"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -203,7 +202,7 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 			inline = append(inline, sk)
 		}
 	}
-	res.skills = skills.Merge(append(layers, inline)...)
+	res.ext.skills = skills.Merge(append(layers, inline)...)
 
 	// Hooks: the project's file, the request's config, then the plugins'.
 	fileCfg, err := hooks.LoadFile(plan.workDir)
@@ -216,7 +215,12 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 			problem("HookConfigError", "hook_config: %v", err)
 		}
 	}
-	res.hooks = hooks.Merge(append([]*hooks.Config{fileCfg, reqCfg}, hookCfgs...)...)
+	if cfg := hooks.Merge(append([]*hooks.Config{fileCfg, reqCfg}, hookCfgs...)...); cfg != nil && !cfg.Empty() {
+		// The secrets are read at each run, so POST .../secrets reaches
+		// the hooks live.
+		res.ext.hooks = &hooks.Runner{Config: cfg, WorkDir: plan.workDir,
+			SessionID: c.id.String(), EnvFunc: c.SecretEnv, Mask: c.masker.Mask}
+	}
 
 	// MCP tool servers, placeholders filled from the secrets.
 	if len(servers) == 0 {
@@ -230,7 +234,7 @@ func (c *Conversation) prepareExtensions(ctx context.Context, plan *setupPlan, r
 	for _, err := range errs {
 		problem("MCPConnectionError", "%v", err)
 	}
-	res.mcp = client
+	res.ext.mcp = client
 }
 
 // jsonInner is s escaped for the inside of a JSON string.
@@ -314,20 +318,4 @@ func gitClone(ctx context.Context, url string, ref *string, dir string) error {
 		return fmt.Errorf("git clone failed: %s", msg)
 	}
 	return os.Rename(tmp, dir)
-}
-
-// mcpToolsLocked wraps the MCP client's tools, leaving out (and reporting)
-// tools whose names are already taken.
-func (c *Conversation) mcpToolsLocked(client *mcp.Client) ([]tools.Tool, []setupProblem) {
-	var out []tools.Tool
-	var problems []setupProblem
-	for _, t := range tools.MCPTools(client) {
-		if _, dup := c.byName[t.Name()]; dup {
-			problems = append(problems, setupProblem{code: "MCPConnectionError",
-				detail: fmt.Sprintf("MCP tool %q is not available: a tool of that name already exists", t.Name())})
-			continue
-		}
-		out = append(out, t)
-	}
-	return out, problems
 }

@@ -54,7 +54,7 @@ func (c *Conversation) runHooks(ctx context.Context, event hooks.EventType, in h
 }
 
 func (c *Conversation) runHooksFor(ctx context.Context, event hooks.EventType, in hooks.Input, actionID string) hooks.Result {
-	r := c.hookRunner
+	r := c.kit.hooks
 	if r == nil {
 		return hooks.Result{}
 	}
@@ -79,7 +79,7 @@ func (c *Conversation) runHooksFor(ctx context.Context, event hooks.EventType, i
 // preToolHooksLocked runs pre_tool_use hooks for actions (releasing c.mu
 // while they run) and records the blocked ones.
 func (c *Conversation) preToolHooksLocked(ctx context.Context, actions []*events.ActionEvent) {
-	if c.hookRunner == nil || len(c.hookRunner.Config.For(hooks.PreToolUse)) == 0 {
+	if !c.kit.hooked(hooks.PreToolUse) {
 		return
 	}
 	c.unlock()
@@ -100,7 +100,7 @@ func (c *Conversation) preToolHooksLocked(ctx context.Context, actions []*events
 
 // postToolHooks runs post_tool_use hooks for the results of actions.
 func (c *Conversation) postToolHooks(ctx context.Context, actions []*events.ActionEvent, results []events.Event) {
-	if c.hookRunner == nil || len(c.hookRunner.Config.For(hooks.PostToolUse)) == 0 {
+	if !c.kit.hooked(hooks.PostToolUse) {
 		return
 	}
 	for i, ae := range actions {
@@ -119,7 +119,7 @@ func actionJSON(ae *events.ActionEvent) json.RawMessage {
 // go on; it reports whether the run finished. c.mu is released while the
 // hooks run.
 func (c *Conversation) finishLocked(ctx context.Context) (bool, error) {
-	if c.hookRunner != nil && len(c.hookRunner.Config.For(hooks.Stop)) > 0 && c.stopDenials < maxStopDenials {
+	if c.kit.hooked(hooks.Stop) && c.stopDenials < maxStopDenials {
 		final := c.hist.FinalResponse()
 		c.unlock()
 		res := c.runHooks(ctx, hooks.Stop, hooks.Input{Message: final})

@@ -63,7 +63,7 @@ func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequ
 		for _, n := range c.st.ActivatedKnowledgeSkills {
 			fired[n] = true
 		}
-		if acts := skills.Match(c.skills, text, fired); len(acts) > 0 {
+		if acts := skills.Match(c.kit.skills, text, fired); len(acts) > 0 {
 			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(skills.ExtraInfo(acts)))
 			for _, a := range acts {
 				activated = append(activated, a.Skill.Name)
@@ -196,8 +196,8 @@ func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
 		return nil
 	}
 	ev := &events.SystemPromptEvent{SystemPrompt: events.Text(c.systemPromptText()),
-		Tools: make([]events.ToolDefinition, 0, len(c.tools))}
-	for _, t := range c.tools {
+		Tools: make([]events.ToolDefinition, 0, len(c.kit.tools))}
+	for _, t := range c.kit.tools {
 		ev.Tools = append(ev.Tools, t.Definition())
 	}
 	dc := events.Text(dynamicContext(c.meta.Request.Workspace.WorkingDir, c.secretNamesLocked(), time.Now()))
@@ -211,7 +211,7 @@ func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
 
 func (c *Conversation) systemPromptText() string {
 	p := systemPrompt
-	if sk := skills.SystemPrompt(c.skills); sk != "" {
+	if sk := skills.SystemPrompt(c.kit.skills); sk != "" {
 		p += "\n\n" + sk
 	}
 	if s := c.meta.Request.Agent.AgentContext; s != nil && s.SystemMessageSuffix != nil && *s.SystemMessageSuffix != "" {
@@ -407,8 +407,8 @@ func (e *budgetError) Error() string {
 // toolsForLLM returns the function schemas offered to the model: each tool's
 // parameters plus summary, and security_risk for tools that change things.
 func (c *Conversation) toolsForLLM() []llm.Tool {
-	out := make([]llm.Tool, 0, len(c.tools))
-	for _, t := range c.tools {
+	out := make([]llm.Tool, 0, len(c.kit.tools))
+	for _, t := range c.kit.tools {
 		params := map[string]any{}
 		for k, v := range t.Parameters() {
 			params[k] = v
@@ -570,12 +570,12 @@ func (c *Conversation) instantLocked(actions []*events.ActionEvent) bool {
 		return false
 	}
 	for _, ae := range actions {
-		t, ok := c.byName[ae.ToolName].(tools.Instant)
+		t, ok := c.kit.byName[ae.ToolName].(tools.Instant)
 		if !ok || !t.Instant() {
 			return false
 		}
 	}
-	if c.hookRunner != nil && len(c.hookRunner.Config.For(hooks.PreToolUse)) > 0 {
+	if c.kit.hooked(hooks.PreToolUse) {
 		return false
 	}
 	return !c.needsConfirmationLocked(actions)
@@ -596,7 +596,7 @@ func (c *Conversation) executeInstantLocked(ctx context.Context, logged []events
 		return false, errors.Join(err, c.emitLocked(ctx, logged...))
 	}
 	emit := c.emitLocked
-	if !finished && (c.hookRunner == nil || len(c.hookRunner.Config.For(hooks.PostToolUse)) == 0) {
+	if !finished && !c.kit.hooked(hooks.PostToolUse) {
 		// The next step's LLM call runs while the fsync does: it only
 		// reads, nothing of this step is visible before the fsync, and
 		// the next emit (or the end of the run) waits for it.
@@ -665,7 +665,7 @@ func (c *Conversation) runActions(ctx context.Context, actions []*events.ActionE
 			continue
 		}
 		sctx, span := c.toolSpan(ctx, ae)
-		obs, err := c.byName[ae.ToolName].Execute(sctx, ae.Action)
+		obs, err := c.kit.byName[ae.ToolName].Execute(sctx, ae.Action)
 		endToolSpan(span, obs, err)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -697,10 +697,10 @@ func (c *Conversation) systemMessageLocked() events.Message {
 // security_risk and summary arguments every tool accepts. errText, when not
 // empty, explains why the call is not executable.
 func (c *Conversation) parseCallLocked(tc events.MessageToolCall) (events.Action, events.SecurityRisk, *string, string) {
-	tool, ok := c.byName[tc.Name]
+	tool, ok := c.kit.tool(tc.Name)
 	if !ok {
-		names := make([]string, 0, len(c.tools))
-		for _, t := range c.tools {
+		names := make([]string, 0, len(c.kit.tools))
+		for _, t := range c.kit.tools {
 			names = append(names, t.Name())
 		}
 		return nil, "", nil, fmt.Sprintf("Tool '%s' not found. Available tools: %s", tc.Name, strings.Join(names, ", "))

@@ -345,7 +345,7 @@ func (c *Conversation) exportLocked(ctx context.Context, vals map[string]string)
 		if !envName.MatchString(name) {
 			continue
 		}
-		for _, t := range c.tools {
+		for _, t := range c.kit.tools {
 			if ex, ok := t.(tools.Exporter); ok {
 				if err := ex.Export(ctx, name, v); err != nil {
 					c.lg.Warn("export secret to tool", "tool", t.Name(), "secret", name, "error", err)

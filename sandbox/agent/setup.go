@@ -5,8 +5,6 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/sandbox/hooks"
-	"github.com/acs-project/acs/sandbox/skills"
-	"github.com/acs-project/acs/sandbox/tools/mcp"
 	"github.com/acs-project/acs/sandbox/wire"
 )
 
@@ -24,9 +22,7 @@ import (
 type setupResult struct {
 	secretVals map[string]string
 	problems   []setupProblem
-	skills     []skills.Skill
-	hooks      *hooks.Config
-	mcp        *mcp.Client
+	ext        extensions
 }
 
 // setupProblem is reported as a ConversationErrorEvent.
@@ -52,8 +48,8 @@ func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.S
 		c.mu.Lock()
 		defer c.unlock()
 		if c.closed {
-			if res.mcp != nil {
-				res.mcp.Close()
+			if res.ext.mcp != nil {
+				res.ext.mcp.Close()
 			}
 			return
 		}
@@ -87,23 +83,9 @@ func (c *Conversation) prepare(ctx context.Context, plan *setupPlan) setupResult
 // applySetupLocked installs the setup's result and reports its problems.
 func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 	c.exportLocked(ctx, res.secretVals)
-	c.skills = res.skills
-	if res.hooks != nil && !res.hooks.Empty() {
-		// The secrets are read at each run (Run is never called with c.mu
-		// held), so POST .../secrets reaches the hooks live.
-		c.hookRunner = &hooks.Runner{Config: res.hooks, WorkDir: c.meta.Request.Workspace.WorkingDir,
-			SessionID: c.id.String(), EnvFunc: c.SecretEnv, Mask: c.masker.Mask}
-	}
-	problems := res.problems
-	if res.mcp != nil {
-		c.mcpClient = res.mcp
-		ts, dups := c.mcpToolsLocked(res.mcp)
-		problems = append(problems, dups...)
-		for _, t := range ts {
-			c.tools = append(c.tools, t)
-			c.byName[t.Name()] = t
-		}
-	}
+	k, dups := c.kit.with(res.ext)
+	c.kit = k
+	problems := append(res.problems, dups...)
 	for _, p := range problems {
 		c.lg.Warn("conversation setup problem", "code", p.code, "detail", p.detail)
 		c.logErr(c.emitLocked(ctx, &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment},
@@ -112,7 +94,7 @@ func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 	if len(res.secretVals) > 0 {
 		c.onSecrets.notify()
 	}
-	if c.hookRunner != nil {
+	if k.hooks != nil {
 		started := make(chan struct{})
 		c.sessionStarted = started
 		c.hookWG.Add(1) // before Close can wait
@@ -122,14 +104,5 @@ func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 			defer close(started)
 			c.runHooks(context.WithoutCancel(ctx), hooks.SessionStart, hooks.Input{})
 		})
-	}
-}
-
-// closeExtensions releases what the setup started.
-func (c *Conversation) closeExtensions() {
-	if c.mcpClient != nil {
-		if err := c.mcpClient.Close(); err != nil {
-			c.lg.Warn("close MCP servers", "error", err)
-		}
 	}
 }
