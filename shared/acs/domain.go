@@ -232,10 +232,13 @@ type Conversation struct {
 	// ExecutionStatusAt when it was reported (older reports are ignored).
 	ExecutionStatus   string
 	ExecutionStatusAt time.Time
-	Metrics           json.RawMessage
-	StartTaskID       string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	// Metrics are the agent's metrics as last reported, and MetricsAt
+	// when they were reported (older reports are ignored).
+	Metrics     json.RawMessage
+	MetricsAt   time.Time
+	StartTaskID string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // DeliveredMessage is a user message the control plane delivered: the digest of

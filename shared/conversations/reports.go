@@ -237,8 +237,8 @@ func ValidStatus(s string) bool {
 
 // ApplyState applies one state update (a ConversationStateUpdateEvent's key
 // and value) reported at ts. Values that are not valid (an unknown
-// execution status, "deleting") are ignored, and so is a status or agent
-// state older than the one last applied.
+// execution status, "deleting") are ignored, and so is a status, stats or
+// agent state older than the one last applied.
 func ApplyState(c *acs.Conversation, key string, value json.RawMessage, ts time.Time) {
 	switch key {
 	case "execution_status":
@@ -248,9 +248,11 @@ func ApplyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 		}
 	case "stats":
 		var st wire.Stats
-		if json.Unmarshal(value, &st) == nil && st.UsageToMetrics != nil {
+		// A conversation info captured before a stats event but
+		// delivered after it must not undo it.
+		if json.Unmarshal(value, &st) == nil && st.UsageToMetrics != nil && !ts.Before(c.MetricsAt) {
 			m := st.Combined()
-			c.Metrics = strictjson.MustMarshal(&m)
+			c.Metrics, c.MetricsAt = strictjson.MustMarshal(&m), ts
 		}
 	case "agent_state":
 		var as map[string]string

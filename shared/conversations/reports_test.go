@@ -18,8 +18,19 @@ func TestApplyState(t *testing.T) {
 	later, earlier := t0.Add(time.Minute), t0.Add(-time.Minute)
 	limit := "2026-01-02T04:00:00Z"
 	limitT, _ := time.Parse(time.RFC3339, limit)
+	stats2 := `{"usage_to_metrics":{"agent":{"accumulated_cost":2}}}`
+	cost := func(c acs.Conversation) float64 {
+		var m struct {
+			Cost float64 `json:"accumulated_cost"`
+		}
+		if err := json.Unmarshal(c.Metrics, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m.Cost
+	}
 	base := func() acs.Conversation {
-		return acs.Conversation{ExecutionStatus: "running", ExecutionStatusAt: t0, AgentStateAt: t0, RateLimitedUntil: &limitT}
+		return acs.Conversation{ExecutionStatus: "running", ExecutionStatusAt: t0, AgentStateAt: t0, RateLimitedUntil: &limitT,
+			Metrics: json.RawMessage(`{"accumulated_cost":1}`), MetricsAt: t0}
 	}
 	for _, tc := range []struct {
 		name  string
@@ -54,6 +65,14 @@ func TestApplyState(t *testing.T) {
 			func(c acs.Conversation) bool { return c.ExecutionStatus == "finished" && c.RateLimitedUntil == nil }},
 		{"full state older than the last status keeps it", "full_state", `{"execution_status":"idle"}`, earlier,
 			func(c acs.Conversation) bool { return c.ExecutionStatus == "running" }},
+		{"newer stats apply", "stats", stats2, later,
+			func(c acs.Conversation) bool { return cost(c) == 2 && c.MetricsAt.Equal(later) }},
+		{"stats at the same time apply", "stats", stats2, t0,
+			func(c acs.Conversation) bool { return cost(c) == 2 }},
+		{"older stats do not undo newer ones", "stats", stats2, earlier,
+			func(c acs.Conversation) bool { return cost(c) == 1 && c.MetricsAt.Equal(t0) }},
+		{"full state older than the last stats keeps them", "full_state", `{"execution_status":"running","stats":` + stats2 + `}`, earlier,
+			func(c acs.Conversation) bool { return cost(c) == 1 }},
 		{"an unknown key changes nothing", "other", `"x"`, later,
 			func(c acs.Conversation) bool { return c.ExecutionStatus == "running" && c.RateLimitedUntil != nil }},
 	} {

@@ -115,6 +115,7 @@ type Conversation struct {
 	ExecutionStatus      string            `json:"execution_status,omitempty"`
 	ExecutionStatusAt    time.Time         `json:"execution_status_at"`
 	Metrics              json.RawMessage   `json:"metrics,omitempty"`
+	MetricsAt            time.Time         `json:"metrics_at,omitzero"`
 	StartTaskID          string            `json:"start_task_id,omitempty"`
 	CreatedAt            time.Time         `json:"created_at"`
 	UpdatedAt            time.Time         `json:"updated_at"`
@@ -216,7 +217,7 @@ func fromConversation(c *acs.Conversation) *Conversation {
 		ParentConversationID: c.ParentConversationID, Public: c.Public, Tags: c.Tags, WorkingDir: c.WorkingDir,
 		SubConversationIDs: c.SubConversationIDs, ProjectDir: c.ProjectDir, TitleAt: c.TitleAt,
 		TitlePending: c.TitlePending, RateLimitedUntil: c.RateLimitedUntil, AgentStateAt: c.AgentStateAt,
-		ExecutionStatus: c.ExecutionStatus, ExecutionStatusAt: c.ExecutionStatusAt, Metrics: c.Metrics,
+		ExecutionStatus: c.ExecutionStatus, ExecutionStatusAt: c.ExecutionStatusAt, Metrics: c.Metrics, MetricsAt: c.MetricsAt,
 		StartTaskID: c.StartTaskID, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
 	if c.Delivered != nil {
 		r.Delivered = make([]Delivered, len(c.Delivered))
@@ -234,7 +235,7 @@ func (r *Conversation) domain() acs.Conversation {
 		ParentConversationID: r.ParentConversationID, Public: r.Public, Tags: r.Tags, WorkingDir: r.WorkingDir,
 		SubConversationIDs: r.SubConversationIDs, ProjectDir: r.ProjectDir, TitleAt: r.TitleAt,
 		TitlePending: r.TitlePending, RateLimitedUntil: r.RateLimitedUntil, AgentStateAt: r.AgentStateAt,
-		ExecutionStatus: r.ExecutionStatus, ExecutionStatusAt: r.ExecutionStatusAt, Metrics: r.Metrics,
+		ExecutionStatus: r.ExecutionStatus, ExecutionStatusAt: r.ExecutionStatusAt, Metrics: r.Metrics, MetricsAt: r.MetricsAt,
 		StartTaskID: r.StartTaskID, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
 	if r.Delivered != nil {
 		c.Delivered = make([]acs.DeliveredMessage, len(r.Delivered))
