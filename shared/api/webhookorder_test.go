@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,5 +68,68 @@ func TestWebhookAgentStateIgnoresOlderReports(t *testing.T) {
 	info(now.Add(time.Second), `{}`)
 	if got := reading(); got != "RUNNING" {
 		t.Fatalf("after a newer info: reads %s, want RUNNING", got)
+	}
+}
+
+// TestWebhookMetricsIgnoreOlderReports: a conversation info captured
+// before a stats event but delivered after it must not put the older
+// metrics back.
+func TestWebhookMetricsIgnoreOlderReports(t *testing.T) {
+	e := newEnv(t, false)
+	ctx := context.Background()
+	const sbID, key, conv = "sb-metrics", "metrics-key-0123456789", "0000000000000000000000000000abce"
+	seeded := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	if err := e.store.CreateSandbox(ctx, acs.Sandbox{ID: sbID, OwnerID: "alice", Status: acs.SandboxRunning,
+		SessionKeyHash: acs.HashKey(key), CreatedAt: seeded, LastUsedAt: seeded, LastActivityAt: seeded}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.CreateConversation(ctx, acs.Conversation{ID: conv, OwnerID: "alice", SandboxID: sbID, CreatedAt: seeded}); err != nil {
+		t.Fatal(err)
+	}
+	hdr := map[string]string{"X-Session-API-Key": key, "Content-Type": "application/json"}
+	stats := func(tokens int) string {
+		return fmt.Sprintf(`{"usage_to_metrics":{"agent":{"accumulated_token_usage":{"prompt_tokens":%d}}}}`, tokens)
+	}
+	tokens := func() string {
+		t.Helper()
+		c, err := e.store.GetConversation(ctx, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Usage struct {
+				Prompt json.Number `json:"prompt_tokens"`
+			} `json:"accumulated_token_usage"`
+		}
+		if len(c.Metrics) > 0 {
+			if err := json.Unmarshal(c.Metrics, &m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return m.Usage.Prompt.String()
+	}
+	info := func(at time.Time, tokens int) {
+		t.Helper()
+		body := `{"id":"` + conv + `","execution_status":"running","updated_at":"` + events.At(at).String() + `","stats":` + stats(tokens) + `}`
+		if r := e.do("POST", "/api/v1/webhooks/conversations", body, hdr); r.status != 200 {
+			t.Fatalf("info: %d %s", r.status, r.body)
+		}
+	}
+	now := time.Now().UTC()
+	batch := `[{"kind":"ConversationStateUpdateEvent","id":"st1","timestamp":"` + events.At(now).String() +
+		`","key":"stats","value":` + stats(300) + `}]`
+	if r := e.do("POST", "/api/v1/webhooks/events/"+conv, batch, hdr); r.status != 200 {
+		t.Fatalf("ingest: %d %s", r.status, r.body)
+	}
+	if got := tokens(); got != "300" {
+		t.Fatalf("after the stats event: %s prompt tokens, want 300", got)
+	}
+	info(now.Add(-time.Second), 200)
+	if got := tokens(); got != "300" {
+		t.Fatalf("after an older info: %s prompt tokens, want 300", got)
+	}
+	info(now.Add(time.Second), 400)
+	if got := tokens(); got != "400" {
+		t.Fatalf("after a newer info: %s prompt tokens, want 400", got)
 	}
 }
