@@ -1,16 +1,15 @@
 package tools_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/internal/golden"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/wire"
 )
@@ -77,20 +76,7 @@ func TestToolsGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			path := filepath.Join(dir, tl.Name()+".json")
-			if *updateGolden {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the tool:\n%s", path, lineDiff(string(want), string(got)))
-			}
+			golden.Check(t, filepath.Join(dir, tl.Name()+".json"), got, *updateGolden)
 		})
 	}
 }
@@ -108,23 +94,4 @@ func checkSchemaTypes(t *testing.T, at string, v any) {
 	default:
 		t.Errorf("%s is a %T", at, v)
 	}
-}
-
-// lineDiff lists the lines of want and got that differ, by position.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			b.WriteString("- " + wl + "\n+ " + gl + "\n")
-		}
-	}
-	return b.String()
 }

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/internal/golden"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/conversations"
@@ -89,17 +89,5 @@ func TestAgentErrGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%s\n\n", w.Body.String())
 	}
-	path := filepath.Join("testdata", "agent_errors.golden")
-	if *updateGolden {
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("the answers differ from %s:\n%s", path, lineDiff(string(want), got))
-	}
+	golden.Check(t, filepath.Join("testdata", "agent_errors.golden"), []byte(b.String()), *updateGolden)
 }

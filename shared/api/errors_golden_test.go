@@ -6,13 +6,13 @@ import (
 	"flag"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
+	"github.com/acs-project/acs/internal/golden"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/startflow"
@@ -121,41 +121,7 @@ func TestWriteErrGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&b, "%s\n\n", w.Body.String())
 	}
-	path := filepath.Join("testdata", "errors.golden")
-	if *updateGolden {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := b.String(); got != string(want) {
-		t.Errorf("writeErr answers differ from %s:\n%s", path, lineDiff(string(want), got))
-	}
-}
-
-// lineDiff lists the lines of want and got that differ, side by side.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < max(len(w), len(g)); i++ {
-		var wl, gl string
-		if i < len(w) {
-			wl = w[i]
-		}
-		if i < len(g) {
-			gl = g[i]
-		}
-		if wl != gl {
-			fmt.Fprintf(&b, "line %d:\n  want %s\n  got  %s\n", i+1, wl, gl)
-		}
-	}
-	return b.String()
+	golden.Check(t, filepath.Join("testdata", "errors.golden"), []byte(b.String()), *updateGolden)
 }
 
 // usable is the read-only error of a sandbox (acs.Sandbox.Usable).
