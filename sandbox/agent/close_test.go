@@ -126,12 +126,30 @@ func TestCloseWaitsForEverythingItStarted(t *testing.T) {
 // conversationGoroutines returns the stacks of the goroutines that run
 // package agent's code or that it started.
 func conversationGoroutines() []string {
-	buf := make([]byte, 1<<20)
 	var out []string
-	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+	for _, g := range goroutineStacks() {
 		if strings.Contains(g, "/sandbox/agent.") {
 			out = append(out, g)
 		}
+	}
+	return out
+}
+
+// goroutineStacks returns the stack of every goroutine, by id.
+func goroutineStacks() map[string]string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	out := map[string]string{}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+		out[id] = g
 	}
 	return out
 }

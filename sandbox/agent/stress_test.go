@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -823,23 +822,12 @@ func (sub *subscriber) check(t *testing.T, c *agent.Conversation) {
 // goroutineIDs returns the ids of the goroutines running now, without
 // those of the test's LLM server and its HTTP connections.
 func goroutineIDs() map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	out := map[string]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
+	out := goroutineStacks()
+	for id, g := range out {
 		if strings.Contains(g, "/llm/llmtest.") || strings.Contains(g, "net/http.(*conn).serve") ||
 			strings.Contains(g, "net/http.(*persistConn)") {
-			continue
+			delete(out, id)
 		}
-		out[id] = g
 	}
 	return out
 }
