@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -17,27 +16,15 @@ import (
 // the conversation read PAUSED.
 func TestWebhookAgentStateIgnoresOlderReports(t *testing.T) {
 	e := newEnv(t, false)
-	ctx := context.Background()
-	const sbID, key, conv = "sb-order", "order-key-0123456789", "0000000000000000000000000000abcd"
-	seeded := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := e.store.CreateSandbox(ctx, acs.Sandbox{ID: sbID, OwnerID: "alice", Status: acs.SandboxRunning,
-		SessionKeyHash: acs.HashKey(key), CreatedAt: seeded, LastUsedAt: seeded, LastActivityAt: seeded}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.store.CreateConversation(ctx, acs.Conversation{ID: conv, OwnerID: "alice", SandboxID: sbID, CreatedAt: seeded}); err != nil {
-		t.Fatal(err)
-	}
-	hdr := map[string]string{"X-Session-API-Key": key, "Content-Type": "application/json"}
+	const conv = "0000000000000000000000000000abcd"
+	hdr := hookSandbox(t, e, "sb-order", "order-key-0123456789", conv, acs.SandboxRunning)
 	now := time.Now().UTC()
 	until := now.Add(time.Hour).Format(time.RFC3339)
 	// The reading (PAUSED while rate limited) comes from the stored mark;
 	// the sandbox here is not in the runtime, so read the record.
 	reading := func() string {
 		t.Helper()
-		c, err := e.store.GetConversation(ctx, conv)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := record(t, e, conv)
 		if c.RateLimitedUntil != nil && time.Now().Before(*c.RateLimitedUntil) {
 			return "PAUSED"
 		}
@@ -76,26 +63,14 @@ func TestWebhookAgentStateIgnoresOlderReports(t *testing.T) {
 // metrics back.
 func TestWebhookMetricsIgnoreOlderReports(t *testing.T) {
 	e := newEnv(t, false)
-	ctx := context.Background()
-	const sbID, key, conv = "sb-metrics", "metrics-key-0123456789", "0000000000000000000000000000abce"
-	seeded := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-	if err := e.store.CreateSandbox(ctx, acs.Sandbox{ID: sbID, OwnerID: "alice", Status: acs.SandboxRunning,
-		SessionKeyHash: acs.HashKey(key), CreatedAt: seeded, LastUsedAt: seeded, LastActivityAt: seeded}); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.store.CreateConversation(ctx, acs.Conversation{ID: conv, OwnerID: "alice", SandboxID: sbID, CreatedAt: seeded}); err != nil {
-		t.Fatal(err)
-	}
-	hdr := map[string]string{"X-Session-API-Key": key, "Content-Type": "application/json"}
+	const conv = "0000000000000000000000000000abce"
+	hdr := hookSandbox(t, e, "sb-metrics", "metrics-key-0123456789", conv, acs.SandboxRunning)
 	stats := func(tokens int) string {
 		return fmt.Sprintf(`{"usage_to_metrics":{"agent":{"accumulated_token_usage":{"prompt_tokens":%d}}}}`, tokens)
 	}
 	tokens := func() string {
 		t.Helper()
-		c, err := e.store.GetConversation(ctx, conv)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := record(t, e, conv)
 		var m struct {
 			Usage struct {
 				Prompt json.Number `json:"prompt_tokens"`
