@@ -495,9 +495,6 @@ func (r *Runtime) Archive(ctx context.Context, id string, w io.Writer) error {
 			}
 			return nil
 		}
-		if err := create(); err != nil {
-			return err
-		}
 		defer func() {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 			defer cancel()
@@ -514,10 +511,10 @@ func (r *Runtime) Archive(ctx context.Context, id string, w io.Writer) error {
 
 // fetchArchive waits for the runtime's pod to be ready and copies its
 // agent server's workspace archive to w, retrying while the route is not
-// there yet (nothing written). When the pod is missing and recreate is not
-// nil, fetchArchive calls it to make the pod again. A pod made only for
-// the archive has the name of the pod it replaced, so a late deletion of
-// that pod by name deletes it.
+// there yet (nothing written). Whenever the pod is missing and recreate is
+// not nil, fetchArchive calls it to make the pod: a pod made only for the
+// archive has the name of the pod it replaced, so a late deletion of that
+// pod by name deletes it.
 func (r *Runtime) fetchArchive(ctx context.Context, rid string, w io.Writer, recreate func() error) error {
 	deadline := r.now().Add(r.cfg.ReadyTimeout)
 	var last error
