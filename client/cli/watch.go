@@ -17,7 +17,7 @@ func runWatch(ctx context.Context, a *app, args []string) error {
 	fs := a.flags("watch", "watch <conversation-id> [--json]",
 		"Prints the conversation's events: its history first, then live as they happen (user and agent\n"+
 			"messages, each command and its output, file edits as diffs, errors, status changes), until\n"+
-			"the agent is done. A dropped connection is resumed without losing or repeating an event.\n"+
+			"the agent is done and the service has recorded it. A dropped connection is resumed without losing or repeating an event.\n"+
 			"Exits 0 when the agent finishes (or waits: idle, paused, waiting for confirmation), 1 when it\n"+
 			"ends in error. --json prints the raw events, one JSON object a line.",
 		"acs watch 6f1c0e9a2b3d4c5e8f7a6b5c4d3e2f1a\nacs watch 6f1c0e9a2b3d4c5e8f7a6b5c4d3e2f1a --json | jq .kind")
@@ -150,6 +150,7 @@ func (a *app) followFrom(ctx context.Context, id string, skip map[string]bool) e
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
+			w.settle(ctx)
 			return w.finish()
 		}
 		if delivered {
@@ -211,6 +212,28 @@ func (w *watcher) catchUp(ctx context.Context, agent *client.Agent) error {
 		w.emit(ev, false)
 	}
 	return nil
+}
+
+// settleWait bounds how long settle waits for the control plane.
+const settleWait = 5 * time.Second
+
+// settle waits until the control plane's record of the conversation shows
+// the status the agent ended with, so a show or ls right after watch
+// agrees with what watch printed. The agent's events reach the control
+// plane a moment after they reach a watcher. It gives up after settleWait,
+// on an error, or when ctx ends: the status printed stands either way.
+func (w *watcher) settle(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, settleWait)
+	defer cancel()
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, 500*time.Millisecond) {
+		conv, err := w.a.c.GetConversation(ctx, w.id)
+		if err != nil || conv.ExecutionStatus != nil && *conv.ExecutionStatus == w.status {
+			return
+		}
+		if sleep(ctx, pause) != nil {
+			return
+		}
+	}
 }
 
 // finish reports how the agent ended.

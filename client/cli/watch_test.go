@@ -2,10 +2,15 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 )
 
@@ -55,6 +60,51 @@ func TestWatcherIgnoresStaleStatus(t *testing.T) {
 			}
 			if out.String() != tc.want || w.status != tc.status {
 				t.Fatalf("printed %q with status %q, want %q with %q", out.String(), w.status, tc.want, tc.status)
+			}
+		})
+	}
+}
+
+// TestWatcherSettlesWithTheControlPlane: when the agent is done, watch
+// returns once the control plane's record shows the same status, so a
+// show right after it agrees. A control plane that answers with an error
+// ends the wait at once.
+func TestWatcherSettlesWithTheControlPlane(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		behind    int32 // reads that still show the old status
+		fail      bool
+		wantReads int32
+	}{
+		{"already recorded", 0, false, 1},
+		{"recorded after three reads", 3, false, 4},
+		{"control plane error", 0, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path != "/api/v1/app-conversations" || r.URL.Query().Get("ids") != "c1" {
+					http.NotFound(w, r)
+					return
+				}
+				n := reads.Add(1)
+				w.Header().Set("Content-Type", "application/json")
+				if tc.fail {
+					w.WriteHeader(http.StatusForbidden)
+					w.Write([]byte(`{"detail":"no"}`))
+					return
+				}
+				status := "finished"
+				if n <= tc.behind {
+					status = "running"
+				}
+				w.Write([]byte(`[{"id":"c1","execution_status":"` + status + `"}]`))
+			}))
+			defer srv.Close()
+			w := &watcher{a: &app{c: client.New(srv.URL, "k")}, id: "c1", status: "finished"}
+			w.settle(context.Background())
+			if got := reads.Load(); got != tc.wantReads {
+				t.Fatalf("settle read the conversation %d times, want %d", got, tc.wantReads)
 			}
 		})
 	}
