@@ -25,7 +25,7 @@ import (
 // Besides µs-overhead/step it reports µs-fsync-1KiB, the floor measured in
 // the same run: a step of the think tool durably appends its events (stats
 // update, action, observation) in one write and one fsync, which runs
-// while the next step's LLM call does (emitNoWaitLocked), so it counts in
+// while the next step's LLM call does (emitNoWait), so it counts in
 // the overhead only where it outlasts that call.
 //
 // The "with-secrets" case adds five secrets, so every event is checked (and

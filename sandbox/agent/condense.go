@@ -24,10 +24,10 @@ func (c *Conversation) condenser() *wire.Condenser {
 	return cd
 }
 
-// condensationNeededLocked returns the history's condensation plan under
+// condensationNeeded returns the history's condensation plan under
 // the summarizing condenser's limits, or nil when there is no condenser or
 // nothing to condense.
-func (c *Conversation) condensationNeededLocked() *history.Plan {
+func (c *Conversation) condensationNeeded() *history.Plan {
 	cd := c.condenser()
 	if cd == nil {
 		return nil
@@ -41,31 +41,39 @@ func (c *Conversation) condensationNeededLocked() *history.Plan {
 }
 
 // condense summarizes the planned slice with the condenser's LLM and emits the
-// Condensation. The caller's plan is made again under the lock, and the
+// Condensation. The caller's plan is made again by the owner, and the
 // summary is dropped if the slice left the view during the LLM call:
-// another condensation or a navigation may come between.
+// another condensation or a navigation may come between. It does not run
+// on the owner.
 func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
-	c.mu.Lock()
-	cd := c.condenser()
-	if plan = c.condensationNeededLocked(); cd == nil || plan == nil {
-		c.unlock()
-		return nil
-	}
-	forgotten, ok := c.hist.Forgotten(*plan)
+	var (
+		ids    []string
+		prompt string
+		cfg    llm.Config
+		ok     bool
+	)
+	c.do(func() {
+		cd := c.condenser()
+		if plan = c.condensationNeeded(); cd == nil || plan == nil {
+			return
+		}
+		var forgotten []events.Event
+		if forgotten, ok = c.hist.Forgotten(*plan); !ok {
+			return
+		}
+		ids = make([]string, len(forgotten))
+		for i, ev := range forgotten {
+			ids[i] = ev.EventBase().ID
+		}
+		prompt = summarizingPrompt(forgotten)
+		cfg = *cd.LLM
+		if cfg.UsageID == "default" || cfg.UsageID == "" {
+			cfg.UsageID = "condenser"
+		}
+	})
 	if !ok {
-		c.unlock()
 		return nil
 	}
-	ids := make([]string, len(forgotten))
-	for i, ev := range forgotten {
-		ids[i] = ev.EventBase().ID
-	}
-	prompt := summarizingPrompt(forgotten)
-	cfg := *cd.LLM
-	if cfg.UsageID == "default" || cfg.UsageID == "" {
-		cfg.UsageID = "condenser"
-	}
-	c.unlock()
 
 	client := llm.New(cfg)
 	sctx, span := c.llmSpan(ctx, cfg, "condenser")
@@ -77,18 +85,18 @@ func (c *Conversation) condense(ctx context.Context, plan *history.Plan) error {
 	if err != nil {
 		return fmt.Errorf("condense history: %w", err)
 	}
-	c.mu.Lock()
-	defer c.unlock()
-	usage, err := c.usageEventsLocked(cfg, resp)
-	if now, ok := c.hist.Forgotten(*plan); !ok || !sameIDs(now, ids) {
-		return errors.Join(err, c.emitLocked(ctx, usage...))
-	}
-	summary, offset := resp.Content, plan.Offset
-	if emitErr := c.emitLocked(ctx, append(usage, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary,
-		SummaryOffset: &offset, LLMResponseID: resp.ID})...); emitErr != nil {
-		return emitErr
-	}
-	return err
+	return call(c, func() error {
+		usage, err := c.usageEvents(cfg, resp)
+		if now, ok := c.hist.Forgotten(*plan); !ok || !sameIDs(now, ids) {
+			return errors.Join(err, c.emit(ctx, usage...))
+		}
+		summary, offset := resp.Content, plan.Offset
+		if emitErr := c.emit(ctx, append(usage, &events.Condensation{ForgottenEventIDs: ids, Summary: &summary,
+			SummaryOffset: &offset, LLMResponseID: resp.ID})...); emitErr != nil {
+			return emitErr
+		}
+		return err
+	})
 }
 
 // sameIDs reports whether evs are the events ids, in order.
@@ -109,22 +117,25 @@ func sameIDs(evs []events.Event, ids []string) bool {
 // or as it ends: endRun).
 // ErrNoCondenser without a summarizing condenser.
 func (c *Conversation) RequestCondensation(ctx context.Context) error {
-	c.mu.Lock()
-	if c.closed {
-		c.unlock()
-		return ErrClosed
-	}
-	if c.condenser() == nil {
-		c.unlock()
-		return ErrNoCondenser
-	}
-	if err := c.emitLocked(ctx, &events.CondensationRequest{}); err != nil {
-		c.unlock()
+	var (
+		running bool
+		plan    *history.Plan
+	)
+	if err := call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		if c.condenser() == nil {
+			return ErrNoCondenser
+		}
+		if err := c.emit(ctx, &events.CondensationRequest{}); err != nil {
+			return err
+		}
+		running, plan = c.running, c.condensationNeeded()
+		return nil
+	}); err != nil {
 		return err
 	}
-	running := c.running
-	plan := c.condensationNeededLocked()
-	c.unlock()
 	if running || plan == nil {
 		return nil
 	}

@@ -24,10 +24,10 @@ func analyzerKind(raw json.RawMessage) string {
 	return a.Kind
 }
 
-// riskLocked is the risk recorded on an action: the LLM's own assessment when
+// risk is the risk recorded on an action: the LLM's own assessment when
 // an LLMSecurityAnalyzer is configured, LOW for read-only tools (they change
 // nothing), otherwise UNKNOWN.
-func (c *Conversation) riskLocked(tool string, predicted events.SecurityRisk) events.SecurityRisk {
+func (c *Conversation) risk(tool string, predicted events.SecurityRisk) events.SecurityRisk {
 	if t, ok := c.kit.tool(tool); ok && t.ReadOnly() {
 		return events.RiskLow
 	}
@@ -37,10 +37,10 @@ func (c *Conversation) riskLocked(tool string, predicted events.SecurityRisk) ev
 	return events.RiskUnknown
 }
 
-// needsConfirmationLocked applies the confirmation policy to a batch of
+// needsConfirmation applies the confirmation policy to a batch of
 // executable actions. A batch that is a single finish or think never waits;
 // otherwise one action needing confirmation holds the whole batch.
-func (c *Conversation) needsConfirmationLocked(actions []*events.ActionEvent) bool {
+func (c *Conversation) needsConfirmation(actions []*events.ActionEvent) bool {
 	if len(actions) == 1 {
 		switch actions[0].Action.(type) {
 		case *events.FinishAction, *events.ThinkAction:
@@ -77,65 +77,65 @@ func (c *Conversation) needsConfirmationLocked(actions []*events.ActionEvent) bo
 // UserRejectObservation (rejection_source user) per pending action and makes
 // the conversation idle. ErrNotWaiting when nothing waits.
 func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, reason string) error {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if c.st.ExecutionStatus != wire.StatusWaitingForConfirmation {
-		if accept && c.running {
-			return nil
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
 		}
-		return ErrNotWaiting
-	}
-	if accept {
-		if c.running {
-			// The run that waits is ending (see endRun): it starts the next.
-			c.rerun = true
-			return nil
+		if c.st.ExecutionStatus != wire.StatusWaitingForConfirmation {
+			if accept && c.running {
+				return nil
+			}
+			return ErrNotWaiting
 		}
-		return c.startRunLocked(ctx)
-	}
-	var rejections []events.Event
-	for _, a := range c.hist.Unanswered() {
-		rejections = append(rejections, &events.UserRejectObservation{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
-			ActionID: a.ID, RejectionReason: reason, RejectionSource: events.RejectedByUser})
-	}
-	if err := c.emitLocked(ctx, rejections...); err != nil {
-		return err
-	}
-	return c.setStatusLocked(ctx, wire.StatusIdle)
+		if accept {
+			if c.running {
+				// The run that waits is ending (see endRun): it starts the next.
+				c.rerun = true
+				return nil
+			}
+			return c.startRun(ctx)
+		}
+		var rejections []events.Event
+		for _, a := range c.hist.Unanswered() {
+			rejections = append(rejections, &events.UserRejectObservation{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
+				ActionID: a.ID, RejectionReason: reason, RejectionSource: events.RejectedByUser})
+		}
+		if err := c.emit(ctx, rejections...); err != nil {
+			return err
+		}
+		return c.setStatus(ctx, wire.StatusIdle)
+	})
 }
 
 // SetConfirmationPolicy changes the policy at once; the change is persisted
 // and emitted as a confirmation_policy state update.
 func (c *Conversation) SetConfirmationPolicy(ctx context.Context, p wire.ConfirmationPolicy) error {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	c.st.ConfirmationPolicy = p
-	if err := c.saveStateLocked(); err != nil {
-		return err
-	}
-	c.changedLocked()
-	return c.emitStateLocked(ctx, "confirmation_policy", p)
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		c.st.ConfirmationPolicy = p
+		if err := c.saveState(); err != nil {
+			return err
+		}
+		c.markChanged()
+		return c.emitState(ctx, "confirmation_policy", p)
+	})
 }
 
 // SetSecurityAnalyzer sets (or, with nil, removes) the security analyzer.
 func (c *Conversation) SetSecurityAnalyzer(ctx context.Context, raw json.RawMessage) error {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	c.st.SecurityAnalyzer = raw
-	if err := c.saveStateLocked(); err != nil {
-		return err
-	}
-	if raw == nil {
-		raw = json.RawMessage("null")
-	}
-	return c.emitStateLocked(ctx, "security_analyzer", raw)
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		c.st.SecurityAnalyzer = raw
+		if err := c.saveState(); err != nil {
+			return err
+		}
+		if raw == nil {
+			raw = json.RawMessage("null")
+		}
+		return c.emitState(ctx, "security_analyzer", raw)
+	})
 }

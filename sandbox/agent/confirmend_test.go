@@ -45,16 +45,11 @@ func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ending := make(chan struct{})
-	c.mu.Lock()
-	c.running, c.cancelRun, c.runDone = true, cancel, ending
-	c.mu.Unlock()
+	c.do(func() { c.running, c.cancelRun, c.runDone = true, cancel, ending })
 	if err := c.RespondToConfirmation(ctx, true, ""); err != nil {
 		t.Fatal(err)
 	}
-	c.mu.Lock()
-	second := c.runDone != ending
-	c.mu.Unlock()
-	if second {
+	if call(c, func() bool { return c.runDone != ending }) {
 		t.Fatal("accepting started a second run beside the ending one")
 	}
 	c.endRun(runCtx, ending)
@@ -64,13 +59,13 @@ func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	results := map[string]int{}
-	c.mu.Lock()
-	for _, ev := range c.hist.Events() {
-		if o, ok := ev.(*events.ObservationEvent); ok {
-			results[o.ToolCallID]++
+	c.do(func() {
+		for _, ev := range c.hist.Events() {
+			if o, ok := ev.(*events.ObservationEvent); ok {
+				results[o.ToolCallID]++
+			}
 		}
-	}
-	c.mu.Unlock()
+	})
 	if len(results) != 2 || results["call_1_1"] != 1 || results["call_1_2"] != 1 || c.Status() != wire.StatusFinished {
 		t.Fatalf("observations per tool call %v, status %s; want one for each of call_1_1 and call_1_2, finished", results, c.Status())
 	}

@@ -138,9 +138,8 @@ type Conversation struct {
 	log  *eventlog.Log
 	lg   *slog.Logger
 
-	// mu guards what follows. Every section under it ends with unlock,
-	// which publishes info when the section changed the state.
-	mu     sync.Mutex
+	// own runs every op that reads or changes what follows (owner.go).
+	own    owner
 	meta   meta
 	st     state
 	hist   history.History // the conversation tree and its active branch, see tree.go
@@ -165,7 +164,7 @@ type Conversation struct {
 	bg       context.Context
 	bgCancel context.CancelFunc
 	hookWG   sync.WaitGroup
-	// logClosed is set (under mu) once nothing may be appended any more.
+	// logClosed is set once nothing may be appended any more.
 	logClosed bool
 
 	tracer  trace.Tracer
@@ -173,17 +172,17 @@ type Conversation struct {
 	spanCtx context.Context // parent of LLM and tool spans
 
 	stateDirty bool
-	// infoStale says the state changed since info was published. Every
-	// change is noted by what persists it: emitWithLocked,
-	// saveStateLocked, setStatusLocked, putMetaLocked.
+	// infoStale says the state changed since the snapshot was published.
+	// Every change is noted by what persists it: emitWith, saveState,
+	// setStatus, putMeta.
 	infoStale bool
-	// notifyChange asks unlock to notify OnChange (changedLocked).
+	// notifyChange asks publish to notify OnChange (markChanged).
 	notifyChange bool
-	// unsynced waits for the fsync of the last emitNoWaitLocked (nil when
+	// unsynced waits for the fsync of the last emitNoWait (nil when
 	// none is outstanding).
 	unsynced func() error
-	// llmRetrying is set (under mu) while an llm_retry state update
-	// announces a retry the LLM call has not finished yet.
+	// llmRetrying is set while an llm_retry state update announces a
+	// retry the LLM call has not finished yet.
 	llmRetrying bool
 	running     bool
 	rerun       bool
@@ -198,9 +197,9 @@ type Conversation struct {
 
 	subs fanout
 
-	// info is what Info and Status return, published by unlock: they
-	// read it without the lock.
-	info atomic.Pointer[wire.ConversationInfo]
+	// snapshot is what Info and Status return, published after each op:
+	// they read it without asking the owner.
+	snapshot atomic.Pointer[wire.ConversationInfo]
 
 	// goroutines runs every goroutine the conversation starts (goAsync);
 	// Close waits for them.
@@ -255,11 +254,11 @@ func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest
 	// snapshot is written: the initial state is what Load derives from the
 	// meta file when there is none, and the first snapshot is written when
 	// the execution status first changes (or at Close, see
-	// saveStateLocked). A new file costs a millisecond of kernel time on
+	// saveState). A new file costs a millisecond of kernel time on
 	// some file systems, so a create makes only those it needs. A crash
 	// before the syncs end leaves a create that was never acknowledged,
 	// which the next Create of the id clears (clearUnfinished).
-	if err := c.createMetaLocked(); err != nil {
+	if err := c.createMeta(); err != nil {
 		return nil, err
 	}
 	if err := eventlog.Create(opts.Dir); err != nil {
@@ -400,10 +399,7 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 		c.Close()
 		return nil, err
 	}
-	c.mu.Lock()
-	err = c.recoverGoalLocked(ctx)
-	c.unlock()
-	if err != nil {
+	if err := call(c, func() error { return c.recoverGoal(ctx) }); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -434,7 +430,7 @@ func newConversation(id uuid.UUID, opts Options) *Conversation {
 	bg, cancel := context.WithCancel(context.Background())
 	lg = lg.With("conversation", id.String())
 	c := &Conversation{id: id, dir: opts.Dir, opts: opts, lg: lg, subs: fanout{lg: lg},
-		masker: m, secretVals: map[string]string{}, bg: bg, bgCancel: cancel}
+		masker: m, secretVals: map[string]string{}, bg: bg, bgCancel: cancel, own: newOwner()}
 	if opts.OnChange != nil {
 		c.onChange = notifier{call: func() { opts.OnChange(c) }, start: c.goAsync}
 	}
@@ -489,18 +485,18 @@ func (c *Conversation) open(ctx context.Context) error {
 				byID[ev.EventBase().ID] = ev
 			}
 			c.hist.Add(ev)
-			c.replayLocked(ev)
+			c.replay(ev)
 		}
 	}
-	if err := c.loadBranchLocked(byID); err != nil {
+	if err := c.loadBranch(byID); err != nil {
 		l.Close()
 		return err
 	}
 	req := c.meta.Request
 	c.startTrace(ctx)
-	lookups := c.resolveStaticLocked()
+	lookups := c.resolveStatic()
 	env := tools.Env{ConversationID: c.id.String(), WorkDir: req.Workspace.WorkingDir,
-		StateDir: filepath.Join(c.dir, "tools"), Log: c.lg, Environ: c.secretEnvLocked(), Mask: c.masker.Mask}
+		StateDir: filepath.Join(c.dir, "tools"), Log: c.lg, Environ: c.secretEnv(), Mask: c.masker.Mask}
 	ts, err := tools.Build(ctx, env, req.Agent.Tools)
 	if err != nil {
 		l.Close()
@@ -509,17 +505,18 @@ func (c *Conversation) open(ctx context.Context) error {
 	c.kit = newKit(ts)
 	c.client = llm.New(req.Agent.LLM)
 	c.client.OnWait = c.rateLimited
+	c.startOwner()
 	c.startSetup(ctx, lookups)
-	c.mu.Lock() // the setup may be running
-	c.infoStale = true
-	c.unlock()
+	c.do(func() { c.infoStale = true }) // the setup may be running
 	return nil
 }
 
 // recover repairs a conversation whose server stopped mid-run.
 func (c *Conversation) recover(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.unlock()
+	return call(c, func() error { return c.recoverRun(ctx) })
+}
+
+func (c *Conversation) recoverRun(ctx context.Context) error {
 	if c.st.ExecutionStatus != wire.StatusRunning {
 		return nil
 	}
@@ -528,17 +525,19 @@ func (c *Conversation) recover(ctx context.Context) error {
 		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
 			Error: "A restart occurred while this tool was in progress. The tool call was interrupted and its result is unknown; check the state before retrying."})
 	}
-	if err := c.emitLocked(ctx, orphans...); err != nil {
+	if err := c.emit(ctx, orphans...); err != nil {
 		return err
 	}
-	return c.setStatusLocked(ctx, wire.StatusError)
+	return c.setStatus(ctx, wire.StatusError)
 }
 
 // Request returns a copy of the request the conversation was created with
 // (secrets included: never serve it).
 func (c *Conversation) Request() wire.StartConversationRequest {
-	c.mu.Lock()
-	defer c.unlock()
+	return call(c, c.request)
+}
+
+func (c *Conversation) request() wire.StartConversationRequest {
 	r := c.meta.Request
 	if r.Secrets != nil {
 		s := make(map[string]wire.SecretSource, len(r.Secrets))
@@ -552,8 +551,10 @@ func (c *Conversation) Request() wire.StartConversationRequest {
 
 // MarkForked records that the conversation is a fork, with its title.
 func (c *Conversation) MarkForked(src, event string, title *string) error {
-	c.mu.Lock()
-	defer c.unlock()
+	return call(c, func() error { return c.markForked(src, event, title) })
+}
+
+func (c *Conversation) markForked(src, event string, title *string) error {
 	c.meta.ForkedFrom = &src
 	if event != "" {
 		c.meta.ForkedFromEvent = &event
@@ -561,7 +562,7 @@ func (c *Conversation) MarkForked(src, event string, title *string) error {
 	if title != nil {
 		c.meta.Title = title
 	}
-	return c.writeMetaLocked()
+	return c.writeMeta()
 }
 
 // ID returns the conversation id.
@@ -577,30 +578,26 @@ func (c *Conversation) Dir() string { return c.dir }
 func (c *Conversation) Log() *eventlog.Log { return c.log }
 
 // Status returns the execution status. It takes no lock.
-func (c *Conversation) Status() wire.ExecutionStatus { return c.info.Load().ExecutionStatus }
+func (c *Conversation) Status() wire.ExecutionStatus { return c.snapshot.Load().ExecutionStatus }
 
 // Running reports whether a run is in progress.
 func (c *Conversation) Running() bool {
-	c.mu.Lock()
-	defer c.unlock()
-	return c.running
+	return call(c, func() bool { return c.running })
 }
 
-// emitLocked appends events durably and adds them to the history. c.mu must
-// be held.
-func (c *Conversation) emitLocked(ctx context.Context, evs ...events.Event) error {
-	return c.emitWithLocked(ctx, evs, func(ctx context.Context) error { return c.log.Append(ctx, evs...) })
+// emit appends events durably and adds them to the history.
+func (c *Conversation) emit(ctx context.Context, evs ...events.Event) error {
+	return c.emitWith(ctx, evs, func(ctx context.Context) error { return c.log.Append(ctx, evs...) })
 }
 
-// emitNoWaitLocked is emitLocked without waiting for the fsync
+// emitNoWait is emit without waiting for the fsync
 // (eventlog.AppendNoWait): the events are written and in the history, and
 // become visible (to searches, subscribers and the webhook) once synced.
 // Every later emit returns only once they are durable too, and fails if
-// their fsync failed; awaitSyncLocked waits for them. It is for events
-// after which the run only reads (an LLM call) until its next emit. c.mu
-// must be held.
-func (c *Conversation) emitNoWaitLocked(ctx context.Context, evs ...events.Event) error {
-	return c.emitWithLocked(ctx, evs, func(ctx context.Context) error {
+// their fsync failed; awaitSync waits for them. It is for events
+// after which the run only reads (an LLM call) until its next emit.
+func (c *Conversation) emitNoWait(ctx context.Context, evs ...events.Event) error {
+	return c.emitWith(ctx, evs, func(ctx context.Context) error {
 		wait, err := c.log.AppendNoWait(ctx, evs...)
 		if err == nil {
 			c.unsynced = wait
@@ -609,9 +606,9 @@ func (c *Conversation) emitNoWaitLocked(ctx context.Context, evs ...events.Event
 	})
 }
 
-// awaitSyncLocked waits for the fsync of the last emitNoWaitLocked, if
+// awaitSync waits for the fsync of the last emitNoWait, if
 // any, and returns its error.
-func (c *Conversation) awaitSyncLocked() error {
+func (c *Conversation) awaitSync() error {
 	wait := c.unsynced
 	c.unsynced = nil
 	if wait == nil {
@@ -623,9 +620,9 @@ func (c *Conversation) awaitSyncLocked() error {
 	return nil
 }
 
-// emitWithLocked masks evs, stores them with appendEvs and adds them to
+// emitWith masks evs, stores them with appendEvs and adds them to
 // the history.
-func (c *Conversation) emitWithLocked(ctx context.Context, evs []events.Event, appendEvs func(context.Context) error) error {
+func (c *Conversation) emitWith(ctx context.Context, evs []events.Event, appendEvs func(context.Context) error) error {
 	c.infoStale = true // also when the append fails after a change it records
 	if len(evs) == 0 {
 		return nil
@@ -642,51 +639,51 @@ func (c *Conversation) emitWithLocked(ctx context.Context, evs []events.Event, a
 	}
 	c.st.UpdatedAt = events.Now()
 	if stale {
-		return c.loadBranchLocked(nil)
+		return c.loadBranch(nil)
 	}
 	return nil
 }
 
-// emitStateLocked appends a ConversationStateUpdateEvent for key.
-func (c *Conversation) emitStateLocked(ctx context.Context, key string, value any) error {
+// emitState appends a ConversationStateUpdateEvent for key.
+func (c *Conversation) emitState(ctx context.Context, key string, value any) error {
 	raw, err := strictjson.Marshal(value)
 	if err != nil {
 		return fmt.Errorf("encode state %s: %w", key, err)
 	}
-	return c.emitLocked(ctx, &events.ConversationStateUpdateEvent{Key: key, Value: raw})
+	return c.emit(ctx, &events.ConversationStateUpdateEvent{Key: key, Value: raw})
 }
 
-// setStatusLocked changes the execution status, persists it and emits the
+// setStatus changes the execution status, persists it and emits the
 // state update. No-op when unchanged.
-func (c *Conversation) setStatusLocked(ctx context.Context, s wire.ExecutionStatus) error {
+func (c *Conversation) setStatus(ctx context.Context, s wire.ExecutionStatus) error {
 	if c.st.ExecutionStatus == s {
 		return nil
 	}
 	c.st.ExecutionStatus = s
 	c.st.UpdatedAt = events.Now()
 	c.infoStale = true
-	if err := c.writeStateLocked(); err != nil {
+	if err := c.writeState(); err != nil {
 		return err
 	}
-	if err := c.emitStateLocked(ctx, "execution_status", s); err != nil {
+	if err := c.emitState(ctx, "execution_status", s); err != nil {
 		return err
 	}
-	c.changedLocked()
+	c.markChanged()
 	return nil
 }
 
-// saveStateLocked notes that the state changed. The snapshot is written when
+// saveState notes that the state changed. The snapshot is written when
 // the execution status changes and at Close: the event log is the durable
 // record of every state change, and Load replays it over the snapshot.
-func (c *Conversation) saveStateLocked() error {
+func (c *Conversation) saveState() error {
 	c.st.UpdatedAt = events.Now()
 	c.stateDirty, c.infoStale = true, true
 	return nil
 }
 
-// writeStateLocked writes the state snapshot (not fsynced, see
-// saveStateLocked).
-func (c *Conversation) writeStateLocked() error {
+// writeState writes the state snapshot (not fsynced, see
+// saveState).
+func (c *Conversation) writeState() error {
 	c.stateDirty = false
 	b, err := strictjson.Marshal(&c.st)
 	if err != nil {
@@ -699,9 +696,9 @@ func (c *Conversation) writeStateLocked() error {
 	return os.Rename(tmp, c.path(stateFile))
 }
 
-// replayLocked applies a logged event to the state, so the state after a
+// replay applies a logged event to the state, so the state after a
 // crash is what the log says even if the snapshot was older.
-func (c *Conversation) replayLocked(ev events.Event) {
+func (c *Conversation) replay(ev events.Event) {
 	switch e := ev.(type) {
 	case *events.SystemPromptEvent:
 		c.st.SystemPromptEmitted = true
@@ -767,9 +764,9 @@ func (c *Conversation) replayLocked(ev events.Event) {
 // changed notifies OnChange asynchronously.
 func (c *Conversation) changed() { c.onChange.notify() }
 
-// changedLocked notifies OnChange once c.mu is released (unlock), so that
-// the call reads the info of the change.
-func (c *Conversation) changedLocked() { c.infoStale, c.notifyChange = true, true }
+// markChanged notifies OnChange once the op ends (publish), so that the
+// call reads the info of the change.
+func (c *Conversation) markChanged() { c.infoStale, c.notifyChange = true, true }
 
 // Subscribe returns a channel of transient frames (full_state snapshots,
 // streaming deltas) and a function to unsubscribe. Slow subscribers lose
@@ -784,51 +781,30 @@ func (c *Conversation) broadcast(frame []byte) {
 // FullState returns the full_state ConversationStateUpdateEvent (not
 // persisted), sent to new subscribers and after every run.
 func (c *Conversation) FullState() *events.ConversationStateUpdateEvent {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fullStateLocked()
+	return call(c, c.fullState)
 }
 
-func (c *Conversation) fullStateLocked() *events.ConversationStateUpdateEvent {
-	info := c.infoLocked()
+func (c *Conversation) fullState() *events.ConversationStateUpdateEvent {
+	info := c.buildInfo()
 	raw := strictjson.MustMarshal(&info)
 	return events.Stamp(&events.ConversationStateUpdateEvent{Key: "full_state", Value: raw})
 }
 
 // broadcastFullState sends a full_state snapshot to subscribers. It is
-// taken and sent under c.mu, so they receive snapshots in the order they
-// were taken.
+// taken and sent by the owner, so they receive snapshots in the order
+// they were taken. It does not run on the owner.
 func (c *Conversation) broadcastFullState() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.broadcast(events.MustEncode(c.fullStateLocked()))
+	c.do(func() { c.broadcast(events.MustEncode(c.fullState())) })
 }
 
 // Info returns the conversation's info with secrets redacted. It takes
 // no lock. Its maps and slices are shared with other callers: do not
 // change them.
-func (c *Conversation) Info() wire.ConversationInfo { return *c.info.Load() }
+func (c *Conversation) Info() wire.ConversationInfo { return *c.snapshot.Load() }
 
-// unlock releases c.mu. When the section changed the state it first
-// publishes the info Info and Status return, and after the release it
-// notifies OnChange if changedLocked asked for it.
-func (c *Conversation) unlock() {
-	if c.infoStale {
-		info := c.infoLocked()
-		c.info.Store(&info)
-		c.infoStale = false
-	}
-	notify := c.notifyChange
-	c.notifyChange = false
-	c.mu.Unlock()
-	if notify {
-		c.changed()
-	}
-}
-
-// infoLocked is the info of the state as it is. Everything in it that
+// buildInfo is the info of the state as it is. Everything in it that
 // the state changes in place is a copy.
-func (c *Conversation) infoLocked() wire.ConversationInfo {
+func (c *Conversation) buildInfo() wire.ConversationInfo {
 	req := c.meta.Request
 	agentCfg := req.Agent.Redact()
 	combined := c.st.Stats.Combined()
@@ -867,19 +843,27 @@ func (c *Conversation) infoLocked() wire.ConversationInfo {
 // Close stops a run in progress, closes the tools and the log. It returns
 // once every goroutine the conversation started has ended.
 func (c *Conversation) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.unlock()
+	var (
+		already             bool
+		cancel, setupCancel context.CancelFunc
+		done, setupDone     chan struct{}
+		goal                *goalRun
+	)
+	c.do(func() {
+		if already = c.closed; already {
+			return
+		}
+		c.closed = true
+		cancel, done = c.cancelRun, c.runDone
+		setupCancel, setupDone = c.setupCancel, c.setupDone
+		goal = c.goalLoopRun
+		if c.stateDirty {
+			c.logErr(c.writeState())
+		}
+	})
+	if already {
 		return nil
 	}
-	c.closed = true
-	cancel, done := c.cancelRun, c.runDone
-	setupCancel, setupDone := c.setupCancel, c.setupDone
-	goal := c.goalLoopRun
-	if c.stateDirty {
-		c.logErr(c.writeStateLocked())
-	}
-	c.unlock()
 	if goal != nil {
 		goal.cancel()
 		<-goal.done
@@ -896,7 +880,7 @@ func (c *Conversation) Close() error {
 		setupCancel()
 		<-setupDone
 	}
-	k := c.kit // the setup is over: it is the last kit
+	k := call(c, func() *kit { return c.kit }) // the setup is over: it is the last kit
 	if k.hooks != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), sessionEndTimeout)
 		select { // session_start first (it is stopped below if still running)
@@ -908,11 +892,10 @@ func (c *Conversation) Close() error {
 	}
 	c.bgCancel()
 	c.hookWG.Wait()
-	c.mu.Lock()
-	c.logClosed = true
-	c.unlock()
+	c.do(func() { c.logClosed = true })
 	k.close(c.lg)
 	c.goroutines.Wait()
+	c.stopOwner()
 	c.endTrace()
 	return c.log.Close()
 }

@@ -52,9 +52,7 @@ func TestWhatIsAskedAsARunEndsIsDone(t *testing.T) {
 		}, wantAgentReplies: 1, wantStatus: wire.StatusPaused},
 		{name: "pause, then a message that runs", ask: func(t *testing.T, c *Conversation) {
 			// The run is paused as it runs (a finished one is not).
-			c.mu.Lock()
-			c.st.ExecutionStatus = wire.StatusRunning
-			c.mu.Unlock()
+			c.do(func() { c.st.ExecutionStatus = wire.StatusRunning })
 			if err := c.Pause(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -68,9 +66,7 @@ func TestWhatIsAskedAsARunEndsIsDone(t *testing.T) {
 			c := finishedConversation(t)
 			// A run in its last moment: the loop has left its steps,
 			// endRun has not marked it over.
-			c.mu.Lock()
-			c.running = true
-			c.mu.Unlock()
+			c.do(func() { c.running = true })
 			tc.ask(t, c)
 			if replies, conds := count(c); replies != 1 || conds != 0 {
 				t.Fatalf("%d agent replies, %d condensations while the run was still marked running; what was asked is the loop's", replies, conds)
@@ -92,10 +88,7 @@ func TestWhatIsAskedAsARunEndsIsDone(t *testing.T) {
 				t.Fatalf("%d agent replies, %d condensations, status %s; want %d, %d, %s",
 					replies, conds, c.Status(), tc.wantAgentReplies, tc.wantCondensations, tc.wantStatus)
 			}
-			c.mu.Lock()
-			pending := c.hist.CondensationRequested()
-			c.mu.Unlock()
-			if pending {
+			if call(c, func() bool { return c.hist.CondensationRequested() }) {
 				t.Fatal("a condensation request is still unhandled")
 			}
 		})
@@ -141,17 +134,17 @@ func sendRun(t *testing.T, c *Conversation, text string) {
 // count is the number of the agent's messages and of condensations in c's
 // history.
 func count(c *Conversation) (replies, condensations int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, ev := range c.hist.Events() {
-		switch e := ev.(type) {
-		case *events.MessageEvent:
-			if e.Source == events.SourceAgent {
-				replies++
+	c.do(func() {
+		for _, ev := range c.hist.Events() {
+			switch e := ev.(type) {
+			case *events.MessageEvent:
+				if e.Source == events.SourceAgent {
+					replies++
+				}
+			case *events.Condensation:
+				condensations++
 			}
-		case *events.Condensation:
-			condensations++
 		}
-	}
+	})
 	return replies, condensations
 }

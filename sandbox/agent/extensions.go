@@ -75,7 +75,7 @@ func ValidateExtensions(req wire.StartConversationRequest) strictjson.Errors {
 	return errs
 }
 
-// setupPlan is what the setup needs from the request, read under c.mu.
+// setupPlan is what the setup needs from the request, read on the owner.
 type setupPlan struct {
 	lookups  map[string]wire.SecretSource
 	secrets  map[string]string // static values known at open
@@ -92,7 +92,7 @@ func (p *setupPlan) slow() bool {
 	return len(p.lookups) > 0 || len(p.plugins) > 0 || (len(p.mcp) > 0 && string(p.mcp) != "null")
 }
 
-func (c *Conversation) planLocked(lookups map[string]wire.SecretSource) *setupPlan {
+func (c *Conversation) plan(lookups map[string]wire.SecretSource) *setupPlan {
 	req := c.meta.Request
 	p := &setupPlan{lookups: lookups, secrets: maps.Clone(c.secretVals), plugins: req.Plugins,
 		hookCfg: req.HookConfig, workDir: req.Workspace.WorkingDir,

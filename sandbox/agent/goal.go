@@ -68,15 +68,13 @@ type goalRun struct {
 	done   chan struct{}
 }
 
-// goalRunning reports whether a goal loop is in progress. c.mu is held.
+// goalRunning reports whether a goal loop is in progress.
 func (c *Conversation) goalRunning() bool { return c.goalLoopRun != nil }
 
 // Goal returns a copy of the goal's status (nil when the conversation never
 // had a goal).
 func (c *Conversation) Goal() *wire.GoalStatus {
-	c.mu.Lock()
-	defer c.unlock()
-	return copyGoal(c.st.Goal)
+	return call(c, func() *wire.GoalStatus { return copyGoal(c.st.Goal) })
 }
 
 func copyGoal(g *wire.GoalStatus) *wire.GoalStatus {
@@ -109,13 +107,13 @@ func (c *Conversation) StartGoal(ctx context.Context, objective string, maxItera
 	if err := c.awaitSetup(ctx); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.unlock()
-	if err := c.goalStartableLocked(); err != nil {
-		return err
-	}
-	st := &wire.GoalStatus{Active: true, Status: wire.GoalRunning, MaxIterations: maxIterations, Objective: objective}
-	return c.startGoalLocked(ctx, st, objective)
+	return call(c, func() error {
+		if err := c.goalStartable(); err != nil {
+			return err
+		}
+		st := &wire.GoalStatus{Active: true, Status: wire.GoalRunning, MaxIterations: maxIterations, Objective: objective}
+		return c.startGoal(ctx, st, objective)
+	})
 }
 
 // ResumeGoal continues the last goal that ended interrupted (or was active
@@ -126,18 +124,18 @@ func (c *Conversation) ResumeGoal(ctx context.Context) error {
 	if err := c.awaitSetup(ctx); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.unlock()
-	if err := c.goalStartableLocked(); err != nil {
-		return err
-	}
-	g := c.st.Goal
-	if g == nil || g.Status == wire.GoalComplete || g.Status == wire.GoalCapped {
-		return ErrNoResumableGoal
-	}
-	st := copyGoal(g)
-	st.Active, st.Status = true, wire.GoalRunning
-	return c.startGoalLocked(ctx, st, resumePrompt)
+	return call(c, func() error {
+		if err := c.goalStartable(); err != nil {
+			return err
+		}
+		g := c.st.Goal
+		if g == nil || g.Status == wire.GoalComplete || g.Status == wire.GoalCapped {
+			return ErrNoResumableGoal
+		}
+		st := copyGoal(g)
+		st.Active, st.Status = true, wire.GoalRunning
+		return c.startGoal(ctx, st, resumePrompt)
+	})
 }
 
 // StopGoal ends the goal loop in progress (none: a no-op) and returns once
@@ -145,15 +143,14 @@ func (c *Conversation) ResumeGoal(ctx context.Context) error {
 // not interrupted (Pause and Interrupt do that); the loop starts no further
 // round.
 func (c *Conversation) StopGoal(ctx context.Context) error {
-	c.mu.Lock()
-	if c.closed {
-		c.unlock()
-		return ErrClosed
-	}
-	g := c.goalLoopRun
-	c.unlock()
-	if g == nil {
-		return nil
+	g, err := call2(c, func() (*goalRun, error) {
+		if c.closed {
+			return nil, ErrClosed
+		}
+		return c.goalLoopRun, nil
+	})
+	if err != nil || g == nil {
+		return err
 	}
 	g.cancel()
 	select {
@@ -164,7 +161,7 @@ func (c *Conversation) StopGoal(ctx context.Context) error {
 	}
 }
 
-func (c *Conversation) goalStartableLocked() error {
+func (c *Conversation) goalStartable() error {
 	if c.closed {
 		return ErrClosed
 	}
@@ -174,54 +171,54 @@ func (c *Conversation) goalStartableLocked() error {
 	return nil
 }
 
-// startGoalLocked records st and starts the loop, whose first message is
+// startGoal records st and starts the loop, whose first message is
 // first.
-func (c *Conversation) startGoalLocked(ctx context.Context, st *wire.GoalStatus, first string) error {
-	if err := c.setGoalLocked(ctx, st); err != nil {
+func (c *Conversation) startGoal(ctx context.Context, st *wire.GoalStatus, first string) error {
+	if err := c.setGoal(ctx, st); err != nil {
 		return err
 	}
 	gctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	g := &goalRun{cancel: cancel, done: make(chan struct{})}
 	c.goalLoopRun = g
-	c.goAsync(func() { c.goalLoop(gctx, g, first) }) // c.closed is false under c.mu: never refused
+	c.goAsync(func() { c.goalLoop(gctx, g, first) }) // c.closed is false on the owner: never refused
 	return nil
 }
 
-// setGoalLocked stores the goal's status and emits it as a "goal" state
+// setGoal stores the goal's status and emits it as a "goal" state
 // update.
-func (c *Conversation) setGoalLocked(ctx context.Context, st *wire.GoalStatus) error {
+func (c *Conversation) setGoal(ctx context.Context, st *wire.GoalStatus) error {
 	c.st.Goal = copyGoal(st)
-	if err := c.saveStateLocked(); err != nil {
+	if err := c.saveState(); err != nil {
 		return err
 	}
-	if err := c.emitStateLocked(ctx, "goal", st); err != nil {
+	if err := c.emitState(ctx, "goal", st); err != nil {
 		return err
 	}
-	c.changedLocked()
+	c.markChanged()
 	return nil
 }
 
 // goalLoop drives one goal loop until it ends (see the comment at the top).
 func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string) {
 	defer func() {
-		c.mu.Lock()
-		if c.goalLoopRun == g {
-			c.goalLoopRun = nil
-		}
-		c.unlock()
+		c.do(func() {
+			if c.goalLoopRun == g {
+				c.goalLoopRun = nil
+			}
+		})
 		g.cancel()
 		close(g.done)
 	}()
 	// update changes the goal's status unless the conversation is closing.
 	update := func(f func(*wire.GoalStatus)) {
-		c.mu.Lock()
-		defer c.unlock()
-		if c.closed || c.st.Goal == nil {
-			return
-		}
-		st := copyGoal(c.st.Goal)
-		f(st)
-		c.logErr(c.setGoalLocked(context.WithoutCancel(ctx), st))
+		c.do(func() {
+			if c.closed || c.st.Goal == nil {
+				return
+			}
+			st := copyGoal(c.st.Goal)
+			f(st)
+			c.logErr(c.setGoal(context.WithoutCancel(ctx), st))
+		})
 	}
 	interrupted := func(why string, err error) {
 		c.lg.Info("goal loop interrupted", "reason", why, "error", err)
@@ -250,9 +247,7 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 			interrupted("run ended "+string(s), nil)
 			return
 		}
-		c.mu.Lock()
-		objective := c.st.Goal.Objective
-		c.unlock()
+		objective := call(c, func() string { return c.st.Goal.Objective })
 		verdict, err := c.judgeGoal(ctx, objective)
 		if err != nil {
 			interrupted("judge", err)
@@ -287,10 +282,11 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 // transcript of the active branch. Its usage is added to the stats under
 // goalJudgeUsageID.
 func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.GoalVerdict, error) {
-	c.mu.Lock()
-	view := c.viewLocked()
-	cfg := c.client.Config()
-	c.unlock()
+	var (
+		view []events.Message
+		cfg  llm.Config
+	)
+	c.do(func() { view, cfg = c.view(), c.client.Config() })
 	cfg.UsageID, cfg.Stream = goalJudgeUsageID, false
 	prompt := fmt.Sprintf(judgePrompt, objective, renderTranscript(view))
 	sctx, span := c.llmSpan(ctx, cfg, "goal_judge")
@@ -300,10 +296,11 @@ func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.Go
 	if err != nil {
 		return wire.GoalVerdict{}, fmt.Errorf("goal judge: %w", err)
 	}
-	c.mu.Lock()
-	usage, uerr := c.usageEventsLocked(cfg, resp)
-	err = c.emitLocked(ctx, usage...)
-	c.unlock()
+	uerr := call(c, func() error {
+		usage, uerr := c.usageEvents(cfg, resp)
+		err = c.emit(ctx, usage...)
+		return uerr
+	})
 	if err = errors.Join(err, uerr); err != nil {
 		return wire.GoalVerdict{}, err
 	}
@@ -357,13 +354,13 @@ func parseVerdict(text string) wire.GoalVerdict {
 	return v
 }
 
-// recoverGoalLocked marks a goal that was active when the server stopped
+// recoverGoal marks a goal that was active when the server stopped
 // as interrupted (it can be resumed).
-func (c *Conversation) recoverGoalLocked(ctx context.Context) error {
+func (c *Conversation) recoverGoal(ctx context.Context) error {
 	if g := c.st.Goal; g != nil && g.Active {
 		st := copyGoal(g)
 		st.Active, st.Status = false, wire.GoalInterrupted
-		return c.setGoalLocked(ctx, st)
+		return c.setGoal(ctx, st)
 	}
 	return nil
 }

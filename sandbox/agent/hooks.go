@@ -47,7 +47,8 @@ type hookRecord struct {
 	Executions        []hooks.Execution `json:"executions"`
 }
 
-// runHooks runs the hooks of event (without c.mu held) and logs what ran.
+// runHooks runs the hooks of event and logs what ran. It does not run on
+// the owner.
 // It returns the zero Result when the conversation has no hooks.
 func (c *Conversation) runHooks(ctx context.Context, event hooks.EventType, in hooks.Input) hooks.Result {
 	return c.runHooksFor(ctx, event, in, "")
@@ -68,21 +69,17 @@ func (c *Conversation) runHooksFor(ctx context.Context, event hooks.EventType, i
 	}
 	rec := hookRecord{EventType: event.Name(), ToolName: in.ToolName, ActionID: actionID, Blocked: res.Blocked,
 		Reason: res.Reason, AdditionalContext: res.AdditionalContext, Executions: res.Executions}
-	c.mu.Lock()
-	defer c.unlock()
-	if !c.logClosed {
-		c.logErr(c.emitStateLocked(context.WithoutCancel(ctx), "hook_execution", rec))
-	}
-	return res
+	return call(c, func() hooks.Result {
+		if !c.logClosed {
+			c.logErr(c.emitState(context.WithoutCancel(ctx), "hook_execution", rec))
+		}
+		return res
+	})
 }
 
-// preToolHooksLocked runs pre_tool_use hooks for actions (releasing c.mu
-// while they run) and records the blocked ones.
-func (c *Conversation) preToolHooksLocked(ctx context.Context, actions []*events.ActionEvent) {
-	if !c.kit.hooked(hooks.PreToolUse) {
-		return
-	}
-	c.unlock()
+// preToolHooks runs pre_tool_use hooks for actions and records the
+// blocked ones. It runs in the run's goroutine.
+func (c *Conversation) preToolHooks(ctx context.Context, actions []*events.ActionEvent) {
 	blocked := map[string]string{}
 	for _, ae := range actions {
 		res := c.runHooksFor(ctx, hooks.PreToolUse, hooks.Input{ToolName: ae.ToolName, ToolInput: actionJSON(ae)}, ae.ID)
@@ -90,12 +87,14 @@ func (c *Conversation) preToolHooksLocked(ctx context.Context, actions []*events
 			blocked[ae.ID] = res.Reason
 		}
 	}
-	c.mu.Lock()
-	if len(blocked) > 0 {
-		maps.Copy(c.st.BlockedActions, blocked)
-		c.logErr(c.saveStateLocked())
-		c.logErr(c.emitStateLocked(ctx, "blocked_actions", c.st.BlockedActions))
+	if len(blocked) == 0 {
+		return
 	}
+	c.do(func() {
+		maps.Copy(c.st.BlockedActions, blocked)
+		c.logErr(c.saveState())
+		c.logErr(c.emitState(ctx, "blocked_actions", c.st.BlockedActions))
+	})
 }
 
 // postToolHooks runs post_tool_use hooks for the results of actions.
@@ -115,21 +114,39 @@ func actionJSON(ae *events.ActionEvent) json.RawMessage {
 	return json.RawMessage(ae.ToolCall.Arguments)
 }
 
-// finishLocked ends the run as finished unless a stop hook asks the agent to
-// go on; it reports whether the run finished. c.mu is released while the
-// hooks run.
-func (c *Conversation) finishLocked(ctx context.Context) (bool, error) {
+// finish ends the run as finished unless a stop hook asks the agent to
+// go on; it reports whether the run finished. It runs in the run's
+// goroutine.
+func (c *Conversation) finish(ctx context.Context) (bool, error) {
+	r := call(c, func() reaction { return c.tryFinish(ctx) })
+	if r.stopHook {
+		return c.askStopHooks(ctx, r.final)
+	}
+	return r.finished, r.err
+}
+
+// tryFinish ends the run as finished, unless stop hooks are to be asked
+// first: it then leaves that to the run's goroutine (stopHook).
+func (c *Conversation) tryFinish(ctx context.Context) reaction {
 	if c.kit.hooked(hooks.Stop) && c.stopDenials < maxStopDenials {
-		final := c.hist.FinalResponse()
-		c.unlock()
-		res := c.runHooks(ctx, hooks.Stop, hooks.Input{Message: final})
-		c.mu.Lock()
+		return reaction{stopHook: true, final: c.hist.FinalResponse()}
+	}
+	return reaction{done: true, finished: true, err: c.setStatus(ctx, wire.StatusFinished)}
+}
+
+// askStopHooks runs the stop hooks on final, the agent's final response,
+// then finishes the run unless one of them blocks: the agent is then told
+// why and the run goes on. It reports whether the run finished. It runs
+// in the run's goroutine.
+func (c *Conversation) askStopHooks(ctx context.Context, final string) (bool, error) {
+	res := c.runHooks(ctx, hooks.Stop, hooks.Input{Message: final})
+	return call2(c, func() (bool, error) {
 		if res.Blocked {
 			c.stopDenials++
-			return false, c.emitLocked(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
+			return false, c.emit(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
 				LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
 					"A stop hook asked you to continue before finishing: " + res.Reason)}}})
 		}
-	}
-	return true, c.setStatusLocked(ctx, wire.StatusFinished)
+		return true, c.setStatus(ctx, wire.StatusFinished)
+	})
 }

@@ -13,8 +13,8 @@ import (
 // A kit is what the agent acts with: its tools, skills, hooks and MCP
 // servers. A kit never changes once built. open builds the kit of the
 // built-in tools, the setup extends it into a new one, and the
-// conversation replaces its kit whole. So a kit read under the lock stays
-// valid after it is released.
+// conversation's owner replaces its kit whole. So a kit read from the
+// owner stays valid in another goroutine.
 type kit struct {
 	tools  []tools.Tool
 	byName map[string]tools.Tool

@@ -43,81 +43,81 @@ func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequ
 	msg.ID = events.NewID()
 	text := msg.LLMMessage.Text()
 	prompt := c.runHooksFor(ctx, hooks.UserPromptSubmit, hooks.Input{Message: text}, msg.ID)
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return nil, ErrClosed
-	}
-	if err := c.ensureSystemPromptLocked(ctx); err != nil {
-		return nil, err
-	}
-	if s := c.meta.Request.Agent.AgentContext; s != nil && s.UserMessageSuffix != nil && *s.UserMessageSuffix != "" {
-		msg.ExtendedContent = append(msg.ExtendedContent, events.Text(*s.UserMessageSuffix))
-	}
-	if prompt.AdditionalContext != "" {
-		msg.ExtendedContent = append(msg.ExtendedContent, events.Text(prompt.AdditionalContext))
-	}
-	var activated []string
-	if !prompt.Blocked {
-		fired := map[string]bool{}
-		for _, n := range c.st.ActivatedKnowledgeSkills {
-			fired[n] = true
+	return call2(c, func() (*events.MessageEvent, error) {
+		if c.closed {
+			return nil, ErrClosed
 		}
-		if acts := skills.Match(c.kit.skills, text, fired); len(acts) > 0 {
-			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(skills.ExtraInfo(acts)))
-			for _, a := range acts {
-				activated = append(activated, a.Skill.Name)
+		if err := c.ensureSystemPrompt(ctx); err != nil {
+			return nil, err
+		}
+		if s := c.meta.Request.Agent.AgentContext; s != nil && s.UserMessageSuffix != nil && *s.UserMessageSuffix != "" {
+			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(*s.UserMessageSuffix))
+		}
+		if prompt.AdditionalContext != "" {
+			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(prompt.AdditionalContext))
+		}
+		var activated []string
+		if !prompt.Blocked {
+			fired := map[string]bool{}
+			for _, n := range c.st.ActivatedKnowledgeSkills {
+				fired[n] = true
 			}
-			msg.ActivatedSkills = activated
+			if acts := skills.Match(c.kit.skills, text, fired); len(acts) > 0 {
+				msg.ExtendedContent = append(msg.ExtendedContent, events.Text(skills.ExtraInfo(acts)))
+				for _, a := range acts {
+					activated = append(activated, a.Skill.Name)
+				}
+				msg.ActivatedSkills = activated
+			}
+			if len(c.st.UnannouncedSecrets) > 0 {
+				msg.ExtendedContent = append(msg.ExtendedContent, events.Text(secretsReminder(c.st.UnannouncedSecrets)))
+			}
 		}
-		if len(c.st.UnannouncedSecrets) > 0 {
-			msg.ExtendedContent = append(msg.ExtendedContent, events.Text(secretsReminder(c.st.UnannouncedSecrets)))
-		}
-	}
-	if err := c.emitLocked(ctx, msg); err != nil {
-		return nil, err
-	}
-	if !prompt.Blocked {
-		c.st.UnannouncedSecrets = nil // saved with last_user_message_id below
-	}
-	id := msg.ID
-	c.st.LastUserMessageID = &id
-	if err := c.saveStateLocked(); err != nil {
-		return nil, err
-	}
-	if err := c.emitStateLocked(ctx, "last_user_message_id", id); err != nil {
-		return nil, err
-	}
-	if len(activated) > 0 {
-		c.st.ActivatedKnowledgeSkills = append(c.st.ActivatedKnowledgeSkills, activated...)
-		if err := c.emitStateLocked(ctx, "activated_knowledge_skills", c.st.ActivatedKnowledgeSkills); err != nil {
+		if err := c.emit(ctx, msg); err != nil {
 			return nil, err
 		}
-	}
-	if prompt.Blocked {
-		// The message stays in the log for the user but never reaches the
-		// LLM, and starts no run.
-		c.st.BlockedMessages[id] = prompt.Reason
-		if err := c.emitStateLocked(ctx, "blocked_messages", c.st.BlockedMessages); err != nil {
+		if !prompt.Blocked {
+			c.st.UnannouncedSecrets = nil // saved with last_user_message_id below
+		}
+		id := msg.ID
+		c.st.LastUserMessageID = &id
+		if err := c.saveState(); err != nil {
 			return nil, err
 		}
-		c.changedLocked()
+		if err := c.emitState(ctx, "last_user_message_id", id); err != nil {
+			return nil, err
+		}
+		if len(activated) > 0 {
+			c.st.ActivatedKnowledgeSkills = append(c.st.ActivatedKnowledgeSkills, activated...)
+			if err := c.emitState(ctx, "activated_knowledge_skills", c.st.ActivatedKnowledgeSkills); err != nil {
+				return nil, err
+			}
+		}
+		if prompt.Blocked {
+			// The message stays in the log for the user but never reaches the
+			// LLM, and starts no run.
+			c.st.BlockedMessages[id] = prompt.Reason
+			if err := c.emitState(ctx, "blocked_messages", c.st.BlockedMessages); err != nil {
+				return nil, err
+			}
+			c.markChanged()
+			return msg, nil
+		}
+		if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
+			if err := c.setStatus(ctx, wire.StatusIdle); err != nil {
+				return nil, err
+			}
+		}
+		if req.Run {
+			if c.running {
+				c.rerun = true
+			} else if err := c.startRun(ctx); err != nil {
+				return nil, err
+			}
+		}
+		c.markChanged()
 		return msg, nil
-	}
-	if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
-		if err := c.setStatusLocked(ctx, wire.StatusIdle); err != nil {
-			return nil, err
-		}
-	}
-	if req.Run {
-		if c.running {
-			c.rerun = true
-		} else if err := c.startRunLocked(ctx); err != nil {
-			return nil, err
-		}
-	}
-	c.changedLocked()
-	return msg, nil
+	})
 }
 
 // Run starts the agent loop in the background. It returns ErrAlreadyRunning
@@ -127,57 +127,62 @@ func (c *Conversation) Run(ctx context.Context) error {
 	if err := c.awaitSetup(ctx); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if c.running {
-		return ErrAlreadyRunning
-	}
-	if c.st.ExecutionStatus == wire.StatusFinished {
-		return nil
-	}
-	if err := c.ensureSystemPromptLocked(ctx); err != nil {
-		return err
-	}
-	return c.startRunLocked(ctx)
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		if c.running {
+			return ErrAlreadyRunning
+		}
+		if c.st.ExecutionStatus == wire.StatusFinished {
+			return nil
+		}
+		if err := c.ensureSystemPrompt(ctx); err != nil {
+			return err
+		}
+		return c.startRun(ctx)
+	})
 }
 
 // Pause stops the agent at the next step boundary (an LLM call in flight
 // completes first). It emits a PauseEvent and sets the status paused; it is a
 // no-op unless the conversation is idle or running.
 func (c *Conversation) Pause(ctx context.Context) error {
-	c.mu.Lock()
+	paused, err := call2(c, func() (bool, error) { return c.pause(ctx) })
+	if paused {
+		c.broadcastFullState()
+	}
+	return err
+}
+
+// pause is Pause on the owner. It reports whether it got as far as
+// setting the status.
+func (c *Conversation) pause(ctx context.Context) (bool, error) {
 	if c.closed {
-		c.unlock()
-		return ErrClosed
+		return false, ErrClosed
 	}
 	s := c.st.ExecutionStatus
 	if s != wire.StatusIdle && s != wire.StatusRunning {
-		c.unlock()
-		return nil
+		return false, nil
 	}
-	if err := c.emitLocked(ctx, &events.PauseEvent{}); err != nil {
-		c.unlock()
-		return err
+	if err := c.emit(ctx, &events.PauseEvent{}); err != nil {
+		return false, err
 	}
 	if c.running {
 		// The pause wins over a message that asked to run before it.
 		c.pauseAsked, c.rerun = true, false
 	}
-	err := c.setStatusLocked(ctx, wire.StatusPaused)
-	c.unlock()
-	c.broadcastFullState()
-	return err
+	return true, c.setStatus(ctx, wire.StatusPaused)
 }
 
 // WaitIdle blocks until no run is in progress or ctx ends.
 func (c *Conversation) WaitIdle(ctx context.Context) error {
 	for {
-		c.mu.Lock()
-		running, done := c.running, c.runDone
-		c.unlock()
+		var (
+			running bool
+			done    chan struct{}
+		)
+		c.do(func() { running, done = c.running, c.runDone })
 		if !running {
 			return nil
 		}
@@ -189,9 +194,9 @@ func (c *Conversation) WaitIdle(ctx context.Context) error {
 	}
 }
 
-// ensureSystemPromptLocked emits the SystemPromptEvent once, before the first
+// ensureSystemPrompt emits the SystemPromptEvent once, before the first
 // message or run.
-func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
+func (c *Conversation) ensureSystemPrompt(ctx context.Context) error {
 	if c.st.SystemPromptEmitted {
 		return nil
 	}
@@ -200,13 +205,13 @@ func (c *Conversation) ensureSystemPromptLocked(ctx context.Context) error {
 	for _, t := range c.kit.tools {
 		ev.Tools = append(ev.Tools, t.Definition())
 	}
-	dc := events.Text(dynamicContext(c.meta.Request.Workspace.WorkingDir, c.secretNamesLocked(), time.Now()))
+	dc := events.Text(dynamicContext(c.meta.Request.Workspace.WorkingDir, c.secretNames(), time.Now()))
 	ev.DynamicContext = &dc
-	if err := c.emitLocked(ctx, ev); err != nil {
+	if err := c.emit(ctx, ev); err != nil {
 		return err
 	}
 	c.st.SystemPromptEmitted, c.st.DynamicContext = true, dc.Text
-	return c.saveStateLocked()
+	return c.saveState()
 }
 
 func (c *Conversation) systemPromptText() string {
@@ -220,7 +225,7 @@ func (c *Conversation) systemPromptText() string {
 	return p
 }
 
-func (c *Conversation) secretNamesLocked() []string {
+func (c *Conversation) secretNames() []string {
 	var names []string
 	for n := range c.meta.Request.Secrets {
 		names = append(names, n)
@@ -234,8 +239,8 @@ func (c *Conversation) secretNamesLocked() []string {
 	return names
 }
 
-func (c *Conversation) startRunLocked(ctx context.Context) error {
-	if err := c.setStatusLocked(ctx, wire.StatusRunning); err != nil {
+func (c *Conversation) startRun(ctx context.Context) error {
+	if err := c.setStatus(ctx, wire.StatusRunning); err != nil {
 		return err
 	}
 	c.stopDenials = 0
@@ -243,44 +248,20 @@ func (c *Conversation) startRunLocked(ctx context.Context) error {
 	c.running, c.rerun, c.pauseAsked = true, false, false
 	c.cancelRun, c.runDone = cancel, make(chan struct{})
 	done := c.runDone
-	c.goAsync(func() { c.loop(runCtx, done) }) // c.closed is false under c.mu: never refused
+	c.goAsync(func() { c.loop(runCtx, done) }) // c.closed is false on the owner: never refused
 	return nil
 }
 
 // loop runs steps until the agent finishes, waits, pauses, fails or hits a
-// limit. max_iterations counts steps per run.
+// limit. max_iterations counts steps per run. It is the run's goroutine,
+// not the owner: each step hands the owner what it produced.
 func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 	defer c.endRun(ctx, done)
 	iteration := 0
 	for {
-		c.mu.Lock()
-		if c.pauseAsked || ctx.Err() != nil || c.closed {
-			c.unlock()
+		if !call(c, func() bool { return c.beforeStep(ctx, iteration) }) {
 			return
 		}
-		if c.meta.Request.StuckDetection {
-			s := c.hist.Stuck()
-			if s.Stuck {
-				c.lg.Info("agent is stuck", "reason", s.Reason)
-				c.logErr(c.setStatusLocked(ctx, wire.StatusStuck))
-				c.unlock()
-				return
-			}
-			if s.Nudge != "" && s.NudgeKey != c.st.NudgedFor {
-				c.st.NudgedFor = s.NudgeKey
-				c.logErr(c.emitLocked(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
-					LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(s.Nudge)}}}))
-				c.logErr(c.saveStateLocked())
-			}
-		}
-		if iteration >= c.meta.Request.MaxIterations {
-			err := c.failLocked(ctx, "MaxIterationsReached",
-				fmt.Sprintf("Agent reached the maximum of %d iterations without finishing. Send a message to continue.", c.meta.Request.MaxIterations))
-			c.logErr(err)
-			c.unlock()
-			return
-		}
-		c.unlock()
 		iteration++
 
 		finished, err := c.step(ctx)
@@ -288,29 +269,61 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			if ctx.Err() != nil {
 				return
 			}
-			c.mu.Lock()
-			code, detail := errorCode(err), errorDetail(err)
-			c.logErr(c.failLocked(ctx, code, detail))
-			c.unlock()
+			c.do(func() { c.logErr(c.fail(ctx, errorCode(err), errorDetail(err))) })
 			return
 		}
-		c.mu.Lock()
-		if c.rerun {
-			// A message arrived during the step: keep going. It came
-			// after any pause asked for (a pause clears rerun), so it
-			// un-pauses, as it starts a run on a paused conversation.
-			c.rerun, c.pauseAsked = false, false
+		var again, stop bool
+		c.do(func() {
+			if c.rerun {
+				// A message arrived during the step: keep going. It came
+				// after any pause asked for (a pause clears rerun), so it
+				// un-pauses, as it starts a run on a paused conversation.
+				c.rerun, c.pauseAsked = false, false
+				again = true
+				c.logErr(c.setStatus(ctx, wire.StatusRunning))
+				return
+			}
+			stop = finished || c.st.ExecutionStatus != wire.StatusRunning
+		})
+		if again {
 			iteration = 0
-			c.logErr(c.setStatusLocked(ctx, wire.StatusRunning))
-			c.unlock()
 			continue
 		}
-		stop := finished || c.st.ExecutionStatus != wire.StatusRunning
-		c.unlock()
 		if stop {
 			return
 		}
 	}
+}
+
+// beforeStep reports whether the run takes another step, after iteration
+// steps: not when a pause was asked for, the run was canceled, the
+// conversation closed, the agent is stuck or the run reached
+// max_iterations. It nudges an agent that is about to be stuck.
+func (c *Conversation) beforeStep(ctx context.Context, iteration int) bool {
+	if c.pauseAsked || ctx.Err() != nil || c.closed {
+		return false
+	}
+	if c.meta.Request.StuckDetection {
+		s := c.hist.Stuck()
+		if s.Stuck {
+			c.lg.Info("agent is stuck", "reason", s.Reason)
+			c.logErr(c.setStatus(ctx, wire.StatusStuck))
+			return false
+		}
+		if s.Nudge != "" && s.NudgeKey != c.st.NudgedFor {
+			c.st.NudgedFor = s.NudgeKey
+			c.logErr(c.emit(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
+				LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(s.Nudge)}}}))
+			c.logErr(c.saveState())
+		}
+	}
+	if iteration >= c.meta.Request.MaxIterations {
+		err := c.fail(ctx, "MaxIterationsReached",
+			fmt.Sprintf("Agent reached the maximum of %d iterations without finishing. Send a message to continue.", c.meta.Request.MaxIterations))
+		c.logErr(err)
+		return false
+	}
+	return true
 }
 
 // endRun ends the run loop's run: it waits for the last step's events to
@@ -324,30 +337,7 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 // once. Anything asked later finds the conversation not running and does
 // it by itself, so nothing asked is left undone.
 func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
-	c.mu.Lock()
-	if err := c.awaitSyncLocked(); err != nil && c.st.ExecutionStatus != wire.StatusError {
-		// The last step's events were never stored: the run ends in
-		// error, as a failed emit ends it.
-		c.logErr(c.failLocked(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
-	}
-	if c.interrupted == done {
-		// Recorded before the run is marked over, so nothing started
-		// after the interrupt is mistaken for the interrupted run.
-		c.interrupted = nil
-		c.logErr(c.recordInterruptLocked(context.WithoutCancel(ctx)))
-	}
-	c.running = false
-	c.cancelRun = nil
-	var plan *history.Plan
-	switch {
-	case c.closed:
-	case c.rerun && ctx.Err() == nil:
-		// The new run's first step handles a condensation request too.
-		c.logErr(c.startRunLocked(context.WithoutCancel(ctx)))
-	case c.hist.CondensationRequested():
-		plan = c.condensationNeededLocked()
-	}
-	c.unlock()
+	plan := call(c, func() *history.Plan { return c.markRunEnded(ctx, done) })
 	close(done)
 	c.broadcastFullState()
 	c.changed()
@@ -362,18 +352,46 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 	}
 }
 
+// markRunEnded is endRun's part on the owner. It returns the plan of a
+// condensation left to do, or nil.
+func (c *Conversation) markRunEnded(ctx context.Context, done chan struct{}) *history.Plan {
+	if err := c.awaitSync(); err != nil && c.st.ExecutionStatus != wire.StatusError {
+		// The last step's events were never stored: the run ends in
+		// error, as a failed emit ends it.
+		c.logErr(c.fail(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
+	}
+	if c.interrupted == done {
+		// Recorded before the run is marked over, so nothing started
+		// after the interrupt is mistaken for the interrupted run.
+		c.interrupted = nil
+		c.logErr(c.recordInterrupt(context.WithoutCancel(ctx)))
+	}
+	c.running = false
+	c.cancelRun = nil
+	var plan *history.Plan
+	switch {
+	case c.closed:
+	case c.rerun && ctx.Err() == nil:
+		// The new run's first step handles a condensation request too.
+		c.logErr(c.startRun(context.WithoutCancel(ctx)))
+	case c.hist.CondensationRequested():
+		plan = c.condensationNeeded()
+	}
+	return plan
+}
+
 func (c *Conversation) logErr(err error) {
 	if err != nil {
 		c.lg.Error("conversation state update failed", "error", err)
 	}
 }
 
-// failLocked records a run-loop failure: ConversationErrorEvent, then status
+// fail records a run-loop failure: ConversationErrorEvent, then status
 // error. The status changes even when the event cannot be stored (the
 // disk is full): the run is over and must not read running.
-func (c *Conversation) failLocked(ctx context.Context, code, detail string) error {
+func (c *Conversation) fail(ctx context.Context, code, detail string) error {
 	ev := &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment}, Code: code, Detail: detail}
-	return errors.Join(c.emitLocked(ctx, ev), c.setStatusLocked(ctx, wire.StatusError))
+	return errors.Join(c.emit(ctx, ev), c.setStatus(ctx, wire.StatusError))
 }
 
 // errorDetail is the ConversationErrorEvent detail of a run-loop failure:
@@ -434,22 +452,32 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 // step runs one unit of agent work and reports whether the agent finished:
 // it executes actions left pending (after a confirmation was accepted),
 // condenses the history when needed, or makes one LLM call and acts on its
-// answer. Errors are run-loop failures.
+// answer. Errors are run-loop failures. It runs in the run's goroutine.
 func (c *Conversation) step(ctx context.Context) (bool, error) {
-	c.mu.Lock()
-	if pending := c.hist.Unanswered(); len(pending) > 0 {
-		c.unlock()
+	var (
+		pending []*events.ActionEvent
+		plan    *history.Plan
+		view    []events.Message
+		specs   []llm.Tool
+		client  *llm.Client
+	)
+	c.do(func() {
+		if pending = c.hist.Unanswered(); len(pending) > 0 {
+			return
+		}
+		if plan = c.condensationNeeded(); plan != nil {
+			return
+		}
+		// SwitchLLM may replace the client during the call.
+		view, specs, client = c.view(), c.toolsForLLM(), c.client
+	})
+	if len(pending) > 0 {
 		return c.execute(ctx, pending)
 	}
-	if plan := c.condensationNeededLocked(); plan != nil {
-		c.unlock()
+	if plan != nil {
 		return false, c.condense(ctx, plan)
 	}
-	view := c.viewLocked()
-	specs := c.toolsForLLM()
-	client := c.client // SwitchLLM may replace it once the lock is released
 	cfg := client.Config()
-	c.unlock()
 
 	var onDelta func(llm.Delta)
 	if cfg.Stream {
@@ -461,24 +489,69 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 	endLLMSpan(span, resp, err)
 	c.llmNanos.Add(int64(time.Since(llmStart)))
 	c.clearRateLimit(ctx)
-	if errors.Is(err, llm.ErrContextWindow) && c.condenser() != nil {
+	if errors.Is(err, llm.ErrContextWindow) && call(c, c.condenser) != nil {
 		// Too much history: ask for a condensation; the next step does it.
-		c.mu.Lock()
-		defer c.unlock()
-		return false, c.emitLocked(ctx, &events.CondensationRequest{})
+		return false, call(c, func() error { return c.emit(ctx, &events.CondensationRequest{}) })
 	}
 	if err != nil {
 		return false, err
 	}
 
-	c.mu.Lock()
-	defer c.unlock()
-	usage, err := c.usageEventsLocked(cfg, resp)
-	if err != nil {
-		if emitErr := c.emitLocked(ctx, usage...); emitErr != nil {
-			return false, emitErr
+	r := call(c, func() reaction { return c.react(ctx, cfg, resp) })
+	switch {
+	case r.err != nil || r.done:
+		return r.finished, r.err
+	case r.stopHook:
+		return c.askStopHooks(ctx, r.final)
+	case r.instant:
+		c.postToolHooks(ctx, r.actions, r.results)
+		if r.finished {
+			return c.finish(ctx)
 		}
+		return false, nil
+	}
+	if r.preHooks {
+		c.preToolHooks(ctx, r.actions)
+	}
+	wait, err := call2(c, func() (bool, error) { return c.confirmFirst(ctx, r.actions) })
+	if wait || err != nil {
 		return false, err
+	}
+	return c.execute(ctx, r.actions)
+}
+
+// reaction is what the owner made of an LLM response (react), for the
+// run's goroutine to carry on with.
+type reaction struct {
+	// done says the step is over: it ended with finished and err.
+	done     bool
+	finished bool
+	err      error
+	// stopHook asks for the stop hooks before the run finishes, with the
+	// agent's final response.
+	stopHook bool
+	final    string
+	// instant says actions ran on the owner and were logged with their
+	// results (runInstant); the post_tool_use hooks are left, then a
+	// finish when finished.
+	instant bool
+	results []events.Event
+	// actions are the executable actions of the response, logged. Unless
+	// instant, they are left to run: after the pre_tool_use hooks when
+	// preHooks, and once confirmed.
+	actions  []*events.ActionEvent
+	preHooks bool
+}
+
+// react logs the LLM response resp, made with cfg, and decides what the
+// step does next.
+func (c *Conversation) react(ctx context.Context, cfg llm.Config, resp *llm.Response) reaction {
+	usage, err := c.usageEvents(cfg, resp)
+	if err != nil {
+		if emitErr := c.emit(ctx, usage...); emitErr != nil {
+			return reaction{done: true, err: emitErr}
+		}
+		return reaction{done: true, err: err}
 	}
 	if len(resp.ToolCalls) == 0 {
 		msg := &events.MessageEvent{Base: events.Base{Source: events.SourceAgent},
@@ -490,16 +563,16 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 		if len(resp.ThinkingBlocks) > 0 {
 			msg.LLMMessage.ThinkingBlocks = resp.ThinkingBlocks
 		}
-		if err := c.emitLocked(ctx, append(usage, msg)...); err != nil {
-			return false, err
+		if err := c.emit(ctx, append(usage, msg)...); err != nil {
+			return reaction{done: true, err: err}
 		}
 		if strings.TrimSpace(resp.Content) == "" {
 			// Reasoning only, or nothing: nudge the model instead of finishing.
-			return false, c.emitLocked(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
+			return reaction{done: true, err: c.emit(ctx, &events.MessageEvent{Base: events.Base{Source: events.SourceEnvironment},
 				LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
-					"Your last response did not include a function call or a message. Please use a tool to proceed with the task, or reply with a message when you are done.")}}})
+					"Your last response did not include a function call or a message. Please use a tool to proceed with the task, or reply with a message when you are done.")}}})}
 		}
-		return c.finishLocked(ctx)
+		return c.tryFinish(ctx)
 	}
 
 	actions := make([]*events.ActionEvent, len(resp.ToolCalls))
@@ -519,9 +592,9 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 				ae.ThinkingBlocks = resp.ThinkingBlocks
 			}
 		}
-		action, risk, summary, errText := c.parseCallLocked(tc)
+		action, risk, summary, errText := c.parseCall(tc)
 		ae.Action, ae.Summary = action, summary
-		ae.SecurityRisk = c.riskLocked(tc.Name, risk)
+		ae.SecurityRisk = c.risk(tc.Name, risk)
 		if errText != "" {
 			invalid = append(invalid, &events.AgentErrorEvent{ToolName: tc.Name, ToolCallID: tc.ID, Error: errText})
 		}
@@ -533,39 +606,42 @@ func (c *Conversation) step(ctx context.Context) (bool, error) {
 			executable = append(executable, ae)
 		}
 	}
-	if c.instantLocked(executable) {
-		return c.executeInstantLocked(ctx, append(append(usage, batch...), invalid...), executable)
+	if c.instant(executable) {
+		return c.runInstant(ctx, append(append(usage, batch...), invalid...), executable)
 	}
 	// The usage, all actions of the response, then the errors of the invalid
 	// ones: one durable write.
-	if err := c.emitLocked(ctx, append(append(usage, batch...), invalid...)...); err != nil {
-		return false, err
+	if err := c.emit(ctx, append(append(usage, batch...), invalid...)...); err != nil {
+		return reaction{done: true, err: err}
 	}
 	if len(executable) == 0 {
-		return false, nil
+		return reaction{done: true}
 	}
-	c.preToolHooksLocked(ctx, executable)
+	return reaction{actions: executable, preHooks: c.kit.hooked(hooks.PreToolUse)}
+}
+
+// confirmFirst reports whether actions, those a pre_tool_use hook did not
+// block, wait for the user's confirmation; it then sets the status
+// waiting_for_confirmation.
+func (c *Conversation) confirmFirst(ctx context.Context, actions []*events.ActionEvent) (bool, error) {
 	var unblocked []*events.ActionEvent
-	for _, ae := range executable {
+	for _, ae := range actions {
 		if _, blocked := c.st.BlockedActions[ae.ID]; !blocked {
 			unblocked = append(unblocked, ae)
 		}
 	}
-	if len(unblocked) > 0 && c.needsConfirmationLocked(unblocked) {
-		return false, c.setStatusLocked(ctx, wire.StatusWaitingForConfirmation)
+	if len(unblocked) > 0 && c.needsConfirmation(unblocked) {
+		return true, c.setStatus(ctx, wire.StatusWaitingForConfirmation)
 	}
-	c.unlock()
-	finished, err := c.execute(ctx, executable)
-	c.mu.Lock()
-	return finished, err
+	return false, nil
 }
 
-// instantLocked reports whether a response's executable actions may be
+// instant reports whether a response's executable actions may be
 // logged together with their results, in one durable write: each runs a
 // tool that changes nothing and returns at once (tools.Instant), so there
 // is no effect to log ahead of, no PreToolUse hook is to see them first and
 // the confirmation policy lets them run.
-func (c *Conversation) instantLocked(actions []*events.ActionEvent) bool {
+func (c *Conversation) instant(actions []*events.ActionEvent) bool {
 	if len(actions) == 0 {
 		return false
 	}
@@ -578,76 +654,70 @@ func (c *Conversation) instantLocked(actions []*events.ActionEvent) bool {
 	if c.kit.hooked(hooks.PreToolUse) {
 		return false
 	}
-	return !c.needsConfirmationLocked(actions)
+	return !c.needsConfirmation(actions)
 }
 
-// executeInstantLocked runs instant actions (see instantLocked) and appends
-// logged (the response's events, the actions among them) and the actions'
-// results in one durable write, so a step of instant tools costs one fsync.
-// Until that write nothing of the step is visible; a crash before it leaves
-// the log as if the LLM call had not returned. It reports whether finish
-// ran.
-func (c *Conversation) executeInstantLocked(ctx context.Context, logged []events.Event, actions []*events.ActionEvent) (bool, error) {
+// runInstant runs instant actions (see instant) and appends logged (the
+// response's events, the actions among them) and the actions' results in
+// one durable write, so a step of instant tools costs one fsync. Until
+// that write nothing of the step is visible; a crash before it leaves the
+// log as if the LLM call had not returned.
+func (c *Conversation) runInstant(ctx context.Context, logged []events.Event, actions []*events.ActionEvent) reaction {
 	for _, ae := range actions {
 		events.Stamp(ae) // the results name their action's id
 	}
-	results, finished, err := c.runActions(ctx, actions, nil)
+	results, finished, err := c.runActions(ctx, c.kit, actions, nil)
 	if err != nil {
-		return false, errors.Join(err, c.emitLocked(ctx, logged...))
+		return reaction{done: true, err: errors.Join(err, c.emit(ctx, logged...))}
 	}
-	emit := c.emitLocked
+	emit := c.emit
 	if !finished && !c.kit.hooked(hooks.PostToolUse) {
 		// The next step's LLM call runs while the fsync does: it only
 		// reads, nothing of this step is visible before the fsync, and
 		// the next emit (or the end of the run) waits for it.
-		emit = c.emitNoWaitLocked
+		emit = c.emitNoWait
 	}
 	if err := emit(ctx, append(logged, results...)...); err != nil {
-		return false, err
+		return reaction{done: true, err: err}
 	}
-	c.unlock()
-	c.postToolHooks(ctx, actions, results)
-	c.mu.Lock()
-	if finished {
-		return c.finishLocked(ctx)
-	}
-	return false, nil
+	return reaction{instant: true, actions: actions, results: results, finished: finished}
 }
 
 // execute runs actions in order (none after a finish) and emits their
-// results in the same order once all have run. It reports whether finish ran.
+// results in the same order once all have run. It reports whether finish
+// ran. It runs in the run's goroutine.
 func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEvent) (bool, error) {
-	c.mu.Lock()
-	blocked := map[string]string{}
-	for _, ae := range actions {
-		if reason, ok := c.st.BlockedActions[ae.ID]; ok {
-			blocked[ae.ID] = reason
+	var (
+		blocked = map[string]string{}
+		k       *kit
+	)
+	c.do(func() {
+		for _, ae := range actions {
+			if reason, ok := c.st.BlockedActions[ae.ID]; ok {
+				blocked[ae.ID] = reason
+			}
 		}
-	}
-	c.unlock()
-	results, finished, err := c.runActions(ctx, actions, blocked)
+		k = c.kit
+	})
+	results, finished, err := c.runActions(ctx, k, actions, blocked)
 	if err != nil {
 		return false, err
 	}
-	c.mu.Lock()
-	err = c.emitLocked(ctx, results...)
-	c.unlock()
-	if err != nil {
+	if err := call(c, func() error { return c.emit(ctx, results...) }); err != nil {
 		return false, err
 	}
 	c.postToolHooks(ctx, actions, results)
 	if finished {
-		c.mu.Lock()
-		defer c.unlock()
-		return c.finishLocked(ctx)
+		return c.finish(ctx)
 	}
 	return false, nil
 }
 
 // runActions runs actions in order (none after a finish; a blocked one is
-// rejected) and returns their results in the same order, and whether finish
-// ran. Its error is the run's cancellation.
-func (c *Conversation) runActions(ctx context.Context, actions []*events.ActionEvent, blocked map[string]string) ([]events.Event, bool, error) {
+// rejected) with the tools of k, and returns their results in the same
+// order, and whether finish ran. Its error is the run's cancellation. It
+// reads nothing the owner owns, so it runs on the owner or off it.
+func (c *Conversation) runActions(ctx context.Context, k *kit, actions []*events.ActionEvent, blocked map[string]string) ([]events.Event, bool, error) {
 	results := make([]events.Event, len(actions))
 	finished := false
 	for i, ae := range actions {
@@ -665,7 +735,7 @@ func (c *Conversation) runActions(ctx context.Context, actions []*events.ActionE
 			continue
 		}
 		sctx, span := c.toolSpan(ctx, ae)
-		obs, err := c.kit.byName[ae.ToolName].Execute(sctx, ae.Action)
+		obs, err := k.byName[ae.ToolName].Execute(sctx, ae.Action)
 		endToolSpan(span, obs, err)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -683,9 +753,9 @@ func (c *Conversation) runActions(ctx context.Context, actions []*events.ActionE
 	return results, finished, nil
 }
 
-// systemMessageLocked is the system message of the LLM view: the system
+// systemMessage is the system message of the LLM view: the system
 // prompt and the runtime context.
-func (c *Conversation) systemMessageLocked() events.Message {
+func (c *Conversation) systemMessage() events.Message {
 	text := c.systemPromptText()
 	if c.st.DynamicContext != "" {
 		text += "\n\n" + c.st.DynamicContext
@@ -693,10 +763,10 @@ func (c *Conversation) systemMessageLocked() events.Message {
 	return events.Message{Role: events.RoleSystem, Content: []events.Content{events.TextItem(text)}}
 }
 
-// parseCallLocked turns a tool call into an action. It strips and returns the
+// parseCall turns a tool call into an action. It strips and returns the
 // security_risk and summary arguments every tool accepts. errText, when not
 // empty, explains why the call is not executable.
-func (c *Conversation) parseCallLocked(tc events.MessageToolCall) (events.Action, events.SecurityRisk, *string, string) {
+func (c *Conversation) parseCall(tc events.MessageToolCall) (events.Action, events.SecurityRisk, *string, string) {
 	tool, ok := c.kit.tool(tc.Name)
 	if !ok {
 		names := make([]string, 0, len(c.kit.tools))
@@ -776,12 +846,12 @@ func errOr(err error, s string) string {
 	return s
 }
 
-// usageEventsLocked adds a completion's usage to the stats and returns the
+// usageEvents adds a completion's usage to the stats and returns the
 // events that report it (the stats update, token ids and the completion log
 // when available), for the caller to append with the step's own events in
 // one durable write. It returns a budget error when the cost budget is
 // spent.
-func (c *Conversation) usageEventsLocked(cfg llm.Config, resp *llm.Response) ([]events.Event, error) {
+func (c *Conversation) usageEvents(cfg llm.Config, resp *llm.Response) ([]events.Event, error) {
 	m := c.st.Stats.UsageToMetrics[cfg.UsageID]
 	if m == nil {
 		m = &wire.Metrics{ModelName: cfg.Model, MaxBudgetPerTask: cfg.MaxBudgetPerTask}
@@ -803,7 +873,7 @@ func (c *Conversation) usageEventsLocked(cfg llm.Config, resp *llm.Response) ([]
 	if cfg.MaxInputTokens != nil {
 		t.ContextWindow = int64(*cfg.MaxInputTokens)
 	}
-	c.saveStateLocked()
+	c.saveState()
 	raw, err := strictjson.Marshal(c.st.Stats)
 	if err != nil {
 		return nil, fmt.Errorf("encode stats: %w", err)
@@ -823,7 +893,7 @@ func (c *Conversation) usageEventsLocked(cfg llm.Config, resp *llm.Response) ([]
 			LogData:  string(logData), ModelName: cfg.Model, UsageID: cfg.UsageID,
 		})
 	}
-	c.changedLocked()
+	c.markChanged()
 	if cfg.MaxBudgetPerTask != nil && m.AccumulatedCost >= *cfg.MaxBudgetPerTask {
 		return out, &budgetError{spent: m.AccumulatedCost, budget: *cfg.MaxBudgetPerTask}
 	}
@@ -864,8 +934,8 @@ func streamingDelta(d llm.Delta) []byte {
 	return strictjson.MustMarshal(f)
 }
 
-// viewLocked is the LLM view of the conversation: the system message, then
+// view is the LLM view of the conversation: the system message, then
 // the active branch's messages without those a hook blocked.
-func (c *Conversation) viewLocked() []events.Message {
-	return c.hist.View(c.systemMessageLocked(), c.st.BlockedMessages)
+func (c *Conversation) view() []events.Message {
+	return c.hist.View(c.systemMessage(), c.st.BlockedMessages)
 }

@@ -18,18 +18,24 @@ import (
 // it pauses an idle conversation. The run records its interruption as it
 // ends, so a run started after it is not touched.
 func (c *Conversation) Interrupt(ctx context.Context) error {
-	c.mu.Lock()
-	if c.closed {
-		c.unlock()
-		return ErrClosed
+	var (
+		cancel context.CancelFunc
+		done   chan struct{}
+	)
+	if err := call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		// The interrupt wins over a message that asked to run before it.
+		c.rerun = false
+		cancel, done = c.cancelRun, c.runDone
+		if cancel != nil {
+			c.interrupted = done
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
-	// The interrupt wins over a message that asked to run before it.
-	c.rerun = false
-	cancel, done := c.cancelRun, c.runDone
-	if cancel != nil {
-		c.interrupted = done
-	}
-	c.unlock()
 	if cancel != nil {
 		cancel()
 		select {
@@ -38,22 +44,22 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 			c.lg.Warn("interrupt: the run did not stop within 5s")
 		}
 	}
-	c.mu.Lock()
-	if cancel != nil && c.interrupted != done {
-		// endRun recorded the interruption.
-		c.unlock()
-		return nil
+	recorded, err := call2(c, func() (bool, error) {
+		if cancel != nil && c.interrupted != done {
+			return false, nil // endRun recorded the interruption
+		}
+		c.interrupted = nil
+		return true, c.recordInterrupt(ctx)
+	})
+	if recorded {
+		c.broadcastFullState()
 	}
-	c.interrupted = nil
-	err := c.recordInterruptLocked(ctx)
-	c.unlock()
-	c.broadcastFullState()
 	return err
 }
 
-// recordInterruptLocked records an interruption: an AgentErrorEvent for
+// recordInterrupt records an interruption: an AgentErrorEvent for
 // each action left without a result, a PauseEvent and status paused.
-func (c *Conversation) recordInterruptLocked(ctx context.Context) error {
+func (c *Conversation) recordInterrupt(ctx context.Context) error {
 	var orphans []events.Event
 	for _, a := range c.hist.Unanswered() {
 		if c.st.ExecutionStatus == wire.StatusWaitingForConfirmation {
@@ -62,54 +68,55 @@ func (c *Conversation) recordInterruptLocked(ctx context.Context) error {
 		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
 			Error: "Tool call interrupted before completion: the user interrupted the agent."})
 	}
-	if err := c.emitLocked(ctx, append(orphans, &events.PauseEvent{})...); err != nil {
+	if err := c.emit(ctx, append(orphans, &events.PauseEvent{})...); err != nil {
 		return err
 	}
-	return c.setStatusLocked(ctx, wire.StatusPaused)
+	return c.setStatus(ctx, wire.StatusPaused)
 }
 
 // Update changes the title and (replacing them all) the tags. Each change is
 // persisted and emitted as a state update. A title holding a secret's value
 // is a *TitleSecretError and changes nothing.
 func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRequest) error {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if req.Title != nil {
-		if err := c.checkTitleLocked(*req.Title); err != nil {
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		if req.Title != nil {
+			if err := c.checkTitle(*req.Title); err != nil {
+				return err
+			}
+			c.meta.Title = req.Title
+		}
+		if req.Tags != nil {
+			c.meta.Tags = copyMap(req.Tags)
+		}
+		if err := c.writeMeta(); err != nil {
 			return err
 		}
-		c.meta.Title = req.Title
-	}
-	if req.Tags != nil {
-		c.meta.Tags = copyMap(req.Tags)
-	}
-	if err := c.writeMetaLocked(); err != nil {
-		return err
-	}
-	if req.Title != nil {
-		if err := c.emitStateLocked(ctx, "title", *req.Title); err != nil {
-			return err
+		if req.Title != nil {
+			if err := c.emitState(ctx, "title", *req.Title); err != nil {
+				return err
+			}
 		}
-	}
-	if req.Tags != nil {
-		if err := c.emitStateLocked(ctx, "tags", c.meta.Tags); err != nil {
-			return err
+		if req.Tags != nil {
+			if err := c.emitState(ctx, "tags", c.meta.Tags); err != nil {
+				return err
+			}
 		}
-	}
-	c.changedLocked()
-	return nil
+		c.markChanged()
+		return nil
+	})
 }
 
 // AskAgent answers a question about the conversation with the agent's LLM,
 // without changing the conversation or writing events.
 func (c *Conversation) AskAgent(ctx context.Context, question string) (string, error) {
-	c.mu.Lock()
-	view := c.viewLocked()
-	cfg := c.client.Config()
-	c.unlock()
+	var (
+		view []events.Message
+		cfg  llm.Config
+	)
+	c.do(func() { view, cfg = c.view(), c.client.Config() })
 	cfg.UsageID, cfg.Stream = "ask-agent-llm", false
 	view = append(view, events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
 		"Answer this question about the conversation so far, briefly and without using tools:\n" + question)}})
@@ -125,9 +132,7 @@ func (c *Conversation) AskAgent(ctx context.Context, question string) (string, e
 // FinalResponse is the message of the last finish action, else the text of
 // the last agent message, else "".
 func (c *Conversation) FinalResponse() string {
-	c.mu.Lock()
-	defer c.unlock()
-	return c.hist.FinalResponse()
+	return call(c, func() string { return c.hist.FinalResponse() })
 }
 
 // EventsUpTo returns the canonical JSON of the events up to and including
@@ -148,40 +153,40 @@ func (c *Conversation) EventsUpTo(id string) ([][]byte, error) {
 // imply: whether the system prompt was sent, the last user message, and (with
 // keepStats) the usage.
 func (c *Conversation) Import(ctx context.Context, raw [][]byte, keepStats bool) error {
-	c.mu.Lock()
-	defer c.unlock()
-	c.infoStale = true // the state changes before the events are stored
-	evs := make([]events.Event, 0, len(raw))
-	for _, b := range raw {
-		ev, err := events.Decode(b)
-		if err != nil {
-			return fmt.Errorf("import event: %w", err)
-		}
-		switch e := ev.(type) {
-		case *events.SystemPromptEvent:
-			c.st.SystemPromptEmitted = true
-			if e.DynamicContext != nil {
-				c.st.DynamicContext = e.DynamicContext.Text
+	return call(c, func() error {
+		c.infoStale = true // the state changes before the events are stored
+		evs := make([]events.Event, 0, len(raw))
+		for _, b := range raw {
+			ev, err := events.Decode(b)
+			if err != nil {
+				return fmt.Errorf("import event: %w", err)
 			}
-		case *events.MessageEvent:
-			if e.Source == events.SourceUser {
-				id := e.ID
-				c.st.LastUserMessageID = &id
-			}
-		case *events.ConversationStateUpdateEvent:
-			if e.Key == "stats" && keepStats {
-				var st wire.Stats
-				if err := decodeJSON(e.Value, &st); err == nil && st.UsageToMetrics != nil {
-					c.st.Stats = st
+			switch e := ev.(type) {
+			case *events.SystemPromptEvent:
+				c.st.SystemPromptEmitted = true
+				if e.DynamicContext != nil {
+					c.st.DynamicContext = e.DynamicContext.Text
+				}
+			case *events.MessageEvent:
+				if e.Source == events.SourceUser {
+					id := e.ID
+					c.st.LastUserMessageID = &id
+				}
+			case *events.ConversationStateUpdateEvent:
+				if e.Key == "stats" && keepStats {
+					var st wire.Stats
+					if err := decodeJSON(e.Value, &st); err == nil && st.UsageToMetrics != nil {
+						c.st.Stats = st
+					}
 				}
 			}
+			evs = append(evs, ev)
 		}
-		evs = append(evs, ev)
-	}
-	if err := c.emitLocked(ctx, evs...); err != nil {
-		return err
-	}
-	return c.saveStateLocked()
+		if err := c.emit(ctx, evs...); err != nil {
+			return err
+		}
+		return c.saveState()
+	})
 }
 
 // LLMRetryKey is the ConversationStateUpdateEvent key that announces each
@@ -209,34 +214,34 @@ func (c *Conversation) rateLimited(e llm.RetryEvent) {
 		return
 	}
 	at := time.Now().Add(e.Wait).UTC()
-	c.mu.Lock()
-	defer c.unlock()
-	ctx := context.Background()
-	c.llmRetrying = true
-	c.logErr(c.emitStateLocked(ctx, LLMRetryKey, LLMRetry{Attempt: e.Attempt, MaxRetries: e.MaxRetries,
-		WaitSeconds: e.Wait.Seconds(), RetryAt: at.Format(time.RFC3339), Code: e.Err.Code(), Reason: e.Err.Reason()}))
-	if e.Err.Kind == llm.ErrRateLimit {
-		c.st.AgentState["llm_rate_limited_until"] = at.Format(time.RFC3339)
-		c.logErr(c.saveStateLocked())
-		c.logErr(c.emitStateLocked(ctx, "agent_state", c.st.AgentState))
-	}
-	c.changedLocked()
+	c.do(func() {
+		ctx := context.Background()
+		c.llmRetrying = true
+		c.logErr(c.emitState(ctx, LLMRetryKey, LLMRetry{Attempt: e.Attempt, MaxRetries: e.MaxRetries,
+			WaitSeconds: e.Wait.Seconds(), RetryAt: at.Format(time.RFC3339), Code: e.Err.Code(), Reason: e.Err.Reason()}))
+		if e.Err.Kind == llm.ErrRateLimit {
+			c.st.AgentState["llm_rate_limited_until"] = at.Format(time.RFC3339)
+			c.logErr(c.saveState())
+			c.logErr(c.emitState(ctx, "agent_state", c.st.AgentState))
+		}
+		c.markChanged()
+	})
 }
 
 // clearRateLimit ends a retry announcement (llm_retry null) and removes
 // the rate-limit mark after an LLM call ends.
 func (c *Conversation) clearRateLimit(ctx context.Context) {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.llmRetrying {
-		c.llmRetrying = false
-		c.logErr(c.emitStateLocked(ctx, LLMRetryKey, nil))
-	}
-	if _, ok := c.st.AgentState["llm_rate_limited_until"]; !ok {
-		return
-	}
-	delete(c.st.AgentState, "llm_rate_limited_until")
-	c.logErr(c.saveStateLocked())
-	c.logErr(c.emitStateLocked(ctx, "agent_state", c.st.AgentState))
-	c.changedLocked()
+	c.do(func() {
+		if c.llmRetrying {
+			c.llmRetrying = false
+			c.logErr(c.emitState(ctx, LLMRetryKey, nil))
+		}
+		if _, ok := c.st.AgentState["llm_rate_limited_until"]; !ok {
+			return
+		}
+		delete(c.st.AgentState, "llm_rate_limited_until")
+		c.logErr(c.saveState())
+		c.logErr(c.emitState(ctx, "agent_state", c.st.AgentState))
+		c.markChanged()
+	})
 }

@@ -231,12 +231,10 @@ func TitleSecretMessage(name string) string {
 // CheckTitle returns a *TitleSecretError when title holds the value of one
 // of the conversation's secrets, or of any other value the server hides.
 func (c *Conversation) CheckTitle(title string) error {
-	c.mu.Lock()
-	defer c.unlock()
-	return c.checkTitleLocked(title)
+	return call(c, func() error { return c.checkTitle(title) })
 }
 
-func (c *Conversation) checkTitleLocked(title string) error {
+func (c *Conversation) checkTitle(title string) error {
 	var names []string
 	for name, v := range c.secretVals {
 		if len(v) >= secrets.MinLength && strings.Contains(title, v) {
@@ -250,9 +248,9 @@ func (c *Conversation) checkTitleLocked(title string) error {
 	return &TitleSecretError{Names: names}
 }
 
-// secretSourcesLocked merges the agent context's secrets and the request's
+// secretSources merges the agent context's secrets and the request's
 // (which win).
-func (c *Conversation) secretSourcesLocked() map[string]wire.SecretSource {
+func (c *Conversation) secretSources() map[string]wire.SecretSource {
 	out := map[string]wire.SecretSource{}
 	if ac := c.meta.Request.Agent.AgentContext; ac != nil {
 		maps.Copy(out, ac.Secrets)
@@ -266,12 +264,10 @@ var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // SecretEnv returns the resolved secrets whose names are valid environment
 // variable names, as sorted NAME=value entries (for the bash API).
 func (c *Conversation) SecretEnv() []string {
-	c.mu.Lock()
-	defer c.unlock()
-	return c.secretEnvLocked()
+	return call(c, func() []string { return c.secretEnv() })
 }
 
-func (c *Conversation) secretEnvLocked() []string {
+func (c *Conversation) secretEnv() []string {
 	out := make([]string, 0, len(c.secretVals))
 	for k, v := range c.secretVals {
 		if envName.MatchString(k) {
@@ -283,17 +279,17 @@ func (c *Conversation) secretEnvLocked() []string {
 }
 
 // Secret returns a resolved secret's value (for placeholder expansion).
-func (c *Conversation) secretLocked(name string) (string, bool) {
+func (c *Conversation) secret(name string) (string, bool) {
 	v, ok := c.secretVals[name]
 	return v, ok
 }
 
-// resolveStaticLocked records the static secrets and masks every known
+// resolveStatic records the static secrets and masks every known
 // value; it returns the lookup secrets still to fetch.
-func (c *Conversation) resolveStaticLocked() map[string]wire.SecretSource {
+func (c *Conversation) resolveStatic() map[string]wire.SecretSource {
 	c.masker.Add(secretValues(c.meta.Request)...)
 	lookups := map[string]wire.SecretSource{}
-	for name, s := range c.secretSourcesLocked() {
+	for name, s := range c.secretSources() {
 		if s.Kind == "LookupSecret" {
 			if _, done := c.secretVals[name]; !done {
 				lookups[name] = s
@@ -337,9 +333,9 @@ func (c *Conversation) lookupSecrets(ctx context.Context, srcs map[string]wire.S
 	return vals, problems
 }
 
-// exportLocked gives new secret values to the tools that run processes
+// export gives new secret values to the tools that run processes
 // (the terminal) and records them.
-func (c *Conversation) exportLocked(ctx context.Context, vals map[string]string) {
+func (c *Conversation) export(ctx context.Context, vals map[string]string) {
 	for name, v := range vals {
 		c.secretVals[name] = v
 		if !envName.MatchString(name) {
@@ -372,55 +368,55 @@ func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.Sec
 		}
 	}
 	fetched, problems := c.lookupSecrets(ctx, lookups)
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if c.st.SystemPromptEmitted {
-		// The system prompt named the secrets known then; the LLM hears of
-		// new names with the next user message.
-		known := c.secretNamesLocked()
-		for k := range in {
-			if !slices.Contains(known, k) && !slices.Contains(c.st.UnannouncedSecrets, k) {
-				c.st.UnannouncedSecrets = append(c.st.UnannouncedSecrets, k)
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		if c.st.SystemPromptEmitted {
+			// The system prompt named the secrets known then; the LLM hears of
+			// new names with the next user message.
+			known := c.secretNames()
+			for k := range in {
+				if !slices.Contains(known, k) && !slices.Contains(c.st.UnannouncedSecrets, k) {
+					c.st.UnannouncedSecrets = append(c.st.UnannouncedSecrets, k)
+				}
+			}
+			sort.Strings(c.st.UnannouncedSecrets)
+			if err := c.saveState(); err != nil {
+				return err
 			}
 		}
-		sort.Strings(c.st.UnannouncedSecrets)
-		if err := c.saveStateLocked(); err != nil {
+		if c.meta.Request.Secrets == nil {
+			c.meta.Request.Secrets = map[string]wire.SecretSource{}
+		}
+		maps.Copy(c.meta.Request.Secrets, in)
+		maps.Copy(static, fetched)
+		c.export(ctx, static)
+		if err := c.writeMeta(); err != nil {
 			return err
 		}
-	}
-	if c.meta.Request.Secrets == nil {
-		c.meta.Request.Secrets = map[string]wire.SecretSource{}
-	}
-	maps.Copy(c.meta.Request.Secrets, in)
-	maps.Copy(static, fetched)
-	c.exportLocked(ctx, static)
-	if err := c.writeMetaLocked(); err != nil {
-		return err
-	}
-	c.onSecrets.notify()
-	if len(problems) > 0 {
-		return &SecretsError{Name: "lookup", Err: errors.New(strings.Join(problems, "; "))}
-	}
-	return nil
+		c.onSecrets.notify()
+		if len(problems) > 0 {
+			return &SecretsError{Name: "lookup", Err: errors.New(strings.Join(problems, "; "))}
+		}
+		return nil
+	})
 }
 
-// writeMetaLocked persists meta.json with the secrets sealed.
-func (c *Conversation) writeMetaLocked() error {
-	return c.putMetaLocked(atomicfile.Write)
+// writeMeta persists meta.json with the secrets sealed.
+func (c *Conversation) writeMeta() error {
+	return c.putMeta(atomicfile.Write)
 }
 
-// createMetaLocked writes the meta file of a conversation being created,
+// createMeta writes the meta file of a conversation being created,
 // unsynced (writeCreatedMeta): Create syncs it with the rest of the
 // conversation's files (syncCreated).
-func (c *Conversation) createMetaLocked() error {
-	return c.putMetaLocked(writeCreatedMeta)
+func (c *Conversation) createMeta() error {
+	return c.putMeta(writeCreatedMeta)
 }
 
-// putMetaLocked writes the meta file, secrets sealed, with write.
-func (c *Conversation) putMetaLocked(write func(string, []byte, fs.FileMode) error) error {
+// putMeta writes the meta file, secrets sealed, with write.
+func (c *Conversation) putMeta(write func(string, []byte, fs.FileMode) error) error {
 	c.infoStale = true
 	m := c.meta
 	m.Request, m.SecretScheme = sealRequest(c.meta.Request, c.opts.Cipher)

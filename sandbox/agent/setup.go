@@ -18,7 +18,7 @@ import (
 // ConversationErrorEvents and the conversation continues without the part
 // that failed.
 
-// setupResult is what the preparation produced, applied under c.mu.
+// setupResult is what the preparation produced, applied on the owner.
 type setupResult struct {
 	secretVals map[string]string
 	problems   []setupProblem
@@ -34,9 +34,9 @@ type setupProblem struct {
 // the background. Called from open, before the conversation is shared.
 func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.SecretSource) {
 	c.setupDone = make(chan struct{})
-	plan := c.planLocked(lookups)
+	plan := c.plan(lookups)
 	if !plan.slow() {
-		c.applySetupLocked(ctx, c.prepare(ctx, plan))
+		c.applySetup(ctx, c.prepare(ctx, plan))
 		close(c.setupDone)
 		return
 	}
@@ -45,20 +45,20 @@ func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.S
 	c.goAsync(func() { // c is not shared yet: never refused
 		defer close(c.setupDone)
 		res := c.prepare(sctx, plan)
-		c.mu.Lock()
-		defer c.unlock()
-		if c.closed {
-			if res.ext.mcp != nil {
-				res.ext.mcp.Close()
+		c.do(func() {
+			if c.closed {
+				if res.ext.mcp != nil {
+					res.ext.mcp.Close()
+				}
+				return
 			}
-			return
-		}
-		c.applySetupLocked(sctx, res)
+			c.applySetup(sctx, res)
+		})
 	})
 }
 
-// awaitSetup blocks until the setup is applied or ctx ends. It must not be
-// called with c.mu held.
+// awaitSetup blocks until the setup is applied or ctx ends. It must not
+// run on the owner.
 func (c *Conversation) awaitSetup(ctx context.Context) error {
 	select {
 	case <-c.setupDone:
@@ -68,7 +68,7 @@ func (c *Conversation) awaitSetup(ctx context.Context) error {
 	}
 }
 
-// prepare does the setup's work without holding c.mu.
+// prepare does the setup's work. It does not run on the owner.
 func (c *Conversation) prepare(ctx context.Context, plan *setupPlan) setupResult {
 	var res setupResult
 	vals, problems := c.lookupSecrets(ctx, plan.lookups)
@@ -80,15 +80,15 @@ func (c *Conversation) prepare(ctx context.Context, plan *setupPlan) setupResult
 	return res
 }
 
-// applySetupLocked installs the setup's result and reports its problems.
-func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
-	c.exportLocked(ctx, res.secretVals)
+// applySetup installs the setup's result and reports its problems.
+func (c *Conversation) applySetup(ctx context.Context, res setupResult) {
+	c.export(ctx, res.secretVals)
 	k, dups := c.kit.with(res.ext)
 	c.kit = k
 	problems := append(res.problems, dups...)
 	for _, p := range problems {
 		c.lg.Warn("conversation setup problem", "code", p.code, "detail", p.detail)
-		c.logErr(c.emitLocked(ctx, &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment},
+		c.logErr(c.emit(ctx, &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment},
 			Code: p.code, Detail: p.detail}))
 	}
 	if len(res.secretVals) > 0 {
@@ -98,7 +98,7 @@ func (c *Conversation) applySetupLocked(ctx context.Context, res setupResult) {
 		started := make(chan struct{})
 		c.sessionStarted = started
 		c.hookWG.Add(1) // before Close can wait
-		// c.closed is false under c.mu: never refused.
+		// c.closed is false on the owner: never refused.
 		c.goAsync(func() {
 			defer c.hookWG.Done()
 			defer close(started)

@@ -16,25 +16,25 @@ import (
 // closed conversation.
 func (c *Conversation) SwitchLLM(ctx context.Context, cfg llm.Config) error {
 	c.masker.Add(secretValues(wire.StartConversationRequest{Agent: &wire.Agent{LLM: cfg}})...)
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	a := wire.Agent{}
-	if c.meta.Request.Agent != nil {
-		a = *c.meta.Request.Agent
-	}
-	prev := c.meta.Request.Agent
-	a.LLM = cfg
-	c.meta.Request.Agent = &a
-	if err := c.writeMetaLocked(); err != nil {
-		c.meta.Request.Agent = prev
-		return err
-	}
-	client := llm.New(cfg)
-	client.OnWait = c.rateLimited
-	c.client = client
-	c.changedLocked()
-	return nil
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
+		}
+		a := wire.Agent{}
+		if c.meta.Request.Agent != nil {
+			a = *c.meta.Request.Agent
+		}
+		prev := c.meta.Request.Agent
+		a.LLM = cfg
+		c.meta.Request.Agent = &a
+		if err := c.writeMeta(); err != nil {
+			c.meta.Request.Agent = prev
+			return err
+		}
+		client := llm.New(cfg)
+		client.OnWait = c.rateLimited
+		c.client = client
+		c.markChanged()
+		return nil
+	})
 }

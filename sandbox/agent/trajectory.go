@@ -31,14 +31,19 @@ const trajectoryChunk = 100
 // It returns the first error reading the log or writing w (ctx ending
 // included); w then holds a partial archive.
 func (c *Conversation) WriteTrajectory(ctx context.Context, w io.Writer, mask func([]byte) []byte) error {
-	c.mu.Lock()
-	m := c.meta
-	m.Request, _ = mapSecretFields(m.Request, func(string, string) (string, error) { return llm.Redacted, nil })
-	m.SecretScheme = schemeRedacted
-	mb, merr := strictjson.Marshal(&m)
-	sb, serr := strictjson.Marshal(&c.st)
-	n := c.log.Len()
-	c.unlock()
+	var (
+		mb, sb     []byte
+		merr, serr error
+		n          int
+	)
+	c.do(func() {
+		m := c.meta
+		m.Request, _ = mapSecretFields(m.Request, func(string, string) (string, error) { return llm.Redacted, nil })
+		m.SecretScheme = schemeRedacted
+		mb, merr = strictjson.Marshal(&m)
+		sb, serr = strictjson.Marshal(&c.st)
+		n = c.log.Len()
+	})
 	if merr != nil {
 		return fmt.Errorf("trajectory: encode meta: %w", merr)
 	}

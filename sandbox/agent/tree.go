@@ -20,9 +20,9 @@ import (
 // conversation's log.
 var ErrEventNotFound = fmt.Errorf("navigate: %w", eventlog.ErrNotFound)
 
-// loadBranchLocked gives c.hist the events of its active branch, reading
+// loadBranch gives c.hist the events of its active branch, reading
 // them from byID when given, else from the log.
-func (c *Conversation) loadBranchLocked(byID map[string]events.Event) error {
+func (c *Conversation) loadBranch(byID map[string]events.Event) error {
 	ids := c.hist.Branch()
 	evs := make([]events.Event, 0, len(ids))
 	for _, id := range ids {
@@ -45,9 +45,7 @@ func (c *Conversation) loadBranchLocked(byID map[string]events.Event) error {
 // Head returns the conversation's head (leaf_event_id): the event the next
 // one will follow, or "" for the empty tree.
 func (c *Conversation) Head() string {
-	c.mu.Lock()
-	defer c.unlock()
-	return c.hist.Head()
+	return call(c, func() string { return c.hist.Head() })
 }
 
 // Navigate moves the conversation's head to the event eventID (nil: the
@@ -57,30 +55,30 @@ func (c *Conversation) Head() string {
 // Errors: ErrEventNotFound for an event not in the log, ErrAlreadyRunning
 // while a run or a goal loop is in progress, ErrClosed.
 func (c *Conversation) Navigate(ctx context.Context, eventID *string) error {
-	c.mu.Lock()
-	defer c.unlock()
-	if c.closed {
-		return ErrClosed
-	}
-	if c.running || c.goalRunning() {
-		return ErrAlreadyRunning
-	}
-	if eventID != nil {
-		if _, ok := c.log.Position(*eventID); !ok {
-			return fmt.Errorf("event %s: %w", *eventID, ErrEventNotFound)
+	return call(c, func() error {
+		if c.closed {
+			return ErrClosed
 		}
-	}
-	if err := c.emitLocked(ctx, history.NavigateEvent(eventID)); err != nil {
-		return err
-	}
-	if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
-		// The branch the status described is no longer the active one.
-		if err := c.setStatusLocked(ctx, wire.StatusIdle); err != nil {
+		if c.running || c.goalRunning() {
+			return ErrAlreadyRunning
+		}
+		if eventID != nil {
+			if _, ok := c.log.Position(*eventID); !ok {
+				return fmt.Errorf("event %s: %w", *eventID, ErrEventNotFound)
+			}
+		}
+		if err := c.emit(ctx, history.NavigateEvent(eventID)); err != nil {
 			return err
 		}
-	}
-	c.changedLocked()
-	return nil
+		if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
+			// The branch the status described is no longer the active one.
+			if err := c.setStatus(ctx, wire.StatusIdle); err != nil {
+				return err
+			}
+		}
+		c.markChanged()
+		return nil
+	})
 }
 
 // IsEventNotFound reports whether err is Navigate's unknown-event error.
