@@ -97,11 +97,9 @@ func (c *Conversation) preToolHooks(ctx context.Context, actions []*events.Actio
 	})
 }
 
-// postToolHooks runs post_tool_use hooks for the results of actions.
+// postToolHooks runs post_tool_use hooks for the results of actions. It
+// does not run on the owner.
 func (c *Conversation) postToolHooks(ctx context.Context, actions []*events.ActionEvent, results []events.Event) {
-	if !c.kit.hooked(hooks.PostToolUse) {
-		return
-	}
 	for i, ae := range actions {
 		resp, _ := events.Encode(results[i])
 		c.runHooksFor(ctx, hooks.PostToolUse, hooks.Input{ToolName: ae.ToolName, ToolInput: actionJSON(ae),

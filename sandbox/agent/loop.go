@@ -257,42 +257,64 @@ func (c *Conversation) startRun(ctx context.Context) error {
 // not the owner: each step hands the owner what it produced.
 func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 	defer c.endRun(ctx, done)
-	iteration := 0
-	for {
-		if !call(c, func() bool { return c.beforeStep(ctx, iteration) }) {
+	iteration, finished := 0, false
+	for after := false; ; after = true {
+		next := call(c, func() stepPlan { return c.nextStep(ctx, after, finished, &iteration) })
+		if next.stop {
 			return
 		}
-		iteration++
-
-		finished, err := c.step(ctx)
-		if err != nil {
+		var err error
+		if finished, err = c.step(ctx, next); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			c.do(func() { c.logErr(c.fail(ctx, errorCode(err), errorDetail(err))) })
 			return
 		}
-		var again, stop bool
-		c.do(func() {
-			if c.rerun {
-				// A message arrived during the step: keep going. It came
-				// after any pause asked for (a pause clears rerun), so it
-				// un-pauses, as it starts a run on a paused conversation.
-				c.rerun, c.pauseAsked = false, false
-				again = true
-				c.logErr(c.setStatus(ctx, wire.StatusRunning))
-				return
-			}
-			stop = finished || c.st.ExecutionStatus != wire.StatusRunning
-		})
-		if again {
-			iteration = 0
-			continue
-		}
-		if stop {
-			return
+	}
+}
+
+// stepPlan is what a step starts from: actions left pending, else a
+// condensation to do, else the LLM call's input. stop ends the run
+// instead.
+type stepPlan struct {
+	stop    bool
+	pending []*events.ActionEvent
+	plan    *history.Plan
+	view    []events.Message
+	specs   []llm.Tool
+	// client is the LLM client as the step begins: SwitchLLM may replace
+	// it during the call.
+	client *llm.Client
+}
+
+// nextStep decides whether the run takes another step, after iteration
+// steps, and plans it. after says a step was just taken, and finished
+// whether it finished the agent.
+func (c *Conversation) nextStep(ctx context.Context, after, finished bool, iteration *int) stepPlan {
+	if after {
+		if c.rerun {
+			// A message arrived during the step: keep going. It came
+			// after any pause asked for (a pause clears rerun), so it
+			// un-pauses, as it starts a run on a paused conversation.
+			c.rerun, c.pauseAsked = false, false
+			*iteration = 0
+			c.logErr(c.setStatus(ctx, wire.StatusRunning))
+		} else if finished || c.st.ExecutionStatus != wire.StatusRunning {
+			return stepPlan{stop: true}
 		}
 	}
+	if !c.beforeStep(ctx, *iteration) {
+		return stepPlan{stop: true}
+	}
+	*iteration++
+	if pending := c.hist.Unanswered(); len(pending) > 0 {
+		return stepPlan{pending: pending}
+	}
+	if plan := c.condensationNeeded(); plan != nil {
+		return stepPlan{plan: plan}
+	}
+	return stepPlan{view: c.view(), specs: c.toolsForLLM(), client: c.client}
 }
 
 // beforeStep reports whether the run takes another step, after iteration
@@ -449,62 +471,53 @@ func (c *Conversation) toolsForLLM() []llm.Tool {
 	return out
 }
 
-// step runs one unit of agent work and reports whether the agent finished:
-// it executes actions left pending (after a confirmation was accepted),
-// condenses the history when needed, or makes one LLM call and acts on its
-// answer. Errors are run-loop failures. It runs in the run's goroutine.
-func (c *Conversation) step(ctx context.Context) (bool, error) {
-	var (
-		pending []*events.ActionEvent
-		plan    *history.Plan
-		view    []events.Message
-		specs   []llm.Tool
-		client  *llm.Client
-	)
-	c.do(func() {
-		if pending = c.hist.Unanswered(); len(pending) > 0 {
-			return
-		}
-		if plan = c.condensationNeeded(); plan != nil {
-			return
-		}
-		// SwitchLLM may replace the client during the call.
-		view, specs, client = c.view(), c.toolsForLLM(), c.client
-	})
-	if len(pending) > 0 {
-		return c.execute(ctx, pending)
+// step runs one unit of agent work, as planned by nextStep, and reports
+// whether the agent finished: it executes actions left pending (after a
+// confirmation was accepted), condenses the history when needed, or makes
+// one LLM call and acts on its answer. Errors are run-loop failures. It
+// runs in the run's goroutine.
+func (c *Conversation) step(ctx context.Context, p stepPlan) (bool, error) {
+	if len(p.pending) > 0 {
+		return c.execute(ctx, p.pending)
 	}
-	if plan != nil {
-		return false, c.condense(ctx, plan)
+	if p.plan != nil {
+		return false, c.condense(ctx, p.plan)
 	}
-	cfg := client.Config()
-
+	cfg := p.client.Config()
 	var onDelta func(llm.Delta)
 	if cfg.Stream {
 		onDelta = func(d llm.Delta) { c.broadcast(streamingDelta(d)) }
 	}
 	llmStart := time.Now()
 	sctx, span := c.llmSpan(ctx, cfg, "agent")
-	resp, err := client.Complete(sctx, llm.Request{Messages: view, Tools: specs}, onDelta)
+	resp, err := p.client.Complete(sctx, llm.Request{Messages: p.view, Tools: p.specs}, onDelta)
 	endLLMSpan(span, resp, err)
 	c.llmNanos.Add(int64(time.Since(llmStart)))
-	c.clearRateLimit(ctx)
-	if errors.Is(err, llm.ErrContextWindow) && call(c, c.condenser) != nil {
-		// Too much history: ask for a condensation; the next step does it.
-		return false, call(c, func() error { return c.emit(ctx, &events.CondensationRequest{}) })
-	}
 	if err != nil {
-		return false, err
+		return false, call(c, func() error {
+			c.clearRateLimit(ctx)
+			if errors.Is(err, llm.ErrContextWindow) && c.condenser() != nil {
+				// Too much history: ask for a condensation; the next
+				// step does it.
+				return c.emit(ctx, &events.CondensationRequest{})
+			}
+			return err
+		})
 	}
 
-	r := call(c, func() reaction { return c.react(ctx, cfg, resp) })
+	r := call(c, func() reaction {
+		c.clearRateLimit(ctx)
+		return c.react(ctx, cfg, resp)
+	})
 	switch {
 	case r.err != nil || r.done:
 		return r.finished, r.err
 	case r.stopHook:
 		return c.askStopHooks(ctx, r.final)
 	case r.instant:
-		c.postToolHooks(ctx, r.actions, r.results)
+		if r.postHooks {
+			c.postToolHooks(ctx, r.actions, r.results)
+		}
 		if r.finished {
 			return c.finish(ctx)
 		}
@@ -532,10 +545,11 @@ type reaction struct {
 	stopHook bool
 	final    string
 	// instant says actions ran on the owner and were logged with their
-	// results (runInstant); the post_tool_use hooks are left, then a
-	// finish when finished.
-	instant bool
-	results []events.Event
+	// results (runInstant); the post_tool_use hooks are left when
+	// postHooks, then a finish when finished.
+	instant   bool
+	results   []events.Event
+	postHooks bool
 	// actions are the executable actions of the response, logged. Unless
 	// instant, they are left to run: after the pre_tool_use hooks when
 	// preHooks, and once confirmed.
@@ -680,7 +694,8 @@ func (c *Conversation) runInstant(ctx context.Context, logged []events.Event, ac
 	if err := emit(ctx, append(logged, results...)...); err != nil {
 		return reaction{done: true, err: err}
 	}
-	return reaction{instant: true, actions: actions, results: results, finished: finished}
+	return reaction{instant: true, actions: actions, results: results, finished: finished,
+		postHooks: c.kit.hooked(hooks.PostToolUse)}
 }
 
 // execute runs actions in order (none after a finish) and emits their
@@ -688,8 +703,9 @@ func (c *Conversation) runInstant(ctx context.Context, logged []events.Event, ac
 // ran. It runs in the run's goroutine.
 func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEvent) (bool, error) {
 	var (
-		blocked = map[string]string{}
-		k       *kit
+		blocked   = map[string]string{}
+		k         *kit
+		postHooks bool
 	)
 	c.do(func() {
 		for _, ae := range actions {
@@ -697,7 +713,7 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 				blocked[ae.ID] = reason
 			}
 		}
-		k = c.kit
+		k, postHooks = c.kit, c.kit.hooked(hooks.PostToolUse)
 	})
 	results, finished, err := c.runActions(ctx, k, actions, blocked)
 	if err != nil {
@@ -706,7 +722,9 @@ func (c *Conversation) execute(ctx context.Context, actions []*events.ActionEven
 	if err := call(c, func() error { return c.emit(ctx, results...) }); err != nil {
 		return false, err
 	}
-	c.postToolHooks(ctx, actions, results)
+	if postHooks {
+		c.postToolHooks(ctx, actions, results)
+	}
 	if finished {
 		return c.finish(ctx)
 	}

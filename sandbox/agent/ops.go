@@ -231,17 +231,15 @@ func (c *Conversation) rateLimited(e llm.RetryEvent) {
 // clearRateLimit ends a retry announcement (llm_retry null) and removes
 // the rate-limit mark after an LLM call ends.
 func (c *Conversation) clearRateLimit(ctx context.Context) {
-	c.do(func() {
-		if c.llmRetrying {
-			c.llmRetrying = false
-			c.logErr(c.emitState(ctx, LLMRetryKey, nil))
-		}
-		if _, ok := c.st.AgentState["llm_rate_limited_until"]; !ok {
-			return
-		}
-		delete(c.st.AgentState, "llm_rate_limited_until")
-		c.logErr(c.saveState())
-		c.logErr(c.emitState(ctx, "agent_state", c.st.AgentState))
-		c.markChanged()
-	})
+	if c.llmRetrying {
+		c.llmRetrying = false
+		c.logErr(c.emitState(ctx, LLMRetryKey, nil))
+	}
+	if _, ok := c.st.AgentState["llm_rate_limited_until"]; !ok {
+		return
+	}
+	delete(c.st.AgentState, "llm_rate_limited_until")
+	c.logErr(c.saveState())
+	c.logErr(c.emitState(ctx, "agent_state", c.st.AgentState))
+	c.markChanged()
 }
