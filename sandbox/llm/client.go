@@ -15,10 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 )
@@ -201,34 +197,14 @@ type RetryEvent struct {
 // Client calls one configured endpoint. It is safe for concurrent use.
 type Client struct {
 	cfg    Config
-	api    openai.Client
+	api    *chatAPI
 	sleep  func(context.Context, time.Duration) error
 	OnWait func(RetryEvent) // optional; called before each backoff wait
 }
 
 // New builds a client. A missing base URL uses the OpenAI default.
 func New(cfg Config) *Client {
-	opts := []option.RequestOption{option.WithMaxRetries(0)}
-	if cfg.BaseURL != nil && *cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(strings.TrimRight(*cfg.BaseURL, "/")+"/"))
-	}
-	key := "not-needed"
-	if cfg.APIKey != nil && *cfg.APIKey != "" {
-		key = *cfg.APIKey
-	}
-	opts = append(opts, option.WithAPIKey(key))
-	if len(cfg.ExtraHeaders) > 0 {
-		var h map[string]string
-		if json.Unmarshal(cfg.ExtraHeaders, &h) == nil {
-			for k, v := range h {
-				opts = append(opts, option.WithHeader(k, v))
-			}
-		}
-	}
-	if cfg.Timeout != nil && *cfg.Timeout > 0 {
-		opts = append(opts, option.WithRequestTimeout(time.Duration(*cfg.Timeout*float64(time.Second))))
-	}
-	return &Client{cfg: cfg, api: openai.NewClient(opts...), sleep: sleepCtx}
+	return &Client{cfg: cfg, api: newChatAPI(cfg), sleep: sleepCtx}
 }
 
 // Config returns the client's configuration.
@@ -268,9 +244,19 @@ func (c *Client) Complete(ctx context.Context, req Request, onDelta func(Delta))
 	if err != nil {
 		return nil, err
 	}
+	body, err := c.api.body(params, c.cfg.Stream)
+	if err != nil {
+		return nil, fmt.Errorf("encode the LLM request: %w", err)
+	}
+	// The request is kept only for completion logs: encoding a long history
+	// twice per call is not free.
+	var raw json.RawMessage
+	if c.cfg.LogCompletions {
+		raw, _ = json.Marshal(params)
+	}
 	var waited time.Duration
 	for attempt := 0; ; attempt++ {
-		resp, err := c.once(ctx, params, onDelta)
+		resp, err := c.once(ctx, body, raw, onDelta)
 		if err == nil {
 			return resp, nil
 		}
@@ -313,61 +299,68 @@ func (c *Client) annotate(e *Error) {
 	}
 }
 
-func (c *Client) params(req Request) (openai.ChatCompletionNewParams, error) {
-	p := openai.ChatCompletionNewParams{Model: shared.ChatModel(c.cfg.APIModel())}
+// params is the request for req. When the config streams, it asks for the
+// usage in the stream's last chunk.
+func (c *Client) params(req Request) (*chatRequest, error) {
+	p := &chatRequest{Model: c.cfg.APIModel()}
 	for _, m := range req.Messages {
 		mp, err := messageParam(m)
 		if err != nil {
-			return p, err
+			return nil, err
 		}
 		p.Messages = append(p.Messages, mp)
 	}
 	for _, t := range req.Tools {
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
-			Name: t.Name, Description: openai.String(t.Description), Parameters: shared.FunctionParameters(t.Parameters),
-		}))
+		p.Tools = append(p.Tools, chatTool{Type: "function",
+			Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: t.Parameters}})
 	}
 	if c.cfg.Temperature != nil {
-		p.Temperature = openai.Float(*c.cfg.Temperature)
+		p.Temperature = c.cfg.Temperature
 	}
 	if c.cfg.TopP != nil {
-		p.TopP = openai.Float(*c.cfg.TopP)
+		p.TopP = c.cfg.TopP
 	}
 	if c.cfg.MaxOutputTokens != nil {
-		p.MaxCompletionTokens = openai.Int(int64(*c.cfg.MaxOutputTokens))
+		n := int64(*c.cfg.MaxOutputTokens)
+		p.MaxCompletionTokens = &n
 	}
 	if c.cfg.Seed != nil {
-		p.Seed = openai.Int(int64(*c.cfg.Seed))
+		n := int64(*c.cfg.Seed)
+		p.Seed = &n
 	}
 	if c.cfg.ReasoningEffort != nil && *c.cfg.ReasoningEffort != "" && *c.cfg.ReasoningEffort != "none" {
-		p.ReasoningEffort = shared.ReasoningEffort(*c.cfg.ReasoningEffort)
+		p.ReasoningEffort = *c.cfg.ReasoningEffort
+	}
+	if c.cfg.Stream {
+		p.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
 	return p, nil
 }
 
-func messageParam(m events.Message) (openai.ChatCompletionMessageParamUnion, error) {
+// messageParam is m as a request message: system and tool messages carry
+// their text, an assistant turn its text (left out when it is empty and
+// there are tool calls), tool calls and thinking blocks, and any other role
+// is a user message, of text parts and image parts when it has an image.
+// It fails only when the thinking blocks do not encode.
+func messageParam(m events.Message) (chatMessage, error) {
 	text := m.Text()
 	switch m.Role {
 	case events.RoleSystem:
-		return openai.SystemMessage(text), nil
+		return chatMessage{Role: "system", Content: text}, nil
 	case events.RoleTool:
 		id := ""
 		if m.ToolCallID != nil {
 			id = *m.ToolCallID
 		}
-		return openai.ToolMessage(text, id), nil
+		return chatMessage{Role: "tool", Content: text, ToolCallID: &id}, nil
 	case events.RoleAssistant:
-		var a openai.ChatCompletionAssistantMessageParam
+		a := chatMessage{Role: "assistant"}
 		if text != "" || len(m.ToolCalls) == 0 {
-			a.Content.OfString = openai.String(text)
+			a.Content = text
 		}
 		for _, tc := range m.ToolCalls {
-			a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-				OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-					ID:       tc.ID,
-					Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{Name: tc.Name, Arguments: tc.Arguments},
-				},
-			})
+			a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: tc.ID, Type: "function",
+				Function: chatFunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
 		}
 		// Thinking blocks go back with their turn: Anthropic (through
 		// LiteLLM) requires a tool-use turn's signed thinking when
@@ -376,85 +369,72 @@ func messageParam(m events.Message) (openai.ChatCompletionMessageParamUnion, err
 		if len(m.ThinkingBlocks) > 0 {
 			raw, err := strictjson.Marshal(m.ThinkingBlocks)
 			if err != nil {
-				return openai.ChatCompletionMessageParamUnion{}, fmt.Errorf("encode thinking blocks: %w", err)
+				return chatMessage{}, fmt.Errorf("encode thinking blocks: %w", err)
 			}
-			a.SetExtraFields(map[string]any{"thinking_blocks": json.RawMessage(raw)})
+			a.ThinkingBlocks = raw
 		}
-		return openai.ChatCompletionMessageParamUnion{OfAssistant: &a}, nil
+		return a, nil
 	default:
-		var parts []openai.ChatCompletionContentPartUnionParam
+		var parts []contentPart
 		images := false
 		for _, ct := range m.Content {
 			switch ct := ct.(type) {
 			case *events.TextContent:
-				parts = append(parts, openai.TextContentPart(ct.Text))
+				parts = append(parts, contentPart{Type: "text", Text: &ct.Text})
 			case *events.ImageContent:
 				for _, u := range ct.ImageURLs {
 					images = true
-					parts = append(parts, openai.ImageContentPart(openai.ChatCompletionContentPartImageImageURLParam{URL: u}))
+					parts = append(parts, contentPart{Type: "image_url", ImageURL: &imageURL{URL: u}})
 				}
 			}
 		}
 		if !images {
-			return openai.UserMessage(text), nil
+			return chatMessage{Role: "user", Content: text}, nil
 		}
-		return openai.UserMessage(parts), nil
+		return chatMessage{Role: "user", Content: parts}, nil
 	}
 }
 
-func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onDelta func(Delta)) (*Response, error) {
+// once makes one attempt to send body and returns the completion, or the
+// failure classified. raw is the request as completion logs keep it. A
+// streamed completion passes its pieces to onDelta.
+func (c *Client) once(ctx context.Context, body []byte, raw json.RawMessage, onDelta func(Delta)) (*Response, error) {
 	start := time.Now()
-	// The request body is kept only for completion logs: encoding a long
-	// history twice per call is not free.
-	var raw json.RawMessage
-	if c.cfg.LogCompletions {
-		raw, _ = json.Marshal(p)
+	reqCtx := ctx
+	if c.api.timeout > 0 {
+		var cancel context.CancelFunc
+		reqCtx, cancel = context.WithTimeout(ctx, c.api.timeout)
+		defer cancel()
 	}
-	var httpResp *http.Response
-	reqOpts := []option.RequestOption{option.WithResponseInto(&httpResp)}
-	if len(c.cfg.LiteLLMExtraBody) > 0 {
-		var extra map[string]any
-		if json.Unmarshal(c.cfg.LiteLLMExtraBody, &extra) == nil {
-			for k, v := range extra {
-				reqOpts = append(reqOpts, option.WithJSONSet(k, v))
-			}
-		}
-	}
-	var completion *openai.ChatCompletion
 	if c.cfg.Stream {
-		p.StreamOptions = openai.ChatCompletionStreamOptionsParam{IncludeUsage: openai.Bool(true)}
-		if c.cfg.LogCompletions {
-			raw, _ = json.Marshal(p)
-		}
-		stream := c.api.Chat.Completions.NewStreaming(ctx, p, reqOpts...)
-		acc := openai.ChatCompletionAccumulator{}
+		var acc streamAccumulator
 		var reasoning strings.Builder
 		var thinking []events.ThinkingItem
-		for stream.Next() {
-			chunk := stream.Current()
-			acc.AddChunk(chunk)
-			if len(chunk.Choices) > 0 {
-				d := Delta{Content: chunk.Choices[0].Delta.Content}
-				if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["reasoning_content"]; ok {
-					var s string
-					if json.Unmarshal([]byte(f.Raw()), &s) == nil {
-						d.ReasoningContent = s
-						reasoning.WriteString(s)
-					}
-				}
-				if f, ok := chunk.Choices[0].Delta.JSON.ExtraFields["thinking_blocks"]; ok {
-					thinking = appendThinkingDeltas(thinking, parseThinkingBlocks(f.Raw()))
-				}
-				if onDelta != nil && (d.Content != "" || d.ReasoningContent != "") {
-					onDelta(d)
+		httpResp, err := c.api.stream(reqCtx, body, func(chunk *chatChunk) {
+			acc.add(chunk)
+			if len(chunk.Choices) == 0 {
+				return
+			}
+			delta := &chunk.Choices[0].Delta
+			d := Delta{Content: string(delta.Content)}
+			if delta.ReasoningContent != nil {
+				var s string
+				if json.Unmarshal(delta.ReasoningContent, &s) == nil {
+					d.ReasoningContent = s
+					reasoning.WriteString(s)
 				}
 			}
+			if delta.ThinkingBlocks != nil {
+				thinking = appendThinkingDeltas(thinking, parseThinkingBlocks(delta.ThinkingBlocks))
+			}
+			if onDelta != nil && (d.Content != "" || d.ReasoningContent != "") {
+				onDelta(d)
+			}
+		})
+		if err != nil {
+			return nil, classify(ctx, err)
 		}
-		if err := stream.Err(); err != nil {
-			return nil, classify(ctx, err, httpResp)
-		}
-		stream.Close()
-		completion = &acc.ChatCompletion
+		completion := acc.completion()
 		resp := c.convert(completion, httpResp)
 		if resp.ReasoningContent == "" {
 			resp.ReasoningContent = reasoning.String()
@@ -468,55 +448,58 @@ func (c *Client) once(ctx context.Context, p openai.ChatCompletionNewParams, onD
 		}
 		return resp, nil
 	}
-	completion, err := c.api.Chat.Completions.New(ctx, p, reqOpts...)
+	completion, rawResp, httpResp, err := c.api.complete(reqCtx, body)
 	if err != nil {
-		return nil, classify(ctx, err, httpResp)
+		return nil, classify(ctx, err)
 	}
 	if len(completion.Choices) == 0 {
 		return nil, &Error{Kind: ErrTransient, StatusCode: 200, Message: "the response has no choices"}
 	}
 	resp := c.convert(completion, httpResp)
 	resp.Latency, resp.RawRequest = time.Since(start), raw
-	resp.RawResponse = json.RawMessage(completion.RawJSON())
+	resp.RawResponse = rawResp
 	return resp, nil
 }
 
-func (c *Client) convert(cc *openai.ChatCompletion, httpResp *http.Response) *Response {
-	r := &Response{ID: cc.ID, Model: cc.Model}
+// convert reads the first choice, the token ids, the usage and the cost
+// (the configured prices, else the proxy's x-litellm-response-cost header)
+// of a completion.
+func (c *Client) convert(cc *chatCompletion, httpResp *http.Response) *Response {
+	r := &Response{ID: string(cc.ID), Model: string(cc.Model)}
 	if r.ID == "" {
 		r.ID = "chatcmpl-" + events.NewID()
 	}
 	if len(cc.Choices) > 0 {
 		ch := cc.Choices[0]
-		r.Content = ch.Message.Content
-		r.FinishReason = ch.FinishReason
-		if f, ok := ch.Message.JSON.ExtraFields["reasoning_content"]; ok {
+		r.Content = string(ch.Message.Content)
+		r.FinishReason = string(ch.FinishReason)
+		if ch.Message.ReasoningContent != nil {
 			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil {
+			if json.Unmarshal(ch.Message.ReasoningContent, &s) == nil {
 				r.ReasoningContent = s
 			}
 		}
-		if f, ok := ch.Message.JSON.ExtraFields["thinking_blocks"]; ok {
-			r.ThinkingBlocks = parseThinkingBlocks(f.Raw())
+		if ch.Message.ThinkingBlocks != nil {
+			r.ThinkingBlocks = parseThinkingBlocks(ch.Message.ThinkingBlocks)
 		}
 		for _, tc := range ch.Message.ToolCalls {
-			args := tc.Function.Arguments
+			args := string(tc.Function.Arguments)
 			if args == "" {
 				args = "{}"
 			}
-			r.ToolCalls = append(r.ToolCalls, events.MessageToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: args, Origin: events.OriginCompletion})
+			r.ToolCalls = append(r.ToolCalls, events.MessageToolCall{ID: string(tc.ID), Name: string(tc.Function.Name), Arguments: args, Origin: events.OriginCompletion})
 		}
-		if f, ok := ch.JSON.ExtraFields["token_ids"]; ok {
-			_ = json.Unmarshal([]byte(f.Raw()), &r.ResponseTokenIDs)
+		if ch.TokenIDs != nil {
+			_ = json.Unmarshal(ch.TokenIDs, &r.ResponseTokenIDs)
 		}
 	}
-	if f, ok := cc.JSON.ExtraFields["prompt_token_ids"]; ok {
-		_ = json.Unmarshal([]byte(f.Raw()), &r.PromptTokenIDs)
+	if cc.PromptTokenIDs != nil {
+		_ = json.Unmarshal(cc.PromptTokenIDs, &r.PromptTokenIDs)
 	}
 	u := cc.Usage
 	r.Usage = Usage{
-		PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
-		CacheReadTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens,
+		PromptTokens: int64(u.PromptTokens), CompletionTokens: int64(u.CompletionTokens),
+		CacheReadTokens: int64(u.PromptTokensDetails.CachedTokens), ReasoningTokens: int64(u.CompletionTokensDetails.ReasoningTokens),
 	}
 	if c.cfg.InputCostPerToken != nil {
 		r.Cost += float64(u.PromptTokens) * *c.cfg.InputCostPerToken
@@ -538,14 +521,14 @@ func (c *Client) convert(cc *openai.ChatCompletion, httpResp *http.Response) *Re
 // {"type":"thinking","thinking","signature"} and {"type":"redacted_thinking",
 // "data"} items. Other item types, and anything that is not a list, are
 // ignored: the field is an extra the provider may shape as it likes.
-func parseThinkingBlocks(raw string) []events.ThinkingItem {
+func parseThinkingBlocks(raw []byte) []events.ThinkingItem {
 	var items []struct {
 		Type      string  `json:"type"`
 		Thinking  *string `json:"thinking"`
 		Signature *string `json:"signature"`
 		Data      *string `json:"data"`
 	}
-	if json.Unmarshal([]byte(raw), &items) != nil {
+	if json.Unmarshal(raw, &items) != nil {
 		return nil
 	}
 	var out []events.ThinkingItem
@@ -594,19 +577,17 @@ func appendThinkingDeltas(acc, deltas []events.ThinkingItem) []events.ThinkingIt
 
 var contextWindowHints = []string{"context length", "context_length", "context window", "maximum context", "too many tokens", "prompt is too long", "input is too long", "reduce the length"}
 
-// classify turns a client error into an *Error. ctx is the caller's: a
+// classify turns a failed attempt into an *Error. ctx is the caller's: a
 // deadline that is not the caller's is the request timeout (ErrTimeout);
 // the caller's own cancellation is returned as is.
-func classify(ctx context.Context, err error, httpResp *http.Response) error {
+func classify(ctx context.Context, err error) error {
 	if ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return err
 	}
-	var apiErr *openai.Error
+	var apiErr *apiError
 	if errors.As(err, &apiErr) {
 		e := &Error{StatusCode: apiErr.StatusCode, Message: apiMessage(apiErr)}
-		if apiErr.Response != nil {
-			e.RetryAfter = retryAfter(apiErr.Response.Header.Get("Retry-After"))
-		}
+		e.RetryAfter = retryAfter(apiErr.Header.Get("Retry-After"))
 		low := strings.ToLower(e.Message)
 		switch {
 		case apiErr.StatusCode == 401 || apiErr.StatusCode == 403:
@@ -658,11 +639,13 @@ func networkKind(err error) error {
 	return ErrTransient
 }
 
-func apiMessage(e *openai.Error) string {
+// apiMessage is what an error answer says: its error message, else the
+// JSON of its "error" value cut to 500 bytes, else its status text.
+func apiMessage(e *apiError) string {
 	if e.Message != "" {
 		return e.Message
 	}
-	raw := e.RawJSON()
+	raw := e.Raw
 	if raw == "" {
 		return http.StatusText(e.StatusCode)
 	}

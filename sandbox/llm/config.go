@@ -1,7 +1,8 @@
 // Package llm is the agent's client for any OpenAI-compatible chat
-// completions endpoint (github.com/openai/openai-go): message and tool
-// conversion, retries with backoff for transient errors, error classification,
-// streaming deltas, usage, cost and token ids.
+// completions endpoint: message and tool conversion, retries with backoff
+// for transient errors, error classification, streaming deltas, usage, cost
+// and token ids. It speaks the Chat Completions wire format itself, over
+// net/http (openai.go).
 package llm
 
 import "github.com/acs-project/acs/sandbox/wire/llmconfig"
