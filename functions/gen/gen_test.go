@@ -71,7 +71,7 @@ func TestRouteFunctionsLinkOnlyWhatTheyNeed(t *testing.T) {
 			mod + "shared/localqueue":                       false,
 			mod + "shared/procsandbox":                      false,
 			mod + "sandbox/agent":                           false,
-			"github.com/openai/openai-go/v3":                false,
+			mod + "sandbox/llm":                             false,
 		} {
 			if d[pkg] != need {
 				t.Errorf("%s links %s: %v, want %v", rt.Name, pkg, d[pkg], need)
