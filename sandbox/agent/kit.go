@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/acs-project/acs/sandbox/hooks"
+	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/tools/mcp"
@@ -18,6 +19,9 @@ import (
 type kit struct {
 	tools  []tools.Tool
 	byName map[string]tools.Tool
+	// specs are the tools' function schemas offered to the model, shared
+	// by every LLM call: read them, never change them.
+	specs  []llm.Tool
 	skills []skills.Skill
 	hooks  *hooks.Runner // nil without hooks
 	mcp    *mcp.Client   // nil without MCP servers
@@ -25,7 +29,7 @@ type kit struct {
 
 // newKit returns the kit of the built-in tools ts.
 func newKit(ts []tools.Tool) *kit {
-	k := &kit{tools: ts, byName: make(map[string]tools.Tool, len(ts))}
+	k := &kit{tools: ts, byName: make(map[string]tools.Tool, len(ts)), specs: toolSpecs(ts)}
 	for _, t := range ts {
 		k.byName[t.Name()] = t
 	}
@@ -54,7 +58,7 @@ type extensions struct {
 // skills and hooks. MCP tools whose names k's tools take are left out;
 // each is a problem it returns.
 func (k *kit) with(ext extensions) (*kit, []setupProblem) {
-	out := &kit{tools: k.tools, byName: k.byName, skills: ext.skills, hooks: ext.hooks, mcp: ext.mcp}
+	out := &kit{tools: k.tools, byName: k.byName, specs: k.specs, skills: ext.skills, hooks: ext.hooks, mcp: ext.mcp}
 	if ext.mcp == nil {
 		return out, nil
 	}
@@ -73,7 +77,36 @@ func (k *kit) with(ext extensions) (*kit, []setupProblem) {
 		out.tools = append(out.tools, t)
 		out.byName[t.Name()] = t
 	}
+	out.specs = toolSpecs(out.tools)
 	return out, problems
+}
+
+// toolSpecs returns the function schemas of ts offered to the model: each
+// tool's parameters plus summary, and security_risk for tools that change
+// things.
+func toolSpecs(ts []tools.Tool) []llm.Tool {
+	out := make([]llm.Tool, 0, len(ts))
+	for _, t := range ts {
+		params := map[string]any{}
+		for k, v := range t.Parameters() {
+			params[k] = v
+		}
+		props := map[string]any{}
+		if p, ok := params["properties"].(map[string]any); ok {
+			for k, v := range p {
+				props[k] = v
+			}
+		}
+		if !t.ReadOnly() {
+			props["security_risk"] = map[string]any{"type": "string", "enum": []string{"LOW", "MEDIUM", "HIGH", "UNKNOWN"},
+				"description": "The LLM's assessment of the safety risk of this action."}
+		}
+		props["summary"] = map[string]any{"type": "string",
+			"description": "A concise summary (about 10 words) of what this action does."}
+		params["properties"] = props
+		out = append(out, llm.Tool{Name: t.Name(), Description: t.Definition().Description, Parameters: params})
+	}
+	return out
 }
 
 // close releases the kit's tools and MCP servers.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/sandbox/hooks"
+	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/tools/mcp"
@@ -32,6 +33,14 @@ func toolNames(ts []tools.Tool) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.Name())
+	}
+	return out
+}
+
+func specNames(ts []llm.Tool) []string {
+	var out []string
+	for _, t := range ts {
+		out = append(out, t.Name)
 	}
 	return out
 }
@@ -62,6 +71,9 @@ func TestKitWith(t *testing.T) {
 			if got := toolNames(k.tools); !slices.Equal(got, tc.wantTools) {
 				t.Fatalf("tools %v, want %v", got, tc.wantTools)
 			}
+			if got := specNames(k.specs); !slices.Equal(got, tc.wantTools) {
+				t.Fatalf("the LLM is offered %v, want %v", got, tc.wantTools)
+			}
 			for _, n := range tc.wantTools {
 				if tool, ok := k.tool(n); !ok || tool.Name() != n {
 					t.Fatalf("tool(%q) = %v, %v", n, tool, ok)
@@ -79,6 +91,7 @@ func TestKitWith(t *testing.T) {
 				t.Fatalf("kit %+v does not hold the extensions", k)
 			}
 			if got := toolNames(base.tools); !slices.Equal(got, baseNames) || len(base.byName) != len(baseNames) ||
+				!slices.Equal(specNames(base.specs), baseNames) ||
 				base.skills != nil || base.hooks != nil || base.mcp != nil {
 				t.Fatal("with changed the kit it extends")
 			}

@@ -257,14 +257,21 @@ func (c *Conversation) startRun(ctx context.Context) error {
 // not the owner: each step hands the owner what it produced.
 func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 	defer c.endRun(ctx, done)
-	iteration, finished := 0, false
+	var (
+		run      runState
+		finished bool
+	)
 	for after := false; ; after = true {
-		next := call(c, func() stepPlan { return c.nextStep(ctx, after, finished, &iteration) })
+		next := run.next
+		if run.next = nil; next == nil {
+			p := call(c, func() stepPlan { return c.nextStep(ctx, after, finished, &run.iteration) })
+			next = &p
+		}
 		if next.stop {
 			return
 		}
 		var err error
-		if finished, err = c.step(ctx, next); err != nil {
+		if finished, err = c.step(ctx, &run, *next); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
@@ -272,6 +279,14 @@ func (c *Conversation) loop(ctx context.Context, done chan struct{}) {
 			return
 		}
 	}
+}
+
+// runState is what a run carries from step to step.
+type runState struct {
+	iteration int // steps taken since the run began or a message continued it
+	// next is the next step's plan when the owner made it with the last
+	// step's results, nil when it is still to make.
+	next *stepPlan
 }
 
 // stepPlan is what a step starts from: actions left pending, else a
@@ -314,7 +329,7 @@ func (c *Conversation) nextStep(ctx context.Context, after, finished bool, itera
 	if plan := c.condensationNeeded(); plan != nil {
 		return stepPlan{plan: plan}
 	}
-	return stepPlan{view: c.view(), specs: c.toolsForLLM(), client: c.client}
+	return stepPlan{view: c.view(), specs: c.kit.specs, client: c.client}
 }
 
 // beforeStep reports whether the run takes another step, after iteration
@@ -444,39 +459,12 @@ func (e *budgetError) Error() string {
 	return fmt.Sprintf("Agent reached the cost budget: spent $%.4f of $%.4f.", e.spent, e.budget)
 }
 
-// toolsForLLM returns the function schemas offered to the model: each tool's
-// parameters plus summary, and security_risk for tools that change things.
-func (c *Conversation) toolsForLLM() []llm.Tool {
-	out := make([]llm.Tool, 0, len(c.kit.tools))
-	for _, t := range c.kit.tools {
-		params := map[string]any{}
-		for k, v := range t.Parameters() {
-			params[k] = v
-		}
-		props := map[string]any{}
-		if p, ok := params["properties"].(map[string]any); ok {
-			for k, v := range p {
-				props[k] = v
-			}
-		}
-		if !t.ReadOnly() {
-			props["security_risk"] = map[string]any{"type": "string", "enum": []string{"LOW", "MEDIUM", "HIGH", "UNKNOWN"},
-				"description": "The LLM's assessment of the safety risk of this action."}
-		}
-		props["summary"] = map[string]any{"type": "string",
-			"description": "A concise summary (about 10 words) of what this action does."}
-		params["properties"] = props
-		out = append(out, llm.Tool{Name: t.Name(), Description: t.Definition().Description, Parameters: params})
-	}
-	return out
-}
-
 // step runs one unit of agent work, as planned by nextStep, and reports
 // whether the agent finished: it executes actions left pending (after a
 // confirmation was accepted), condenses the history when needed, or makes
 // one LLM call and acts on its answer. Errors are run-loop failures. It
 // runs in the run's goroutine.
-func (c *Conversation) step(ctx context.Context, p stepPlan) (bool, error) {
+func (c *Conversation) step(ctx context.Context, run *runState, p stepPlan) (bool, error) {
 	if len(p.pending) > 0 {
 		return c.execute(ctx, p.pending)
 	}
@@ -507,7 +495,14 @@ func (c *Conversation) step(ctx context.Context, p stepPlan) (bool, error) {
 
 	r := call(c, func() reaction {
 		c.clearRateLimit(ctx)
-		return c.react(ctx, cfg, resp)
+		r := c.react(ctx, cfg, resp)
+		if r.instant && !r.postHooks && !r.finished {
+			// Nothing of this step is left to do off the owner: the
+			// next step is planned in the same op.
+			next := c.nextStep(ctx, true, false, &run.iteration)
+			run.next = &next
+		}
+		return r
 	})
 	switch {
 	case r.err != nil || r.done:
