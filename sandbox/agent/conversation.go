@@ -130,7 +130,8 @@ type Options struct {
 }
 
 // Conversation is one conversation: its state, event log, tools and loop.
-// It is safe for concurrent use.
+// It is safe for concurrent use: one owner goroutine runs every change
+// (owner.go).
 type Conversation struct {
 	id   uuid.UUID
 	dir  string
@@ -577,7 +578,7 @@ func (c *Conversation) Dir() string { return c.dir }
 // Log returns the event log.
 func (c *Conversation) Log() *eventlog.Log { return c.log }
 
-// Status returns the execution status. It takes no lock.
+// Status returns the execution status. It does not wait for the owner.
 func (c *Conversation) Status() wire.ExecutionStatus { return c.snapshot.Load().ExecutionStatus }
 
 // Running reports whether a run is in progress.
@@ -797,9 +798,9 @@ func (c *Conversation) broadcastFullState() {
 	c.do(func() { c.broadcast(events.MustEncode(c.fullState())) })
 }
 
-// Info returns the conversation's info with secrets redacted. It takes
-// no lock. Its maps and slices are shared with other callers: do not
-// change them.
+// Info returns the conversation's info with secrets redacted. It does
+// not wait for the owner. Its maps and slices are shared with other
+// callers: do not change them.
 func (c *Conversation) Info() wire.ConversationInfo { return *c.snapshot.Load() }
 
 // buildInfo is the info of the state as it is. Everything in it that
