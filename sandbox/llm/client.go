@@ -26,8 +26,11 @@ type Tool struct {
 	Parameters  map[string]any // JSON Schema of the arguments
 }
 
-// Request is one completion request.
+// Request is one completion request. Its messages are those of Segments,
+// in order, then Messages. The client only reads them, so a segment may be
+// shared with other requests.
 type Request struct {
+	Segments [][]events.Message
 	Messages []events.Message
 	Tools    []Tool
 }
@@ -303,12 +306,18 @@ func (c *Client) annotate(e *Error) {
 // usage in the stream's last chunk.
 func (c *Client) params(req Request) (*chatRequest, error) {
 	p := &chatRequest{Model: c.cfg.APIModel()}
-	for _, m := range req.Messages {
-		mp, err := messageParam(m)
-		if err != nil {
-			return nil, err
+	for i := range len(req.Segments) + 1 {
+		seg := req.Messages
+		if i < len(req.Segments) {
+			seg = req.Segments[i]
 		}
-		p.Messages = append(p.Messages, mp)
+		for _, m := range seg {
+			mp, err := messageParam(m)
+			if err != nil {
+				return nil, err
+			}
+			p.Messages = append(p.Messages, mp)
+		}
 	}
 	for _, t := range req.Tools {
 		p.Tools = append(p.Tools, chatTool{Type: "function",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -377,5 +378,30 @@ func TestHealingFailuresAreRetriedThenReported(t *testing.T) {
 				t.Fatalf("exhausted retries not reported: %d %s", le.Retries, le.Detail())
 			}
 		})
+	}
+}
+
+// A request's segments are sent in order, then its messages.
+func TestSegmentsAreSentBeforeMessages(t *testing.T) {
+	s := llmtest.New(llmtest.Reply{Text: "ok"})
+	defer s.Close()
+	text := func(role, s string) events.Message {
+		return events.Message{Role: events.Role(role), Content: []events.Content{events.TextItem(s)}}
+	}
+	shared := []events.Message{text("user", "one"), text("assistant", "two")}
+	req := llm.Request{Segments: [][]events.Message{{text("system", "sys")}, shared, nil, {text("user", "three")}},
+		Messages: []events.Message{text("assistant", "four")}}
+	if _, err := client(s, nil).Complete(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range s.Requests()[0].Messages {
+		got = append(got, m.Role+":"+m.Text())
+	}
+	if want := []string{"system:sys", "user:one", "assistant:two", "user:three", "assistant:four"}; !slices.Equal(got, want) {
+		t.Fatalf("messages %q, want %q", got, want)
+	}
+	if shared[0].Text() != "one" || len(shared) != 2 {
+		t.Fatal("the shared segment changed")
 	}
 }
