@@ -296,7 +296,7 @@ type stepPlan struct {
 	stop    bool
 	pending []*events.ActionEvent
 	plan    *history.Plan
-	view    []events.Message
+	view    [][]events.Message // in segments, see history.ViewSegments
 	specs   []llm.Tool
 	// client is the LLM client as the step begins: SwitchLLM may replace
 	// it during the call.
@@ -329,7 +329,7 @@ func (c *Conversation) nextStep(ctx context.Context, after, finished bool, itera
 	if plan := c.condensationNeeded(); plan != nil {
 		return stepPlan{plan: plan}
 	}
-	return stepPlan{view: c.view(), specs: c.kit.specs, client: c.client}
+	return stepPlan{view: c.hist.ViewSegments(c.systemMessage(), c.st.BlockedMessages), specs: c.kit.specs, client: c.client}
 }
 
 // beforeStep reports whether the run takes another step, after iteration
@@ -478,7 +478,7 @@ func (c *Conversation) step(ctx context.Context, run *runState, p stepPlan) (boo
 	}
 	llmStart := time.Now()
 	sctx, span := c.llmSpan(ctx, cfg, "agent")
-	resp, err := p.client.Complete(sctx, llm.Request{Messages: p.view, Tools: p.specs}, onDelta)
+	resp, err := p.client.Complete(sctx, llm.Request{Segments: p.view, Tools: p.specs}, onDelta)
 	endLLMSpan(span, resp, err)
 	c.llmNanos.Add(int64(time.Since(llmStart)))
 	if err != nil {

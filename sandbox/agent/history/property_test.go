@@ -117,6 +117,8 @@ func TestIncrementalViewEqualsRebuild(t *testing.T) {
 		var f fixture
 		var kept []events.Message
 		keptString := viewString(kept)
+		var keptSegments [][]events.Message
+		keptSegmentsString := viewString(nil)
 		for step := range emits {
 			f.add(g.next(&f)...)
 			fail := func(format string, args ...any) {
@@ -142,6 +144,16 @@ func TestIncrementalViewEqualsRebuild(t *testing.T) {
 			}
 			kept = f.h.View(sys, nil)
 			keptString = viewString(kept)
+			// The view in segments is the same view, and no segment
+			// returned ever changes.
+			if got := viewString(slices.Concat(keptSegments...)); got != keptSegmentsString {
+				fail("the previous view in segments changed:%s\nwas%s", got, keptSegmentsString)
+			}
+			keptSegments = f.h.ViewSegments(sys, nil)
+			if got := slices.Concat(keptSegments...); !reflect.DeepEqual(got, want) {
+				fail("view in segments%s\nrebuilt%s", viewString(got), viewString(want))
+			}
+			keptSegmentsString = viewString(slices.Concat(keptSegments...))
 			if f.h.pairs.condensations == 0 && f.h.pairs.viewN > 0 {
 				incremental++
 			}

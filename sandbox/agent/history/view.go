@@ -1,6 +1,7 @@
 package history
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/acs-project/acs/events"
@@ -179,14 +180,45 @@ func (h *History) llmEvents(blocked map[string]string) []events.Event {
 	return out
 }
 
+// ViewSegments is View cut in segments: the view is their concatenation.
+// Without condensations or blocked messages, the messages of the settled
+// prefix are a segment shared with the history and with every view before:
+// a view costs what changed, not a copy of the branch. No segment ever
+// changes once returned.
+func (h *History) ViewSegments(system events.Message, blocked map[string]string) [][]events.Message {
+	p := h.pairing()
+	if p.condensations > 0 || len(blocked) > 0 {
+		return [][]events.Message{BuildView(system, h.llmEvents(blocked))}
+	}
+	p.settle(h.events)
+	tail := viewMessages(h.events, p.viewN, len(h.events), p.answered)
+	if len(tail) > 0 && len(p.view) > 0 && tail[0].Role == events.RoleUser && p.view[len(p.view)-1].Role == events.RoleUser {
+		// The tail's first message joins the prefix's last: one segment.
+		return [][]events.Message{p.buildView(system, h.events)}
+	}
+	return [][]events.Message{{system}, p.view[:len(p.view):len(p.view)], mergeUser(nil, tail...)}
+}
+
+// settle extends p.view to the settled prefix of h. A message of the prefix
+// that a new one joins is changed in a copy of p.view: a view that shares
+// p.view never changes.
+func (p *pairing) settle(h []events.Event) {
+	if p.settled <= p.viewN {
+		return
+	}
+	add := viewMessages(h, p.viewN, p.settled, p.answered)
+	if n := len(p.view); n > 0 && len(add) > 0 && add[0].Role == events.RoleUser && p.view[n-1].Role == events.RoleUser {
+		p.view = slices.Clone(p.view)
+	}
+	p.view = mergeUser(p.view, add...)
+	p.viewN = p.settled
+}
+
 // buildView is BuildView(system, h) for the history p pairs (p.add(h) done),
 // built incrementally: the messages of the settled prefix (p.settled) never
 // change, so they are built once (p.view) and only the rest anew.
 func (p *pairing) buildView(system events.Message, h []events.Event) []events.Message {
-	if p.settled > p.viewN {
-		p.view = mergeUser(p.view, viewMessages(h, p.viewN, p.settled, p.answered)...)
-		p.viewN = p.settled
-	}
+	p.settle(h)
 	tail := viewMessages(h, p.viewN, len(h), p.answered)
 	out := make([]events.Message, 0, 1+len(p.view)+len(tail))
 	out = append(append(out, system), p.view...)
