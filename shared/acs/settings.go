@@ -2,7 +2,6 @@ package acs
 
 import (
 	"encoding/json"
-	"fmt"
 	"sort"
 	"time"
 )
@@ -139,75 +138,6 @@ const (
 // EnumValues lists the orders.
 func (StartTaskSort) EnumValues() []string {
 	return []string{"CREATED_AT", "CREATED_AT_DESC", "UPDATED_AT", "UPDATED_AT_DESC"}
-}
-
-// Placement is a placement decision: the sandbox chosen (nil: start a new
-// one) and why, for the start task's record.
-type Placement struct {
-	Sandbox *Sandbox
-	Reason  string
-}
-
-// ChooseSandbox applies a grouping strategy to a user's sandboxes. Only
-// RUNNING sandboxes with fewer than max conversations are candidates (max <=
-// 0: no cap); NO_GROUPING never reuses one. Ties keep the order of cands
-// (newest first, as the store lists them). It is pure: the caller reserves
-// the slot and retries with the next choice when the reservation loses a
-// race.
-func ChooseSandbox(strategy GroupingStrategy, cands []Sandbox, max int) Placement {
-	if strategy == NoGrouping || strategy == "" {
-		return Placement{Reason: "NO_GROUPING: a new sandbox for this conversation"}
-	}
-	var avail []Sandbox
-	for _, s := range cands {
-		if s.Status == SandboxRunning && (max <= 0 || s.ConversationCount() < max) {
-			avail = append(avail, s)
-		}
-	}
-	if len(avail) == 0 {
-		return Placement{Reason: fmt.Sprintf("%s: no RUNNING sandbox with fewer than %d conversations; a new sandbox", strategy, max)}
-	}
-	pick := 0
-	switch strategy {
-	case GroupByNewest:
-		for i, s := range avail {
-			if s.CreatedAt.After(avail[pick].CreatedAt) {
-				pick = i
-			}
-		}
-	case LeastRecentlyUsed:
-		for i, s := range avail {
-			if s.LastUsedAt.Before(avail[pick].LastUsedAt) {
-				pick = i
-			}
-		}
-	case FewestConversations:
-		for i, s := range avail {
-			if s.ConversationCount() < avail[pick].ConversationCount() {
-				pick = i
-			}
-		}
-	case AddToAny:
-	}
-	chosen := avail[pick]
-	reason := map[GroupingStrategy]string{
-		GroupByNewest:       "the newest available sandbox (created %s)",
-		LeastRecentlyUsed:   "the least recently used available sandbox (last used %s)",
-		FewestConversations: "the available sandbox with the fewest conversations (%s)",
-		AddToAny:            "the first available sandbox (%s)",
-	}[strategy]
-	detail := ""
-	switch strategy {
-	case GroupByNewest:
-		detail = chosen.CreatedAt.UTC().Format(time.RFC3339)
-	case LeastRecentlyUsed:
-		detail = chosen.LastUsedAt.UTC().Format(time.RFC3339)
-	case FewestConversations:
-		detail = fmt.Sprintf("%d", chosen.ConversationCount())
-	default:
-		detail = fmt.Sprintf("%d of %d", pick+1, len(avail))
-	}
-	return Placement{Sandbox: &chosen, Reason: fmt.Sprintf("%s: "+reason, strategy, detail)}
 }
 
 // SortSandboxes orders sandboxes newest first (the store's order).

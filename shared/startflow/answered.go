@@ -146,21 +146,19 @@ func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.Star
 		return t, false, nil
 	}
 	settings, err := w.settings(ctx, t.OwnerID)
-	if err != nil || settings.SandboxGroupingStrategy == "" || settings.SandboxGroupingStrategy == acs.NoGrouping {
+	if err != nil || !settings.SandboxGroupingStrategy.Groups() {
 		return t, false, err
 	}
 	lock, free, err := w.placementFree(ctx, t)
 	if err != nil || !free {
 		return t, false, err
 	}
-	mine, err := w.ownerSandboxes(ctx, t.OwnerID, lock.Created)
+	mine, err := w.placer().sandboxes(ctx, t.OwnerID, lock.Created)
 	if err != nil {
 		return t, false, err
 	}
-	cands, running := groupingCandidates(mine)
-	max := settings.MaxConversationsPerSandbox
-	p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
-	if p.Sandbox == nil || !running[p.Sandbox.ID] {
+	p := w.placer().decide(settings, mine, acs.PlaceRequest{Owner: t.OwnerID})
+	if p.Sandbox == nil || p.Sandbox.Status != acs.SandboxRunning {
 		return t, false, nil
 	}
 	placed := t
@@ -173,7 +171,7 @@ func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.Star
 	if err := w.placeOnRunning(req, ready, id, p.Reason, true)(&placed); err != nil {
 		return t, false, nil
 	}
-	_, err = w.Store.CreateStartTaskAndUpdateSandbox(ctx, placed, id, stillRunning(w.reserveSlot(t, max)))
+	_, err = w.Store.CreateStartTaskAndUpdateSandbox(ctx, placed, id, stillRunning(w.reserveSlot(t, p.Max)))
 	switch {
 	case err == nil:
 		return placed, true, nil

@@ -249,38 +249,11 @@ func (s *Service) checkCapacity(ctx context.Context, owner string, req StartRequ
 	if s.Lifecycle == nil || s.Lifecycle.Config.MaxRunningSandboxes <= 0 {
 		return nil
 	}
-	if req.SandboxID != nil {
-		sb, err := s.Store.GetSandbox(ctx, *req.SandboxID)
-		if err != nil || sb.OwnerID != owner || sb.Status != acs.SandboxPaused {
-			return nil // placement reports missing sandboxes; running ones need no room
-		}
-		return s.Lifecycle.CheckCapacity(ctx, owner, sb.ID)
-	}
-	settings, err := s.Store.GetSettings(ctx, owner)
-	if errors.Is(err, acs.ErrNotFound) {
-		settings = acs.DefaultSettings(owner)
-	} else if err != nil {
+	need, paused, err := placer{store: s.Store}.roomAtSubmit(ctx, owner, req.SandboxID)
+	if err != nil || !need {
 		return err
 	}
-	if settings.SandboxGroupingStrategy != acs.NoGrouping && settings.SandboxGroupingStrategy != "" {
-		var cands []acs.Sandbox
-		if err := sandboxes.EachSandbox(ctx, s.Store, owner, func(sb acs.Sandbox) {
-			if sb.Status == acs.SandboxStarting {
-				sb.Status = acs.SandboxRunning
-			}
-			cands = append(cands, sb)
-		}); err != nil {
-			return err
-		}
-		max := settings.MaxConversationsPerSandbox
-		if max == 0 {
-			max = acs.DefaultMaxConversationsPerSandbox
-		}
-		if acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max).Sandbox != nil {
-			return nil
-		}
-	}
-	return s.Lifecycle.CheckCapacity(ctx, owner, "")
+	return s.Lifecycle.CheckCapacity(ctx, owner, paused)
 }
 
 // Task returns start task id (any user's: the caller checks ownership, or

@@ -406,15 +406,11 @@ func advanceFn(now func() time.Time, from acs.StartTaskStatus, change, after fun
 
 // settings returns the owner's settings (the defaults when never saved).
 func (w *Worker) settings(ctx context.Context, owner string) (acs.Settings, error) {
-	s, err := w.Store.GetSettings(ctx, owner)
-	if errors.Is(err, acs.ErrNotFound) {
-		return acs.DefaultSettings(owner), nil
-	}
-	if s.MaxConversationsPerSandbox == 0 {
-		s.MaxConversationsPerSandbox = acs.DefaultMaxConversationsPerSandbox
-	}
-	return s, err
+	return w.placer().settings(ctx, owner)
 }
+
+// placer is the start flow's placement over w's store.
+func (w *Worker) placer() placer { return placer{store: w.Store} }
 
 // place chooses the sandbox and reserves the conversation's slot on it: the
 // explicit sandbox_id (no capacity check), else the owner's grouping
@@ -431,9 +427,8 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	if err != nil {
 		return 0, err
 	}
-	grouping := settings.SandboxGroupingStrategy != "" && settings.SandboxGroupingStrategy != acs.NoGrouping
-	if !grouping || req.SandboxID != nil {
-		_, err := w.placeLocked(ctx, t, req, settings, grouping, "", true)
+	if !settings.SandboxGroupingStrategy.Groups() || req.SandboxID != nil {
+		_, err := w.placeLocked(ctx, t, req, settings, "", true)
 		return 0, err
 	}
 	// While no other start is placing, a sandbox with room is reserved
@@ -443,7 +438,7 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	if lock, free, err := w.placementFree(ctx, t); err != nil {
 		return 0, err
 	} else if free {
-		created, err := w.placeLocked(ctx, t, req, settings, grouping, lock.Created, false)
+		created, err := w.placeLocked(ctx, t, req, settings, lock.Created, false)
 		if created != "" && err == nil {
 			// A redelivery finding the sandbox it created under the lock
 			// records it, as the unlock it crashed before would have.
@@ -462,7 +457,7 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	if err != nil {
 		return 0, err
 	}
-	created, err := w.placeLocked(ctx, t, req, settings, grouping, lock.Created, true)
+	created, err := w.placeLocked(ctx, t, req, settings, lock.Created, true)
 	if err == nil && created == "" {
 		// Placed on an existing sandbox: the task has left WORKING, which
 		// releases the lock (lockPlacement), and there is no new sandbox
@@ -644,91 +639,125 @@ func (w *Worker) unlockPlacement(ctx context.Context, t acs.StartTask, created s
 // created, if any. lastCreated is the sandbox the previous placement lock
 // holder created (considered even before the owner's listing shows it).
 // Without mayCreate, a start that would need a new sandbox gets errNoRoom.
-func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, grouping bool, lastCreated string, mayCreate bool) (string, error) {
-	chosen := func(id, reason string) error {
-		return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
-			tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
-		})
-	}
+func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, lastCreated string, mayCreate bool) (string, error) {
 	if req.SandboxID != nil {
-		sb, err := w.Store.GetSandbox(ctx, *req.SandboxID)
-		if errors.Is(err, acs.ErrNotFound) || (err == nil && sb.OwnerID != t.OwnerID) {
-			return "", failf("Sandbox not found: %s", *req.SandboxID)
-		}
-		if err != nil {
-			return "", err
-		}
-		// The runtime's view first: a sandbox whose agent server died since
-		// the record was last updated is ERROR, not a place to reserve a slot.
-		sb, _ = w.lifecycle().Refresh(ctx, sb)
-		if sb.Status.ReadOnly() {
-			return "", failf("Sandbox %s is %s and not startable; choose another sandbox or start without sandbox_id", sb.ID, sb.Status)
-		}
-		if _, err := w.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error {
-			return s.Reserve(t.ConversationID, 0)
-		}); err != nil {
-			if errors.Is(err, acs.ErrConflict) {
-				return "", failf("Sandbox %s is no longer startable: %v", sb.ID, err)
-			}
-			return "", err
-		}
-		return "", chosen(sb.ID, "explicit sandbox_id (no capacity check)")
+		return "", w.placeExplicit(ctx, t, settings, *req.SandboxID)
 	}
-	mine, err := w.ownerSandboxes(ctx, t.OwnerID, lastCreated)
+	mine, err := w.placer().sandboxes(ctx, t.OwnerID, lastCreated)
 	if err != nil {
 		return "", err
 	}
-	for _, sb := range mine {
-		if sb.HasSlot(t.ConversationID) { // a redelivery: the slot is ours
-			created := ""
-			if sb.CreatedByTask == t.ID {
-				created = sb.ID
-			}
-			err := chosen(sb.ID, "the sandbox this start reserved earlier")
-			if errors.Is(err, acs.ErrConflict) && w.movedOn(ctx, t) {
-				// A duplicate delivery of a placement that went further
-				// (through the steps with nothing to do): nothing to redo.
-				err = nil
-			}
-			return created, err
-		}
+	if created, err, ok := w.placedEarlier(ctx, t, mine, settings.SandboxGroupingStrategy.Groups()); ok {
+		return created, err
 	}
-	max := settings.MaxConversationsPerSandbox
-	cands, running := groupingCandidates(mine)
-	for grouping {
-		p := acs.ChooseSandbox(settings.SandboxGroupingStrategy, cands, max)
-		if p.Sandbox == nil {
-			break
+	d, err := w.placeOnExisting(ctx, t, req, settings, mine)
+	if err != nil || d.Sandbox != nil {
+		return "", err
+	}
+	if !mayCreate {
+		return "", errNoRoom
+	}
+	return w.placeOnNew(ctx, t, req, d)
+}
+
+// chosen records t's placement on sandbox id: t waits for it.
+func (w *Worker) chosen(ctx context.Context, t acs.StartTask, id, reason string, grouping bool) error {
+	return w.advance(ctx, t.ID, acs.TaskWorking, acs.TaskWaitingForSandbox, func(tk *acs.StartTask) {
+		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
+	})
+}
+
+// placeExplicit places t on the sandbox its request names, without a
+// capacity check. The runtime's view comes first: a sandbox whose agent
+// server died since its record was written is ERROR, not a place to
+// reserve a slot.
+func (w *Worker) placeExplicit(ctx context.Context, t acs.StartTask, settings acs.Settings, id string) error {
+	d, err := w.placer().explicit(ctx, settings, t.OwnerID, id, func(ctx context.Context, sb acs.Sandbox) acs.Sandbox {
+		sb, _ = w.lifecycle().Refresh(ctx, sb)
+		return sb
+	})
+	if err != nil {
+		return err
+	}
+	if d.Refusal != "" {
+		return failf("%s", d.Refusal)
+	}
+	if _, err := w.Store.UpdateSandbox(ctx, d.Sandbox.ID, func(s *acs.Sandbox) error {
+		return s.Reserve(t.ConversationID, 0)
+	}); err != nil {
+		if errors.Is(err, acs.ErrConflict) {
+			return failf("Sandbox %s is no longer startable: %v", d.Sandbox.ID, err)
 		}
-		reserve := w.reserveSlot(t, max)
+		return err
+	}
+	return w.chosen(ctx, t, d.Sandbox.ID, d.Reason, d.Grouping)
+}
+
+// placedEarlier finds among mine the sandbox on which t reserved its slot
+// in an earlier delivery, and records the placement again. ok reports
+// that there was one; created is its id when t created it.
+func (w *Worker) placedEarlier(ctx context.Context, t acs.StartTask, mine []acs.Sandbox, grouping bool) (created string, err error, ok bool) {
+	for _, sb := range mine {
+		if !sb.HasSlot(t.ConversationID) {
+			continue
+		}
+		if sb.CreatedByTask == t.ID {
+			created = sb.ID
+		}
+		err := w.chosen(ctx, t, sb.ID, "the sandbox this start reserved earlier", grouping)
+		if errors.Is(err, acs.ErrConflict) && w.movedOn(ctx, t) {
+			// A duplicate delivery of a placement that went further
+			// (through the steps with nothing to do): nothing to redo.
+			err = nil
+		}
+		return created, err, true
+	}
+	return "", nil, false
+}
+
+// placeOnExisting reserves t's slot on the sandbox the owner's strategy
+// chooses among mine, choosing again without a sandbox whose last slot
+// another start took first. The decision returned has no sandbox when none
+// was left: its reason is the new sandbox's.
+func (w *Worker) placeOnExisting(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, mine []acs.Sandbox) (acs.Decision, error) {
+	cands := mine
+	for {
+		d := w.placer().decide(settings, cands, acs.PlaceRequest{Owner: t.OwnerID})
+		if d.Sandbox == nil {
+			return d, nil
+		}
+		reserve := w.reserveSlot(t, d.Max)
 		var err error
-		if running[p.Sandbox.ID] {
+		if d.Sandbox.Status == acs.SandboxRunning {
 			var done bool
-			if done, err = w.reserveRunning(ctx, t, req, *p.Sandbox, p.Reason, grouping, reserve); done {
-				return "", err
+			if done, err = w.reserveRunning(ctx, t, req, *d.Sandbox, d.Reason, d.Grouping, reserve); done {
+				return d, err
 			}
 		}
 		if err == nil || errors.Is(err, errStoppedRunning) {
-			if _, err = w.Store.UpdateSandbox(ctx, p.Sandbox.ID, reserve); err == nil {
-				return "", chosen(p.Sandbox.ID, p.Reason)
+			if _, err = w.Store.UpdateSandbox(ctx, d.Sandbox.ID, reserve); err == nil {
+				return d, w.chosen(ctx, t, d.Sandbox.ID, d.Reason, d.Grouping)
 			}
 		}
 		if !errors.Is(err, acs.ErrCapacity) && !errors.Is(err, acs.ErrConflict) && !errors.Is(err, acs.ErrNotFound) {
-			return "", err
+			return d, err
 		}
 		// Lost a race for the last slot: choose again without it.
 		rest := cands[:0:0]
 		for _, c := range cands {
-			if c.ID != p.Sandbox.ID {
+			if c.ID != d.Sandbox.ID {
 				rest = append(rest, c)
 			}
 		}
 		cands = rest
 	}
-	if !mayCreate {
-		return "", errNoRoom
-	}
-	reason := acs.ChooseSandbox(settings.SandboxGroupingStrategy, nil, max).Reason
+}
+
+// placeOnNew creates a sandbox for t, named after its conversation, as d
+// decided. A warm agent server answers at once: the start then skips the
+// waiting step.
+func (w *Worker) placeOnNew(ctx context.Context, t acs.StartTask, req StartRequest, d acs.Decision) (string, error) {
+	reason := d.Reason
 	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, Slots: []string{t.ConversationID}, CreatedByTask: t.ID}
 	made, err := w.lifecycle().Create(ctx, sb)
 	if err != nil {
@@ -746,57 +775,15 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 		reason += " (warm pool " + made.WarmPool + ")"
 	}
 	if made.Status == acs.SandboxRunning {
-		// A warm agent server answers at once: no waiting step of its own.
 		placed := t
-		placed.OwnWorkDir = grouping
+		placed.OwnWorkDir = d.Grouping
 		if ready := w.probeReady(ctx, placed, req, made)(); ready.err == nil {
 			return sb.ID, w.advanceReady(ctx, t, req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
-				tk.SandboxID, tk.Placement, tk.OwnWorkDir = &sb.ID, reason, grouping
+				tk.SandboxID, tk.Placement, tk.OwnWorkDir = &sb.ID, reason, d.Grouping
 			})
 		}
 	}
-	return sb.ID, chosen(sb.ID, reason)
-}
-
-// ownerSandboxes lists owner's sandboxes, newest first, with lastCreated
-// among them: the sandbox the previous placement lock holder created,
-// which the listing may not show yet.
-func (w *Worker) ownerSandboxes(ctx context.Context, owner, lastCreated string) ([]acs.Sandbox, error) {
-	var mine []acs.Sandbox
-	listed := false
-	if err := sandboxes.EachSandbox(ctx, w.Store, owner, func(sb acs.Sandbox) {
-		mine = append(mine, sb)
-		listed = listed || sb.ID == lastCreated
-	}); err != nil {
-		return nil, err
-	}
-	if lastCreated != "" && !listed {
-		sb, err := w.Store.GetSandbox(ctx, lastCreated)
-		switch {
-		case err == nil && sb.OwnerID == owner:
-			mine = append(mine, sb)
-			acs.SortSandboxes(mine)
-		case err != nil && !errors.Is(err, acs.ErrNotFound):
-			return nil, err
-		}
-	}
-	return mine, nil
-}
-
-// groupingCandidates is mine as a grouping strategy chooses among them:
-// STARTING sandboxes count as available (ACS), so that concurrent starts
-// share the sandbox the first of them created. running reports which
-// were RUNNING.
-func groupingCandidates(mine []acs.Sandbox) (cands []acs.Sandbox, running map[string]bool) {
-	cands = slices.Clone(mine)
-	running = map[string]bool{}
-	for i := range cands {
-		running[cands[i].ID] = cands[i].Status == acs.SandboxRunning
-		if cands[i].Status == acs.SandboxStarting {
-			cands[i].Status = acs.SandboxRunning
-		}
-	}
-	return cands, running
+	return sb.ID, w.chosen(ctx, t, sb.ID, reason, d.Grouping)
 }
 
 // reserveSlot is the reservation of t's slot on a RUNNING or STARTING
