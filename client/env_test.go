@@ -86,7 +86,7 @@ func newEnvStreamLimit(t *testing.T, limit time.Duration) *env {
 	t.Cleanup(srv.Close)
 	flow.Sandboxes.WebhookBaseURL = srv.URL + "/api/v1/webhooks"
 	srv.Config.Handler = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer, StreamLimit: limit}).Handler()
-	w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealer}
+	w := startflow.NewWorker(store, queue, rt, sealer, flow)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { w.Run(wctx, 2); close(done) }()

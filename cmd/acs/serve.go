@@ -91,7 +91,7 @@ func serve(ctx context.Context, args []string) error {
 		slog.Warn("acs serve: warm sandboxes", "error", err)
 	}
 	llm := llmhealth.NewMonitor(llmhealth.Target{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel}, nil)
-	worker := &startflow.Worker{Store: store, Queue: queue, Runtime: runtime, Sealer: sealer, Config: flow}
+	worker := startflow.NewWorker(store, queue, runtime, sealer, flow)
 	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
 		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current, Placer: worker})
 	wctx, stopWorkers := context.WithCancel(ctx)

@@ -22,12 +22,11 @@ import (
 
 func main() {
 	env := awsenv.Load(functions.Provisioner.Need)
-	worker := &startflow.Worker{Store: env.Store(nil), Queue: sqsenv.Queue(env), Runtime: runtimeenv.Runtime(env),
-		Sealer: env.Sealer(), Config: env.Flow(),
-		// Fault tests crash here (ACS_FAILPOINTS); inert otherwise.
-		AfterStep: func(_ context.Context, ran acs.StartTaskStatus, _ acs.Delivery) {
-			failpoint.Crash("provisioner.after." + string(ran))
-		}}
+	worker := startflow.NewWorker(env.Store(nil), sqsenv.Queue(env), runtimeenv.Runtime(env), env.Sealer(), env.Flow())
+	// Fault tests crash here (ACS_FAILPOINTS); inert otherwise.
+	worker.AfterStep = func(_ context.Context, ran acs.StartTaskStatus, _ acs.Delivery) {
+		failpoint.Crash("provisioner.after." + string(ran))
+	}
 	lambda.Start(sqsqueue.BatchHandler(func(ctx context.Context, d acs.Delivery) bool {
 		failpoint.Crash("provisioner.receive")
 		out, err := worker.Process(ctx, d)

@@ -30,7 +30,7 @@ func main() {
 	flow := env.Flow()
 	pass := reconciler.Pass{
 		Lifecycle: &sandboxes.Lifecycle{Store: store, Runtime: rt, Blobs: blobs, Config: flow.Sandboxes},
-		Worker:    &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: env.Sealer(), Config: flow},
+		Worker:    startflow.NewWorker(store, queue, rt, env.Sealer(), flow),
 		Dead:      queue,
 		TaskTTL:   env.Config.StartTaskTTL,
 		// Kubernetes keeps a warm pool per spec; each pass refills it.

@@ -71,7 +71,7 @@ func newEnv(t *testing.T, withWorker bool) *env {
 	if withWorker {
 		// Wired as acs serve wires them: the worker places starts as they
 		// are submitted when that needs no wait.
-		w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealbox.FromPassphrase("api test passphrase")}
+		w := startflow.NewWorker(store, queue, rt, sealbox.FromPassphrase("api test passphrase"), flow)
 		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase"), Placer: w})
 		e.srv.Config.Handler = v1.Handler()
 		wctx, cancel := context.WithCancel(ctx)

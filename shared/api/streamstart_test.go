@@ -78,13 +78,13 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	// The worker uses the store directly (its reads are never held) and
 	// reports each step it ran.
 	stepped := make(chan struct{}, 1)
-	w := &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Config: flow, Sealer: sealer,
-		AfterStep: func(context.Context, acs.StartTaskStatus, acs.Delivery) {
-			select {
-			case stepped <- struct{}{}:
-			default:
-			}
-		}}
+	w := startflow.NewWorker(store, queue, rt, sealer, flow)
+	w.AfterStep = func(context.Context, acs.StartTaskStatus, acs.Delivery) {
+		select {
+		case stepped <- struct{}{}:
+		default:
+		}
+	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { w.Run(wctx, 1); close(done) }()

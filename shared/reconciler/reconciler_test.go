@@ -42,7 +42,7 @@ func TestPassRunsEveryPart(t *testing.T) {
 	}
 	pass := reconciler.Pass{
 		Lifecycle: &sandboxes.Lifecycle{Store: store, Config: sandboxes.Config{}.Defaults()},
-		Worker:    &startflow.Worker{Store: store},
+		Worker:    startflow.NewWorker(store, nil, nil, nil, startflow.Config{}),
 		TaskTTL:   time.Minute,
 	}
 	rep, err := pass.Run(ctx)

@@ -393,26 +393,42 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 	})
 }
 
-// Ready makes sure the sandbox can serve requests: a paused one is resumed,
-// and Ready waits (at most wait) until it is RUNNING and its agent server
-// answers /alive. It returns the sandbox and a client for its agent server.
-// Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still not ready after
-// wait is ErrConflict naming its status.
+// Ready makes sure the sandbox can serve requests: AwaitReady with an
+// /alive probe, then the steps a ready sandbox owes, BuryTombstones and
+// FlushQueued. It returns the sandbox and a client for its agent server.
+// Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still
+// not ready after wait is ErrConflict naming its status.
 func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *agentclient.Client, error) {
-	return l.ReadyAsking(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *agentclient.Client) bool {
+	r, err := l.AwaitReady(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *agentclient.Client) bool {
 		return c.Alive(ctx) == nil
 	})
+	if err != nil {
+		return r.Sandbox, nil, err
+	}
+	l.BuryTombstones(ctx, r.Sandbox, r.Client)
+	return l.FlushQueued(ctx, r), r.Client, nil
 }
 
-// ReadyAsking is Ready with ask, a request the caller needs of the agent
-// server, sent in place of the /alive probe (with the sandbox as
-// refreshed): ask reports whether the agent server answered, and keeps
-// what it answered for the caller. An agent server that answers ask is
-// ready, so a caller that needs one request of it saves a round trip. ask
-// may be called again while Ready waits.
-func (l *Lifecycle) ReadyAsking(ctx context.Context, sb acs.Sandbox, wait time.Duration, ask func(context.Context, acs.Sandbox, *agentclient.Client) bool) (acs.Sandbox, *agentclient.Client, error) {
+// Readiness is a sandbox found ready: RUNNING, its agent server answering.
+type Readiness struct {
+	Sandbox acs.Sandbox
+	// Client is a client for the sandbox's agent server.
+	Client *agentclient.Client
+	// Resumed reports that AwaitReady resumed the sandbox.
+	Resumed bool
+}
+
+// AwaitReady waits, at most wait, until sb is RUNNING and its agent
+// server answers ask, a request the caller needs of it sent in place of an
+// /alive probe. ask reports whether the agent server answered and keeps
+// what it answered; it may be called again while AwaitReady waits. A
+// paused sandbox is resumed on the way. AwaitReady sends nothing else to
+// the agent server. On error, the Readiness holds the sandbox as last
+// read. Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox
+// still not ready after wait is ErrConflict naming its status.
+func (l *Lifecycle) AwaitReady(ctx context.Context, sb acs.Sandbox, wait time.Duration, ask func(context.Context, acs.Sandbox, *agentclient.Client) bool) (Readiness, error) {
 	if err := sb.Usable(); err != nil {
-		return sb, nil, err
+		return Readiness{Sandbox: sb}, err
 	}
 	deadline := l.now().Add(wait)
 	poll := l.Config.PollInterval
@@ -427,7 +443,7 @@ func (l *Lifecycle) ReadyAsking(ctx context.Context, sb acs.Sandbox, wait time.D
 		case acs.SandboxPaused:
 			var err error
 			if sb, err = l.Resume(ctx, sb); err != nil {
-				return sb, nil, err
+				return Readiness{Sandbox: sb}, err
 			}
 			resumed = true
 		case acs.SandboxRunning:
@@ -436,31 +452,40 @@ func (l *Lifecycle) ReadyAsking(ctx context.Context, sb acs.Sandbox, wait time.D
 			answered := ask(actx, sb, client)
 			cancel()
 			if answered {
-				var err error
-				l.buryTombstones(ctx, sb, client)
-				if resumed || sb.PendingFlush {
-					// Messages queued while the sandbox was unreachable.
-					if sb, err = l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error { s.PendingFlush = false; return nil }); err == nil {
-						for _, id := range sb.Slots {
-							FlushPending(ctx, l.Store, client, acs.Dashed(id), id)
-						}
-					}
-				}
-				return sb, client, nil
+				return Readiness{Sandbox: sb, Client: client, Resumed: resumed}, nil
 			}
 		case acs.SandboxError, acs.SandboxMissing:
-			return sb, nil, sb.Usable()
+			return Readiness{Sandbox: sb}, sb.Usable()
 		}
 		if !l.now().Before(deadline) {
-			return sb, nil, acs.Errorf(acs.ECONFLICT, "Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly",
+			return Readiness{Sandbox: sb}, acs.Errorf(acs.ECONFLICT, "Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly",
 				sb.Status, sb.ID)
 		}
 		select {
 		case <-ctx.Done():
-			return sb, nil, ctx.Err()
+			return Readiness{Sandbox: sb}, ctx.Err()
 		case <-time.After(poll):
 		}
 	}
+}
+
+// FlushQueued delivers to a ready sandbox the messages queued for its
+// conversations while it was unreachable: after a resume, or when its
+// record asks for it (PendingFlush). It clears PendingFlush first and
+// returns the sandbox as that write returned it. A failed delivery is
+// logged.
+func (l *Lifecycle) FlushQueued(ctx context.Context, r Readiness) acs.Sandbox {
+	sb := r.Sandbox
+	if !r.Resumed && !sb.PendingFlush {
+		return sb
+	}
+	sb, err := l.Store.UpdateSandbox(ctx, sb.ID, func(s *acs.Sandbox) error { s.PendingFlush = false; return nil })
+	if err == nil {
+		for _, id := range sb.Slots {
+			FlushPending(ctx, l.Store, r.Client, acs.Dashed(id), id)
+		}
+	}
+	return sb
 }
 
 // Delete removes the sandbox's compute and workspace and marks it MISSING;
@@ -614,9 +639,10 @@ func latest(ts ...time.Time) time.Time {
 	return out
 }
 
-// buryTombstones deletes, on a ready agent server, the conversations that
-// were deleted while it was paused.
-func (l *Lifecycle) buryTombstones(ctx context.Context, sb acs.Sandbox, client *agentclient.Client) {
+// BuryTombstones deletes, on a ready agent server, the conversations that
+// were deleted while it was paused, and forgets those it deleted. A
+// failure is logged: the tombstone stays for the next time.
+func (l *Lifecycle) BuryTombstones(ctx context.Context, sb acs.Sandbox, client *agentclient.Client) {
 	if len(sb.Tombstones) == 0 {
 		return
 	}

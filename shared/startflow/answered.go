@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
@@ -17,32 +18,50 @@ import (
 // trip, and the skills, which that round trip would have loaded, load
 // while the placement is written; the conversation's step records them.
 
-// agentAnswer is an agent server that answered this worker: its address
-// and session key.
+// answerCache remembers, per sandbox, the agent server that last
+// answered this worker: its address and session key. It is safe for
+// concurrent use. An entry says only that the agent server answered once;
+// knownReady checks it against the runtime's view before trusting it, and
+// a call that fails without an answer forgets it.
+type answerCache struct{ m sync.Map }
+
+// agentAnswer is an agent server that answered: its address and session
+// key.
 type agentAnswer struct{ url, key string }
 
-// noteAnswer records that sandboxID's agent server answered c.
-func (w *Worker) noteAnswer(sandboxID string, c *agentclient.Client) {
-	w.answers.Store(sandboxID, agentAnswer{c.BaseURL, c.Key})
+// note records that sandboxID's agent server answered c.
+func (a *answerCache) note(sandboxID string, c *agentclient.Client) {
+	a.m.Store(sandboxID, agentAnswer{c.BaseURL, c.Key})
 }
 
-// forgetAnswer makes the next start on sandboxID ask its agent server
-// again (a call to it failed without an answer).
-func (w *Worker) forgetAnswer(sandboxID string) { w.answers.Delete(sandboxID) }
+// forget makes the next start on sandboxID ask its agent server again.
+func (a *answerCache) forget(sandboxID string) { a.m.Delete(sandboxID) }
+
+// answered reports whether sandboxID's agent server answered last at url
+// with session key key.
+func (a *answerCache) answered(sandboxID, url, key string) bool {
+	known, ok := a.m.Load(sandboxID)
+	return ok && known.(agentAnswer) == agentAnswer{strings.TrimRight(url, "/"), key}
+}
+
+// has reports whether sandboxID's agent server answered this worker.
+func (a *answerCache) has(sandboxID string) bool {
+	_, ok := a.m.Load(sandboxID)
+	return ok
+}
 
 // knownReady reports whether sb's agent server can be used without asking
 // it first: the runtime reports sb RUNNING at the address and with the
 // session key at which it answered this worker before, and sb has nothing
-// to deliver or delete on it (what Lifecycle.ReadyAsking does after the
-// answer). It returns sb as refreshed and a client for it.
+// to deliver or delete on it (what BuryTombstones and FlushQueued do after
+// the answer). It returns sb as refreshed and a client for it.
 func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *agentclient.Client, bool) {
-	known, ok := w.answers.Load(sb.ID)
-	if !ok {
+	if !w.answers.has(sb.ID) {
 		return sb, nil, false
 	}
-	sb, st := w.lifecycle().Refresh(ctx, sb)
+	sb, st := w.life.Refresh(ctx, sb)
 	if st.Status != acs.SandboxRunning || sb.PendingFlush || len(sb.Tombstones) > 0 ||
-		known.(agentAnswer) != (agentAnswer{strings.TrimRight(st.AgentURL, "/"), st.SessionKey}) {
+		!w.answers.answered(sb.ID, st.AgentURL, st.SessionKey) {
 		return sb, nil, false
 	}
 	return sb, agentclient.New(st.AgentURL, st.SessionKey), true
@@ -55,7 +74,7 @@ func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *
 // detail, and startConversation records it. Should the agent server have
 // stopped answering meanwhile, the conversation's creation fails and its
 // step is retried, as when it stops between an answer and the creation.
-func (w *Worker) readyWithoutAsking(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) (readyProbe, bool) {
+func (w *Worker) readyWithoutAsking(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, sb acs.Sandbox) (readyProbe, bool) {
 	sb, c, ok := w.knownReady(ctx, sb)
 	if !ok {
 		return readyProbe{}, false
@@ -64,7 +83,7 @@ func (w *Worker) readyWithoutAsking(ctx context.Context, t acs.StartTask, req St
 	if !r.prepare {
 		placed := t
 		emptyWorkDir(sb, req)(&placed)
-		w.loadSkillsAhead(ctx, t.ID, r.client, placed.ProjectDir)
+		dl.loadSkillsAhead(ctx, t.ID, r.client, placed.ProjectDir)
 	}
 	return r, true
 }
@@ -90,9 +109,9 @@ func startSkillsLoad(ctx context.Context, task string, c *agentclient.Client, pr
 // loadSkillsAhead starts loading task's skills for the rest of the
 // delivery (startConversation waits for it); outside a delivery it does
 // nothing (startConversation loads them).
-func (w *Worker) loadSkillsAhead(ctx context.Context, task string, c *agentclient.Client, projectDir string) {
-	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok {
-		r.skills = startSkillsLoad(ctx, task, c, projectDir)
+func (dl *delivery) loadSkillsAhead(ctx context.Context, task string, c *agentclient.Client, projectDir string) {
+	if dl != nil {
+		dl.skills = startSkillsLoad(ctx, task, c, projectDir)
 	}
 }
 
@@ -101,13 +120,13 @@ func (w *Worker) loadSkillsAhead(ctx context.Context, task string, c *agentclien
 // the change that records them on the task: the loading the placement
 // started in this delivery, or one started now (a later delivery). When
 // the skills step has its detail, the wait returns no change.
-func (w *Worker) skillsToRecord(ctx context.Context, t acs.StartTask, c *agentclient.Client) func() (func(*acs.StartTask), error) {
+func (w *Worker) skillsToRecord(ctx context.Context, dl *delivery, t acs.StartTask, c *agentclient.Client) func() (func(*acs.StartTask), error) {
 	if i := lastStep(t, acs.TaskSettingUpSkills); i < 0 || t.Steps[i].Detail != "" {
 		return func() (func(*acs.StartTask), error) { return nil, nil }
 	}
 	var l *skillsLoad
-	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok && r.skills != nil && r.skills.task == t.ID {
-		l = r.skills
+	if dl != nil && dl.skills != nil && dl.skills.task == t.ID {
+		l = dl.skills
 	} else {
 		l = startSkillsLoad(ctx, t.ID, c, t.ProjectDir)
 	}
@@ -163,7 +182,7 @@ func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.Star
 	}
 	placed := t
 	placed.OwnWorkDir = true
-	ready, known := w.readyWithoutAsking(ctx, placed, req, *p.Sandbox)
+	ready, known := w.readyWithoutAsking(ctx, nil, placed, req, *p.Sandbox)
 	if !known || ready.prepare {
 		return t, false, nil
 	}

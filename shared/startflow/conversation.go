@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
@@ -70,7 +71,7 @@ func MergeSecrets(ctx context.Context, st acs.Store, sealer acs.Sealer, owner st
 // secrets, the project directory, and the request's message, plugins and
 // observability settings.
 func (w *Worker) AgentRequest(t acs.StartTask, req StartRequest, settings acs.Settings, secrets map[string]string) (*wire.StartConversationRequest, error) {
-	cfg := w.cfg()
+	cfg := w.Config
 	llmCfg := cfg.LLM
 	llmCfg.UsageID = "agent"
 	if settings.LLMModel != nil && *settings.LLMModel != "" {
@@ -163,8 +164,8 @@ func messageText(msg *wire.SendMessageRequest) string {
 
 // startConversation creates the conversation record and the conversation on
 // the agent server, delivers queued messages and marks the task READY.
-func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req StartRequest) error {
-	sb, client, err := w.client(ctx, t)
+func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) error {
+	sb, client, err := w.client(ctx, dl, t)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	if err != nil {
 		return err
 	}
-	if req.AgentType != "plan" && w.cfg().BrowserTools && w.browserUsable(ctx, sb.ID, client) {
+	if req.AgentType != "plan" && w.Config.BrowserTools && w.browserUsable(ctx, sb.ID, client) {
 		addTool(areq.Agent, BrowserToolSet)
 	}
 	now := w.now()
@@ -219,17 +220,17 @@ func (w *Worker) startConversation(ctx context.Context, t acs.StartTask, req Sta
 	}
 	// The skills' loading the placement did not wait for runs beside the
 	// creation; the step's last write records it.
-	recordSkills := w.skillsToRecord(ctx, t, client)
+	recordSkills := w.skillsToRecord(ctx, dl, t, client)
 	create := func(ctx context.Context) error {
 		_, err := client.CreateConversation(ctx, areq)
 		var he *agentclient.HTTPError
 		switch {
 		case err == nil:
-			w.noteAnswer(sb.ID, client)
+			w.answers.note(sb.ID, client)
 		case errors.As(err, &he) && he.Status == 422:
 			return failf("The agent server rejected the conversation: %s", he.Detail)
 		case !errors.As(err, &he):
-			w.forgetAnswer(sb.ID)
+			w.answers.forget(sb.ID)
 		}
 		return err
 	}
@@ -335,7 +336,7 @@ func (w *Worker) hasQueued(ctx context.Context, t acs.StartTask) bool {
 // it created, or reserved a slot on, was marked used and active then).
 func (w *Worker) touch(ctx context.Context, t acs.StartTask, sb acs.Sandbox) {
 	if sb.LastUsedAt.Before(t.CreatedAt) || sb.LastActivityAt.Before(t.CreatedAt) {
-		w.lifecycle().Touch(ctx, sb, true)
+		w.life.Touch(ctx, sb, true)
 	}
 }
 
@@ -409,9 +410,8 @@ const BrowserToolSet = "browser_tool_set"
 // (what it found does not change while it runs), so later starts on the
 // sandbox do not ask again.
 func (w *Worker) browserUsable(ctx context.Context, sandboxID string, c *agentclient.Client) bool {
-	key := sandboxID + " " + c.BaseURL
-	if v, ok := w.browsers.Load(key); ok {
-		return v.(bool)
+	if usable, ok := w.browsers.known(sandboxID, c); ok {
+		return usable
 	}
 	var info struct {
 		UsableTools []string `json:"usable_tools"`
@@ -421,8 +421,28 @@ func (w *Worker) browserUsable(ctx context.Context, sandboxID string, c *agentcl
 		return false
 	}
 	usable := slices.Contains(info.UsableTools, BrowserToolSet)
-	w.browsers.Store(key, usable)
+	w.browsers.note(sandboxID, c, usable)
 	return usable
+}
+
+// browserCache remembers, per sandbox and agent server address, whether
+// that agent server can run the browser tools. What an agent server found
+// does not change while it runs, and a resumed sandbox answers at a new
+// address. It is safe for concurrent use.
+type browserCache struct{ m sync.Map }
+
+// known returns what sandboxID's agent server at c's address answered.
+func (b *browserCache) known(sandboxID string, c *agentclient.Client) (usable, ok bool) {
+	v, ok := b.m.Load(sandboxID + " " + c.BaseURL)
+	if !ok {
+		return false, false
+	}
+	return v.(bool), true
+}
+
+// note records what sandboxID's agent server at c's address answered.
+func (b *browserCache) note(sandboxID string, c *agentclient.Client, usable bool) {
+	b.m.Store(sandboxID+" "+c.BaseURL, usable)
 }
 
 // addTool appends the named tool to the agent's tools unless it is there.

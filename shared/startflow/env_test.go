@@ -95,7 +95,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	life := &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: flow.Defaults().Sandboxes}
 	e := &env{store: store, reopen: reopen, queue: queue, rt: rt, life: life,
 		svc: &startflow.Service{Store: store, Queue: queue, Sealer: box, Lifecycle: life},
-		w:   &startflow.Worker{Store: store, Queue: queue, Runtime: rt, Sealer: box, Config: flow}}
+		w:   startflow.NewWorker(store, queue, rt, box, flow)}
 	if o.placeOnSubmit {
 		e.svc.Placer = e.w
 	}

@@ -21,7 +21,9 @@ func expiryStore(t *testing.T, now time.Time) (*boltstore.Store, *startflow.Work
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	return store, &startflow.Worker{Store: store, Now: func() time.Time { return now }}
+	w := startflow.NewWorker(store, nil, nil, nil, startflow.Config{})
+	w.Now = func() time.Time { return now }
+	return store, w
 }
 
 func TestExpireStale(t *testing.T) {

@@ -122,7 +122,7 @@ func TestAStartThatNeedsTheWorkerIsNotPlacedOnSubmit(t *testing.T) {
 			return startflow.StartRequest{SelectedRepository: &repo}
 		}},
 		{"an agent server this worker has not heard from", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest {
-			e.svc.Placer = &startflow.Worker{Store: e.w.Store, Queue: e.w.Queue, Runtime: e.w.Runtime, Sealer: e.w.Sealer, Config: e.w.Config}
+			e.svc.Placer = startflow.NewWorker(e.w.Store, e.w.Queue, e.w.Runtime, e.w.Sealer, e.w.Config)
 			return startflow.StartRequest{}
 		}},
 		{"a paused sandbox", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest {

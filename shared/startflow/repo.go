@@ -131,9 +131,9 @@ func emptyWorkDir(sb acs.Sandbox, req StartRequest) func(*acs.StartTask) {
 // token comes from the conversation's secrets (then the user's stored ones)
 // through GIT_ASKPASS: it is never in the command, .git/config or the
 // workspace.
-func (w *Worker) prepareRepository(ctx context.Context, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
-	cfg := w.cfg()
-	sb, c, err := w.client(ctx, t)
+func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
+	cfg := w.Config
+	sb, c, err := w.client(ctx, dl, t)
 	if err != nil {
 		return 0, false, err
 	}
@@ -252,12 +252,12 @@ func hasLine(out, line string) bool {
 
 // runSetupScript sources the project's .openhands/setup.sh (when present)
 // with the conversation's secrets in its environment.
-func (w *Worker) runSetupScript(ctx context.Context, t acs.StartTask) (time.Duration, bool, error) {
+func (w *Worker) runSetupScript(ctx context.Context, dl *delivery, t acs.StartTask) (time.Duration, bool, error) {
 	if t.Project != nil && !t.Project.SetupScript && t.Command == "" {
 		return 0, false, w.advance(ctx, t.ID, acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, nil)
 	}
-	cfg := w.cfg()
-	_, c, err := w.client(ctx, t)
+	cfg := w.Config
+	_, c, err := w.client(ctx, dl, t)
 	if err != nil {
 		return 0, false, err
 	}
@@ -303,12 +303,12 @@ if [ -x "$root/.git/hooks/pre-commit.local" ]; then exec "$root/.git/hooks/pre-c
 
 // setUpGitHooks installs a pre-commit hook running .openhands/pre-commit.sh
 // when the project has one; an existing hook is kept as pre-commit.local.
-func (w *Worker) setUpGitHooks(ctx context.Context, t acs.StartTask) error {
+func (w *Worker) setUpGitHooks(ctx context.Context, dl *delivery, t acs.StartTask) error {
 	if t.Project != nil && !t.Project.SetupScript && !t.Project.PreCommit {
 		// Known absent, and no setup script ran that could have added it.
 		return w.advance(ctx, t.ID, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills, nil)
 	}
-	_, c, err := w.client(ctx, t)
+	_, c, err := w.client(ctx, dl, t)
 	if err != nil {
 		return err
 	}
@@ -347,8 +347,8 @@ fi
 
 // setUpSkills loads the project's skills once on the agent server (a
 // warm-up that also surfaces malformed skill files in the step's detail).
-func (w *Worker) setUpSkills(ctx context.Context, t acs.StartTask) error {
-	_, c, err := w.client(ctx, t)
+func (w *Worker) setUpSkills(ctx context.Context, dl *delivery, t acs.StartTask) error {
+	_, c, err := w.client(ctx, dl, t)
 	if err != nil {
 		return err
 	}

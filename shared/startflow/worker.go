@@ -59,12 +59,22 @@ type Worker struct {
 	// metrics and fault tests.
 	AfterStep func(ctx context.Context, ran acs.StartTaskStatus, d acs.Delivery)
 
-	// browsers remembers, per sandbox and agent server address, whether
-	// that agent server can run the browser tools (see browserUsable).
-	browsers sync.Map
-	// answers remembers, per sandbox, the agent server that last answered
-	// this worker (see readyWithoutAsking).
-	answers sync.Map
+	// life is the sandbox lifecycle over Store and Runtime, with
+	// Config.Sandboxes.
+	life *sandboxes.Lifecycle
+	// browsers remembers which agent servers can run the browser tools.
+	browsers browserCache
+	// answers remembers which agent server last answered, per sandbox.
+	answers answerCache
+}
+
+// NewWorker returns a worker over its store, queue, runtime and sealer,
+// with cfg's zero settings defaulted (Config.Defaults). Now and AfterStep
+// may be set on it before it runs.
+func NewWorker(store acs.Store, queue acs.Queue, rt acs.Runtime, sealer acs.Sealer, cfg Config) *Worker {
+	w := &Worker{Store: store, Queue: queue, Runtime: rt, Sealer: sealer, Config: cfg.Defaults()}
+	w.life = &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: w.Config.Sandboxes, Now: w.now}
+	return w
 }
 
 func (w *Worker) now() time.Time {
@@ -103,12 +113,6 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-func (w *Worker) cfg() Config { return w.Config.Defaults() }
-
-func (w *Worker) lifecycle() *sandboxes.Lifecycle {
-	return &sandboxes.Lifecycle{Store: w.Store, Runtime: w.Runtime, Config: w.cfg().Sandboxes, Now: w.Now}
-}
-
 // userError is a failure the user can act on: it ends the task at once.
 type userError struct{ msg string }
 
@@ -125,7 +129,7 @@ func (w *Worker) Run(ctx context.Context, n int) {
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				ds, err := w.Queue.Receive(ctx, 1, 5*time.Second, w.cfg().Visibility)
+				ds, err := w.Queue.Receive(ctx, 1, 5*time.Second, w.Config.Visibility)
 				if err != nil {
 					if ctx.Err() == nil {
 						slog.Error("startflow: receive", "error", err)
@@ -195,9 +199,9 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 	stop := w.heartbeat(ctx, d.Receipt)
 	// The steps of this delivery share the sandbox found ready by the
 	// first that asked (see client).
-	ctx = context.WithValue(ctx, readyKey{}, &readySandbox{})
+	dl := &delivery{}
 	step := func(t acs.StartTask) (time.Duration, bool, error) {
-		delay, done, err := w.Step(ctx, t)
+		delay, done, err := w.step(ctx, dl, t)
 		if err == nil && w.AfterStep != nil {
 			w.AfterStep(ctx, t.Status, d)
 		}
@@ -219,7 +223,7 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 	stop()
 	if err != nil && t.SandboxID != nil {
 		// The retry asks the agent server again (client, knownReady).
-		w.forgetAnswer(*t.SandboxID)
+		w.answers.forget(*t.SandboxID)
 	}
 	if err != nil {
 		var ue *userError
@@ -230,7 +234,7 @@ func (w *Worker) Process(ctx context.Context, d acs.Delivery) (Outcome, error) {
 			return Acknowledged, w.Queue.Delete(ctx, d.Receipt)
 		}
 		attempts := t.Attempts + 1
-		if attempts >= w.cfg().MaxAttempts {
+		if attempts >= w.Config.MaxAttempts {
 			if ferr := w.fail(ctx, t.ID, failureDetail(t.Status, attempts, err)); ferr != nil {
 				return Retrying, ferr
 			}
@@ -264,7 +268,7 @@ func failureDetail(status acs.StartTaskStatus, attempts int, err error) string {
 
 // heartbeat keeps a delivery invisible while its step runs.
 func (w *Worker) heartbeat(ctx context.Context, receipt string) func() {
-	vis := w.cfg().Visibility
+	vis := w.Config.Visibility
 	hctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -329,29 +333,35 @@ func releaseSlot(ctx context.Context, st acs.Store, tk acs.StartTask) {
 	}
 }
 
-// Step runs the task's current step. It returns when the next step is due
-// (delay) or that the task is finished (done).
+// Step runs the task's current step, as a delivery of its own. It
+// returns when the next step is due (delay) or that the task is finished
+// (done).
 func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration, done bool, err error) {
+	return w.step(ctx, &delivery{}, t)
+}
+
+// step runs the task's current step in delivery dl.
+func (w *Worker) step(ctx context.Context, dl *delivery, t acs.StartTask) (delay time.Duration, done bool, err error) {
 	var req StartRequest
 	if err := strictjson.Unmarshal(t.Request, &req); err != nil {
 		return 0, false, failf("the stored start request is unreadable: %v", err)
 	}
 	switch t.Status {
 	case acs.TaskWorking:
-		delay, err := w.place(ctx, t, req)
+		delay, err := w.place(ctx, dl, t, req)
 		return delay, false, err
 	case acs.TaskWaitingForSandbox:
-		return w.waitForSandbox(ctx, t, req)
+		return w.waitForSandbox(ctx, dl, t, req)
 	case acs.TaskPreparingRepository:
-		return w.prepareRepository(ctx, t, req)
+		return w.prepareRepository(ctx, dl, t, req)
 	case acs.TaskRunningSetupScript:
-		return w.runSetupScript(ctx, t)
+		return w.runSetupScript(ctx, dl, t)
 	case acs.TaskSettingUpGitHooks:
-		return 0, false, w.setUpGitHooks(ctx, t)
+		return 0, false, w.setUpGitHooks(ctx, dl, t)
 	case acs.TaskSettingUpSkills:
-		return 0, false, w.setUpSkills(ctx, t)
+		return 0, false, w.setUpSkills(ctx, dl, t)
 	case acs.TaskStartingConversation:
-		return 0, true, w.startConversation(ctx, t, req)
+		return 0, true, w.startConversation(ctx, dl, t, req)
 	default:
 		return 0, true, nil
 	}
@@ -422,13 +432,13 @@ func (w *Worker) placer() placer { return placer{store: w.Store} }
 // With a grouping strategy the choice runs under the owner's placement lock
 // (acs.PlacementLock); while another start holds it, place returns the delay
 // after which to try again.
-func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (time.Duration, error) {
+func (w *Worker) place(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) (time.Duration, error) {
 	settings, err := w.settings(ctx, t.OwnerID)
 	if err != nil {
 		return 0, err
 	}
 	if !settings.SandboxGroupingStrategy.Groups() || req.SandboxID != nil {
-		_, err := w.placeLocked(ctx, t, req, settings, "", true)
+		_, err := w.placeLocked(ctx, dl, t, req, settings, "", true)
 		return 0, err
 	}
 	// While no other start is placing, a sandbox with room is reserved
@@ -438,7 +448,7 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	if lock, free, err := w.placementFree(ctx, t); err != nil {
 		return 0, err
 	} else if free {
-		created, err := w.placeLocked(ctx, t, req, settings, lock.Created, false)
+		created, err := w.placeLocked(ctx, dl, t, req, settings, lock.Created, false)
 		if created != "" && err == nil {
 			// A redelivery finding the sandbox it created under the lock
 			// records it, as the unlock it crashed before would have.
@@ -452,12 +462,12 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 	}
 	lock, err := w.lockPlacement(ctx, t)
 	if errors.Is(err, errPlacementBusy) {
-		return w.cfg().Sandboxes.PollInterval / 4, nil
+		return w.Config.Sandboxes.PollInterval / 4, nil
 	}
 	if err != nil {
 		return 0, err
 	}
-	created, err := w.placeLocked(ctx, t, req, settings, lock.Created, true)
+	created, err := w.placeLocked(ctx, dl, t, req, settings, lock.Created, true)
 	if err == nil && created == "" {
 		// Placed on an existing sandbox: the task has left WORKING, which
 		// releases the lock (lockPlacement), and there is no new sandbox
@@ -482,12 +492,12 @@ func (w *Worker) place(ctx context.Context, t acs.StartTask, req StartRequest) (
 // server did not answer, errStoppedRunning for a sandbox that stopped
 // running meanwhile (both get the reservation alone), or the reservation's
 // error (a lost race for the slot, or the sandbox gone).
-func (w *Worker) reserveRunning(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, reason string, grouping bool, reserve func(*acs.Sandbox) error) (done bool, err error) {
+func (w *Worker) reserveRunning(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, sb acs.Sandbox, reason string, grouping bool, reserve func(*acs.Sandbox) error) (done bool, err error) {
 	placed := t
 	placed.OwnWorkDir = grouping
-	ready, known := w.readyWithoutAsking(ctx, placed, req, sb)
+	ready, known := w.readyWithoutAsking(ctx, dl, placed, req, sb)
 	if !known {
-		if ready = w.probeReady(ctx, placed, req, sb)(); ready.err != nil {
+		if ready = w.probeReady(ctx, placed, req, sb); ready.err != nil {
 			return false, nil
 		}
 	}
@@ -498,7 +508,7 @@ func (w *Worker) reserveRunning(ctx context.Context, t acs.StartTask, req StartR
 		sb.ID, stillRunning(reserve))
 	switch {
 	case err == nil:
-		remember(ctx, reserved, ready.client)
+		dl.remember(reserved, ready.client)
 		return true, nil
 	case taskErr != nil && errors.Is(err, taskErr):
 		return true, err // the task moved on: not a lost race for the slot
@@ -639,7 +649,7 @@ func (w *Worker) unlockPlacement(ctx context.Context, t acs.StartTask, created s
 // created, if any. lastCreated is the sandbox the previous placement lock
 // holder created (considered even before the owner's listing shows it).
 // Without mayCreate, a start that would need a new sandbox gets errNoRoom.
-func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, lastCreated string, mayCreate bool) (string, error) {
+func (w *Worker) placeLocked(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, settings acs.Settings, lastCreated string, mayCreate bool) (string, error) {
 	if req.SandboxID != nil {
 		return "", w.placeExplicit(ctx, t, settings, *req.SandboxID)
 	}
@@ -650,14 +660,14 @@ func (w *Worker) placeLocked(ctx context.Context, t acs.StartTask, req StartRequ
 	if created, err, ok := w.placedEarlier(ctx, t, mine, settings.SandboxGroupingStrategy.Groups()); ok {
 		return created, err
 	}
-	d, err := w.placeOnExisting(ctx, t, req, settings, mine)
+	d, err := w.placeOnExisting(ctx, dl, t, req, settings, mine)
 	if err != nil || d.Sandbox != nil {
 		return "", err
 	}
 	if !mayCreate {
 		return "", errNoRoom
 	}
-	return w.placeOnNew(ctx, t, req, d)
+	return w.placeOnNew(ctx, dl, t, req, d)
 }
 
 // chosen records t's placement on sandbox id: t waits for it.
@@ -673,7 +683,7 @@ func (w *Worker) chosen(ctx context.Context, t acs.StartTask, id, reason string,
 // reserve a slot.
 func (w *Worker) placeExplicit(ctx context.Context, t acs.StartTask, settings acs.Settings, id string) error {
 	d, err := w.placer().explicit(ctx, settings, t.OwnerID, id, func(ctx context.Context, sb acs.Sandbox) acs.Sandbox {
-		sb, _ = w.lifecycle().Refresh(ctx, sb)
+		sb, _ = w.life.Refresh(ctx, sb)
 		return sb
 	})
 	if err != nil {
@@ -719,7 +729,7 @@ func (w *Worker) placedEarlier(ctx context.Context, t acs.StartTask, mine []acs.
 // chooses among mine, choosing again without a sandbox whose last slot
 // another start took first. The decision returned has no sandbox when none
 // was left: its reason is the new sandbox's.
-func (w *Worker) placeOnExisting(ctx context.Context, t acs.StartTask, req StartRequest, settings acs.Settings, mine []acs.Sandbox) (acs.Decision, error) {
+func (w *Worker) placeOnExisting(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, settings acs.Settings, mine []acs.Sandbox) (acs.Decision, error) {
 	cands := mine
 	for {
 		d := w.placer().decide(settings, cands, acs.PlaceRequest{Owner: t.OwnerID})
@@ -730,7 +740,7 @@ func (w *Worker) placeOnExisting(ctx context.Context, t acs.StartTask, req Start
 		var err error
 		if d.Sandbox.Status == acs.SandboxRunning {
 			var done bool
-			if done, err = w.reserveRunning(ctx, t, req, *d.Sandbox, d.Reason, d.Grouping, reserve); done {
+			if done, err = w.reserveRunning(ctx, dl, t, req, *d.Sandbox, d.Reason, d.Grouping, reserve); done {
 				return d, err
 			}
 		}
@@ -756,10 +766,10 @@ func (w *Worker) placeOnExisting(ctx context.Context, t acs.StartTask, req Start
 // placeOnNew creates a sandbox for t, named after its conversation, as d
 // decided. A warm agent server answers at once: the start then skips the
 // waiting step.
-func (w *Worker) placeOnNew(ctx context.Context, t acs.StartTask, req StartRequest, d acs.Decision) (string, error) {
+func (w *Worker) placeOnNew(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, d acs.Decision) (string, error) {
 	reason := d.Reason
 	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, Slots: []string{t.ConversationID}, CreatedByTask: t.ID}
-	made, err := w.lifecycle().Create(ctx, sb)
+	made, err := w.life.Create(ctx, sb)
 	if err != nil {
 		switch {
 		case errors.Is(err, acs.ErrCapacity):
@@ -777,8 +787,8 @@ func (w *Worker) placeOnNew(ctx context.Context, t acs.StartTask, req StartReque
 	if made.Status == acs.SandboxRunning {
 		placed := t
 		placed.OwnWorkDir = d.Grouping
-		if ready := w.probeReady(ctx, placed, req, made)(); ready.err == nil {
-			return sb.ID, w.advanceReady(ctx, t, req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
+		if ready := w.probeReady(ctx, placed, req, made); ready.err == nil {
+			return sb.ID, w.advanceReady(ctx, dl, t, req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
 				tk.SandboxID, tk.Placement, tk.OwnWorkDir = &sb.ID, reason, d.Grouping
 			})
 		}
@@ -804,8 +814,8 @@ func (w *Worker) reserveSlot(t acs.StartTask, max int) func(*acs.Sandbox) error 
 
 // waitForSandbox resumes a paused sandbox and waits until it is RUNNING and
 // its agent server answers /alive.
-func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
-	cfg := w.cfg()
+func (w *Worker) waitForSandbox(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
+	cfg := w.Config
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
 		return 0, false, w.deletedWhileStarting(ctx, t)
@@ -813,11 +823,11 @@ func (w *Worker) waitForSandbox(ctx context.Context, t acs.StartTask, req StartR
 	if err != nil {
 		return 0, false, err
 	}
-	ready := w.probeReady(ctx, t, req, sb)()
+	ready := w.probeReady(ctx, t, req, sb)
 	sb, err = ready.sb, ready.err
 	switch {
 	case err == nil:
-		return 0, false, w.advanceReady(ctx, t, req, acs.TaskWaitingForSandbox, ready, nil)
+		return 0, false, w.advanceReady(ctx, dl, t, req, acs.TaskWaitingForSandbox, ready, nil)
 	case errors.Is(err, acs.ErrGone):
 		return 0, false, failf("Sandbox %s no longer exists", sb.ID)
 	case errors.Is(err, acs.ErrSandboxFailed):
@@ -844,47 +854,93 @@ type readyProbe struct {
 	err     error
 }
 
-// probeReady starts asking whether sb's agent server answers now
-// (Lifecycle.ReadyAsking, without waiting) and, when t (placed on sb) has
-// nothing to prepare, having it load the skills, which is the request that
-// shows it answers (one round trip, not an /alive probe before it), while
-// whether it can run the browser tools is asked (browserUsable, which
-// remembers it for startConversation): only reads, whose answers the
-// placement's write records. The returned function waits for the answer;
-// err is Ready's, or the skills' loading's.
-func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) func() readyProbe {
-	done := make(chan readyProbe, 1)
-	go func() {
-		var r readyProbe
-		var skillsErr error
-		var browser sync.WaitGroup
-		var askBrowser sync.Once
-		r.sb, r.client, r.err = w.lifecycle().ReadyAsking(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *agentclient.Client) bool {
-			if req.AgentType != "plan" && w.cfg().BrowserTools {
-				// What startConversation asks about the browser, asked (and
-				// remembered) meanwhile.
-				askBrowser.Do(func() { browser.Go(func() { w.browserUsable(ctx, sb.ID, c) }) })
-			}
-			if r.prepare = !nothingToPrepare(sb, t, req); r.prepare {
-				return c.Alive(actx) == nil
-			}
-			placed := t
-			emptyWorkDir(sb, req)(&placed)
-			r.skills, skillsErr = loadSkills(actx, c, placed.ProjectDir)
-			var he *agentclient.HTTPError
-			return skillsErr == nil || errors.As(skillsErr, &he)
-		})
-		if r.err == nil {
-			r.err = skillsErr
-		}
-		if r.err == nil {
-			w.noteAnswer(r.sb.ID, r.client)
-		}
-		browser.Wait()
-		done <- r
-	}()
-	return sync.OnceValue(func() readyProbe { return <-done })
+// probeReady asks whether sb's agent server answers now, without
+// waiting (Lifecycle.AwaitReady). The request that shows it answers is
+// the first request t needs (firstRequest): with nothing to prepare, the
+// skills' loading, else an /alive probe. Whether it can run the browser
+// tools is asked meanwhile (browserProbe). A ready sandbox then gets the
+// steps it owes: its tombstones buried, its queued messages flushed. err
+// is the readiness's, or the skills' loading's.
+func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) readyProbe {
+	var r readyProbe
+	var first firstRequest
+	browser := w.browserProbe(ctx, req)
+	ready, err := w.life.AwaitReady(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *agentclient.Client) bool {
+		browser.start(sb.ID, c)
+		first = w.firstRequest(actx, t, req, sb, c)
+		return first.answered
+	})
+	r.sb, r.client, r.err = ready.Sandbox, ready.Client, err
+	r.prepare, r.skills = first.prepare, first.skills
+	if err == nil {
+		w.life.BuryTombstones(ctx, ready.Sandbox, ready.Client)
+		r.sb = w.life.FlushQueued(ctx, ready)
+		r.err = first.skillsErr
+	}
+	if r.err == nil {
+		w.answers.note(r.sb.ID, r.client)
+	}
+	browser.wait()
+	return r
 }
+
+// firstRequest is the answer to the first request a start placed on a
+// sandbox needs of its agent server.
+type firstRequest struct {
+	// answered reports that the agent server answered.
+	answered bool
+	// prepare reports that the start has a repository or directory to
+	// prepare: the request was an /alive probe.
+	prepare bool
+	// skills and skillsErr are the skills' loading, with nothing to
+	// prepare.
+	skills    string
+	skillsErr error
+}
+
+// firstRequest sends c the first request t, placed on sb, needs: the
+// skills' loading when there is nothing to prepare, else an /alive probe.
+func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, c *agentclient.Client) firstRequest {
+	var f firstRequest
+	if f.prepare = !nothingToPrepare(sb, t, req); f.prepare {
+		f.answered = c.Alive(ctx) == nil
+		return f
+	}
+	placed := t
+	emptyWorkDir(sb, req)(&placed)
+	f.skills, f.skillsErr = loadSkills(ctx, c, placed.ProjectDir)
+	var he *agentclient.HTTPError
+	f.answered = f.skillsErr == nil || errors.As(f.skillsErr, &he)
+	return f
+}
+
+// browserAsk is a question to an agent server whether it can run the
+// browser tools, asked beside the readiness probe and remembered for
+// startConversation (browserUsable).
+type browserAsk struct {
+	ctx  context.Context
+	w    *Worker
+	off  bool
+	once sync.Once
+	done sync.WaitGroup
+}
+
+// browserProbe returns the question for a start of req: none for a plan
+// agent or when the browser tools are off.
+func (w *Worker) browserProbe(ctx context.Context, req StartRequest) *browserAsk {
+	return &browserAsk{ctx: ctx, w: w, off: req.AgentType == "plan" || !w.Config.BrowserTools}
+}
+
+// start asks sandboxID's agent server, once, in the background.
+func (b *browserAsk) start(sandboxID string, c *agentclient.Client) {
+	if b.off {
+		return
+	}
+	b.once.Do(func() { b.done.Go(func() { b.w.browserUsable(b.ctx, sandboxID, c) }) })
+}
+
+// wait waits for the answer, when asked.
+func (b *browserAsk) wait() { b.done.Wait() }
 
 // advanceReady records that t's sandbox answers (ready, from probeReady),
 // moving t from status from to the preparation in one write, after
@@ -894,8 +950,8 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartReque
 // ran in the probe: the task goes on to STARTING_CONVERSATION. A crash
 // before the write repeats only reads (and placement, which finds the slot
 // it reserved).
-func (w *Worker) advanceReady(ctx context.Context, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) error {
-	remember(ctx, ready.sb, ready.client)
+func (w *Worker) advanceReady(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) error {
+	dl.remember(ready.sb, ready.client)
 	_, err := w.Store.UpdateStartTask(ctx, t.ID, w.readyFn(req, from, ready, change))
 	return err
 }
@@ -926,16 +982,15 @@ func (w *Worker) readyFn(req StartRequest, from acs.StartTaskStatus, ready ready
 // giving back the sandbox's place under the running cap should the removal
 // have left its claim behind.
 func (w *Worker) deletedWhileStarting(ctx context.Context, t acs.StartTask) error {
-	w.lifecycle().Release(ctx, t.OwnerID, *t.SandboxID)
+	w.life.Release(ctx, t.OwnerID, *t.SandboxID)
 	return failf("Sandbox %s was deleted while the conversation was starting", *t.SandboxID)
 }
 
-// readyKey keys a delivery's readySandbox in its context.
-type readyKey struct{}
-
-// readySandbox is the sandbox a step of the delivery found ready, with its
-// agent server's client.
-type readySandbox struct {
+// delivery is the state the steps of one queue delivery share: the
+// sandbox a step found ready with its agent server's client, and the
+// skills' loading a placement started without waiting for it. A nil
+// delivery is a placement outside any delivery, which shares nothing.
+type delivery struct {
 	sb     acs.Sandbox
 	client *agentclient.Client
 	// skills is the task's skills' loading a placement that did not wait
@@ -944,10 +999,19 @@ type readySandbox struct {
 }
 
 // remember keeps sb and its client as ready for the rest of the delivery.
-func remember(ctx context.Context, sb acs.Sandbox, c *agentclient.Client) {
-	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok {
-		r.sb, r.client = sb, c
+func (dl *delivery) remember(sb acs.Sandbox, c *agentclient.Client) {
+	if dl != nil {
+		dl.sb, dl.client = sb, c
 	}
+}
+
+// ready returns the sandbox id and its client when a step of the delivery
+// found it ready.
+func (dl *delivery) ready(id string) (acs.Sandbox, *agentclient.Client, bool) {
+	if dl == nil || dl.client == nil || dl.sb.ID != id {
+		return acs.Sandbox{}, nil, false
+	}
+	return dl.sb, dl.client, true
 }
 
 // client returns a client for the task's sandbox, which must be ready (a
@@ -957,9 +1021,9 @@ func remember(ctx context.Context, sb acs.Sandbox, c *agentclient.Client) {
 // call fails and the step is retried in a new delivery, which checks
 // again). An agent server that answered this worker and is knownReady is
 // not asked again (a failed step forgets its answer: see Process).
-func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
-	if r, ok := ctx.Value(readyKey{}).(*readySandbox); ok && r.client != nil && r.sb.ID == *t.SandboxID {
-		return r.sb, r.client, nil
+func (w *Worker) client(ctx context.Context, dl *delivery, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
+	if sb, c, ok := dl.ready(*t.SandboxID); ok {
+		return sb, c, nil
 	}
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
@@ -969,16 +1033,16 @@ func (w *Worker) client(ctx context.Context, t acs.StartTask) (acs.Sandbox, *age
 		return sb, nil, err
 	}
 	if sb, c, ok := w.knownReady(ctx, sb); ok {
-		remember(ctx, sb, c)
+		dl.remember(sb, c)
 		return sb, c, nil
 	}
-	sb, c, err := w.lifecycle().Ready(ctx, sb, w.cfg().Sandboxes.ResumeWait)
+	sb, c, err := w.life.Ready(ctx, sb, w.Config.Sandboxes.ResumeWait)
 	if errors.Is(err, acs.ErrGone) || errors.Is(err, acs.ErrSandboxFailed) {
 		return sb, nil, failf("%s", err.Error())
 	}
 	if err == nil {
-		remember(ctx, sb, c)
-		w.noteAnswer(sb.ID, c)
+		dl.remember(sb, c)
+		w.answers.note(sb.ID, c)
 	}
 	return sb, c, err
 }

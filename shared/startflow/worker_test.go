@@ -155,7 +155,7 @@ func (f *failFinish) UpdateStartTaskCreatingConversation(ctx context.Context, id
 func TestAFailedLastWriteIsRetried(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ff := &failFinish{Store: e.store}
-	e.w.Store = ff
+	e.w = startflow.NewWorker(ff, e.w.Queue, e.w.Runtime, e.w.Sealer, e.w.Config)
 	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
