@@ -169,21 +169,78 @@ func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.Star
 	if err != nil {
 		return err
 	}
-	settings, err := w.settings(ctx, t.OwnerID)
+	areq, secrets, err := w.conversationRequest(ctx, t, req, sb, client)
 	if err != nil {
 		return err
+	}
+	conv := w.conversationRecord(t, req, sb, areq, secrets)
+	msg := InitialMessage(req)
+	if msg != nil && msg.Run {
+		// Delivered with the conversation's creation below.
+		conv.RecordDelivery(sandboxes.MessageDigest(msg.Content))
+	}
+	s := conversationStart{t: t, sb: sb, client: client, conv: conv, msg: msg,
+		create: w.createOnAgent(sb, client, areq),
+		// The skills' loading the placement did not wait for runs beside
+		// the creation; the step's last write records it.
+		recordSkills: w.skillsToRecord(ctx, dl, t, client),
+		generated:    req.ConversationID == nil}
+	// A generated id is this start's alone. When the conversation starts
+	// idle (no initial message: one that runs would make the agent
+	// server report the run at once, and each report would wait for the
+	// record), nothing is delivered after the creation (no message queued
+	// for the start) and no parent records it, the conversation is
+	// created on the agent server first, then its record and READY are
+	// stored in one write (createThenFinish). An id the caller chose may
+	// be taken by a concurrent start: its record goes first, so that the
+	// loser creates nothing.
+	if s.generated && conv.ParentConversationID == nil && msg == nil {
+		if finished, err := w.createThenFinish(ctx, &s); finished || err != nil {
+			return err
+		}
+	}
+	return w.recordThenCreate(ctx, s)
+}
+
+// conversationStart is what the last step of a start creates and where.
+type conversationStart struct {
+	t      acs.StartTask
+	sb     acs.Sandbox
+	client *agentclient.Client
+	conv   acs.Conversation
+	msg    *wire.SendMessageRequest
+	// create creates the conversation on the agent server.
+	create func(context.Context) error
+	// recordSkills waits for the skills' loading and returns its record.
+	recordSkills func() (func(*acs.StartTask), error)
+	// generated reports that the conversation id is this start's alone.
+	generated bool
+}
+
+// conversationRequest is the agent server's request for t's conversation,
+// with the secrets it gets: the user's settings applied, and the browser
+// tools when sb's agent server can run them.
+func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, client *agentclient.Client) (*wire.StartConversationRequest, map[string]string, error) {
+	settings, err := w.settings(ctx, t.OwnerID)
+	if err != nil {
+		return nil, nil, err
 	}
 	secrets, err := w.conversationSecrets(ctx, t)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	areq, err := w.AgentRequest(t, req, settings, secrets)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if req.AgentType != "plan" && w.Config.BrowserTools && w.browserUsable(ctx, sb.ID, client) {
 		addTool(areq.Agent, BrowserToolSet)
 	}
+	return areq, secrets, nil
+}
+
+// conversationRecord is the record of t's conversation on sb.
+func (w *Worker) conversationRecord(t acs.StartTask, req StartRequest, sb acs.Sandbox, areq *wire.StartConversationRequest, secrets map[string]string) acs.Conversation {
 	now := w.now()
 	title := req.Title
 	if title == nil {
@@ -213,15 +270,14 @@ func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.Star
 		p := mustNorm(*req.ParentConversationID)
 		conv.ParentConversationID = &p
 	}
-	msg := InitialMessage(req)
-	if msg != nil && msg.Run {
-		// Delivered with the conversation's creation below.
-		conv.RecordDelivery(sandboxes.MessageDigest(msg.Content))
-	}
-	// The skills' loading the placement did not wait for runs beside the
-	// creation; the step's last write records it.
-	recordSkills := w.skillsToRecord(ctx, dl, t, client)
-	create := func(ctx context.Context) error {
+	return conv
+}
+
+// createOnAgent is the creation of the conversation on sb's agent server.
+// It notes that the agent server answered, or forgets that it did when
+// it does not; a refused request fails the start.
+func (w *Worker) createOnAgent(sb acs.Sandbox, client *agentclient.Client, areq *wire.StartConversationRequest) func(context.Context) error {
+	return func(ctx context.Context) error {
 		_, err := client.CreateConversation(ctx, areq)
 		var he *agentclient.HTTPError
 		switch {
@@ -234,58 +290,49 @@ func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.Star
 		}
 		return err
 	}
-	// A generated id is this start's alone. When the conversation starts
-	// idle (no initial message: one that runs would make the agent
-	// server report the run at once, and each report would wait for the
-	// record), nothing is delivered after the creation (no message queued
-	// for the start) and no parent records it, the conversation is
-	// created on the agent server first, then its record and READY are
-	// stored in one write (finish). The agent server's first report of it
-	// waits for the record (conversations.ErrStarting), and a crash before
-	// the write is repaired by the redelivery, whose create finds the
-	// conversation made. An id the caller chose may be taken by a
-	// concurrent start: its record goes first, so that the loser creates
-	// nothing.
-	generated := req.ConversationID == nil
-	if generated && conv.ParentConversationID == nil && msg == nil {
-		queued := make(chan bool, 1)
-		go func() { queued <- w.hasQueued(ctx, t) }()
-		err := create(ctx)
-		q := <-queued
-		if err != nil {
-			return err
-		}
-		if !q {
-			after, err := recordSkills()
-			if err != nil {
-				return err
-			}
-			w.touch(ctx, t, sb)
-			return w.finish(ctx, t, conv, after)
-		}
-		// Messages to deliver: the record goes first (they are recorded
-		// on it), READY after them.
-		generated = false
-		create = func(context.Context) error { return nil }
+}
+
+// createThenFinish creates s's conversation on the agent server, then
+// stores its record and READY in one write (finish). The agent server's
+// first report of it waits for the record (conversations.ErrStarting),
+// and a crash before the write is repaired by the redelivery, whose
+// create finds the conversation made. When messages wait to be delivered
+// it only creates: finished is false, and s is left for recordThenCreate,
+// which stores the record first and READY after them.
+func (w *Worker) createThenFinish(ctx context.Context, s *conversationStart) (finished bool, err error) {
+	queued := make(chan bool, 1)
+	go func() { queued <- w.hasQueued(ctx, s.t) }()
+	err = s.create(ctx)
+	q := <-queued
+	if err != nil {
+		return false, err
 	}
-	// Otherwise a generated id's conversation is created on the agent
-	// server while its record is stored: the two durable writes overlap.
+	if q {
+		s.generated = false
+		s.create = func(context.Context) error { return nil }
+		return false, nil
+	}
+	after, err := s.recordSkills()
+	if err != nil {
+		return false, err
+	}
+	w.touch(ctx, s.t, s.sb)
+	return true, w.finish(ctx, s.t, s.conv, after)
+}
+
+// recordThenCreate stores s's conversation record, then creates the
+// conversation on the agent server, delivers the messages for it and
+// marks the task READY. A generated id's conversation is created while
+// its record is stored: the two durable writes overlap.
+func (w *Worker) recordThenCreate(ctx context.Context, s conversationStart) error {
 	var created chan error
-	if generated {
+	if s.generated {
 		created = make(chan error, 1)
-		go func() { created <- create(ctx) }()
+		go func() { created <- s.create(ctx) }()
 	}
-	err = w.createRecord(ctx, t, conv)
-	if err == nil && conv.ParentConversationID != nil {
-		_, err = w.Store.UpdateConversation(ctx, *conv.ParentConversationID, func(p *acs.Conversation) error {
-			if !slices.Contains(p.SubConversationIDs, conv.ID) {
-				p.SubConversationIDs = append(p.SubConversationIDs, conv.ID)
-			}
-			return nil
-		})
-		if errors.Is(err, acs.ErrNotFound) {
-			err = nil
-		}
+	err := w.createRecord(ctx, s.t, s.conv)
+	if err == nil && s.conv.ParentConversationID != nil {
+		err = w.recordSubConversation(ctx, s.conv)
 	}
 	// The create running alongside is always waited for, so it is over
 	// when the step returns (a failed step is retried whole).
@@ -294,25 +341,40 @@ func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.Star
 			err = cerr
 		}
 	} else if err == nil {
-		err = create(ctx)
+		err = s.create(ctx)
 	}
 	if err != nil {
 		return err
 	}
-	if msg != nil && !msg.Run {
+	if s.msg != nil && !s.msg.Run {
 		// run=false: deliver the message without starting the agent, once.
-		if err := sendOnce(ctx, w.Store, client, t.ConversationID, msg); err != nil {
+		if err := sendOnce(ctx, w.Store, s.client, s.t.ConversationID, s.msg); err != nil {
 			return err
 		}
 	}
-	after, err := recordSkills()
+	after, err := s.recordSkills()
 	if err != nil {
 		return err
 	}
-	w.touch(ctx, t, sb)
-	sandboxes.FlushPending(ctx, w.Store, client, t.ConversationID, pendingKeys(t)...)
-	id := t.ConversationID
-	return w.advanceAround(ctx, t.ID, acs.TaskStartingConversation, func(tk *acs.StartTask) { tk.AppConversationID = &id }, after, acs.TaskReady)
+	w.touch(ctx, s.t, s.sb)
+	sandboxes.FlushPending(ctx, w.Store, s.client, s.t.ConversationID, pendingKeys(s.t)...)
+	id := s.t.ConversationID
+	return w.advanceAround(ctx, s.t.ID, acs.TaskStartingConversation, func(tk *acs.StartTask) { tk.AppConversationID = &id }, after, acs.TaskReady)
+}
+
+// recordSubConversation records conv on its parent's record. A parent
+// deleted meanwhile is no error.
+func (w *Worker) recordSubConversation(ctx context.Context, conv acs.Conversation) error {
+	_, err := w.Store.UpdateConversation(ctx, *conv.ParentConversationID, func(p *acs.Conversation) error {
+		if !slices.Contains(p.SubConversationIDs, conv.ID) {
+			p.SubConversationIDs = append(p.SubConversationIDs, conv.ID)
+		}
+		return nil
+	})
+	if errors.Is(err, acs.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // pendingKeys are the keys messages for t's conversation are queued under

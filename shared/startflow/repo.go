@@ -142,17 +142,45 @@ func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.Star
 			acs.TaskRunningSetupScript, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
 	}
 	work, project := workDirs(sb, t, req)
+	script, secrets, err := w.prepareScript(ctx, t, req, work, project)
+	if err != nil {
+		return 0, false, err
+	}
+	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script, Timeout: int(cfg.CloneTimeout.Seconds()), Secrets: secrets})
+	if err != nil {
+		return 0, false, err
+	}
+	if !done {
+		return cfg.Sandboxes.PollInterval / 4, false, nil
+	}
+	if code != 0 {
+		return 0, false, w.prepareFailed(req, work, code, out, errOut)
+	}
+	facts := &acs.ProjectFacts{SetupScript: hasLine(out, markSetupScript), PreCommit: hasLine(out, markPreCommit)}
+	next := []acs.StartTaskStatus{acs.TaskRunningSetupScript}
+	if !facts.SetupScript && !facts.PreCommit {
+		// Nothing for the setup-script and hooks steps: recorded with this one.
+		next = append(next, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
+	}
+	return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, func(tk *acs.StartTask) {
+		tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", facts
+	}, next...)
+}
+
+// prepareScript is the shell script that prepares work and reports what
+// project holds, and the secrets it runs with: the git token and user
+// name, for a clone.
+func (w *Worker) prepareScript(ctx context.Context, t acs.StartTask, req StartRequest, work, project string) (string, map[string]string, error) {
 	var script strings.Builder
 	fmt.Fprintf(&script, "set -e\nmkdir -p %s\ncd %s\n", shellQuote(work), shellQuote(work))
 	secrets := map[string]string{}
-	repo := ""
 	if req.SelectedRepository != nil {
-		repo = *req.SelectedRepository
+		repo := *req.SelectedRepository
 		_, name, _ := strings.Cut(repo, "/")
-		url := strings.TrimRight(cfg.GitHost, "/") + "/" + repo + ".git"
+		url := strings.TrimRight(w.Config.GitHost, "/") + "/" + repo + ".git"
 		all, err := w.conversationSecrets(ctx, t)
 		if err != nil {
-			return 0, false, err
+			return "", nil, err
 		}
 		for _, n := range gitTokenNames(req.GitProvider) {
 			if v, ok := all[n]; ok {
@@ -167,7 +195,21 @@ func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.Star
 		if req.SelectedBranch != nil {
 			branch = *req.SelectedBranch
 		}
-		fmt.Fprintf(&script, `if [ ! -d %[1]s/.git ]; then
+		fmt.Fprintf(&script, cloneScript, shellQuote(name), shellQuote(url), shellQuote(branch))
+	} else {
+		script.WriteString("[ -d .git ] || git init --quiet || [ -d .git ]\n")
+	}
+	// What the next steps will find (so they skip the agent server when
+	// there is nothing to do).
+	fmt.Fprintf(&script, "cd %s\n[ ! -f .openhands/setup.sh ] || echo %s\n[ ! -f .openhands/pre-commit.sh ] || echo %s\n",
+		shellQuote(project), markSetupScript, markPreCommit)
+	return script.String(), secrets, nil
+}
+
+// cloneScript clones repository %[2]s into directory %[1]s, unless a
+// clone is there, and checks out branch %[3]s, created when it does not
+// exist. The token reaches git through GIT_ASKPASS only.
+const cloneScript = `if [ ! -d %[1]s/.git ]; then
   ask=$(mktemp -d)
   trap 'rm -rf "$ask"' EXIT
   cat > "$ask/askpass" <<'ACS_ASKPASS'
@@ -193,45 +235,25 @@ ACS_ASKPASS
     git checkout --quiet -b %[3]s
   fi
 fi
-`, shellQuote(name), shellQuote(url), shellQuote(branch))
-	} else {
-		script.WriteString("[ -d .git ] || git init --quiet || [ -d .git ]\n")
+`
+
+// prepareFailed is the user's error for a preparation script that exited
+// with code, -1 for a timeout.
+func (w *Worker) prepareFailed(req StartRequest, work string, code int, out, errOut string) error {
+	cfg := w.Config
+	msg := tail(errOut+"\n"+out, 600)
+	if req.SelectedRepository == nil || *req.SelectedRepository == "" {
+		return failf("Could not prepare the working directory %s (exit %d): %s", work, code, msg)
 	}
-	// What the next steps will find (so they skip the agent server when
-	// there is nothing to do).
-	fmt.Fprintf(&script, "cd %s\n[ ! -f .openhands/setup.sh ] || echo %s\n[ ! -f .openhands/pre-commit.sh ] || echo %s\n",
-		shellQuote(project), markSetupScript, markPreCommit)
-	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script.String(), Timeout: int(cfg.CloneTimeout.Seconds()), Secrets: secrets})
-	if err != nil {
-		return 0, false, err
+	hint := ""
+	low := strings.ToLower(msg)
+	if strings.Contains(low, "authentication") || strings.Contains(low, "could not read username") || strings.Contains(low, "403") || strings.Contains(low, "401") {
+		hint = fmt.Sprintf(" The repository needs credentials: set the %s secret (in the start request's secrets, or stored with POST /api/v1/secrets).", gitTokenNames(req.GitProvider)[0])
 	}
-	if !done {
-		return cfg.Sandboxes.PollInterval / 4, false, nil
+	if code == -1 {
+		msg = "timed out after " + cfg.CloneTimeout.String()
 	}
-	if code != 0 {
-		msg := tail(errOut+"\n"+out, 600)
-		if repo == "" {
-			return 0, false, failf("Could not prepare the working directory %s (exit %d): %s", work, code, msg)
-		}
-		hint := ""
-		low := strings.ToLower(msg)
-		if strings.Contains(low, "authentication") || strings.Contains(low, "could not read username") || strings.Contains(low, "403") || strings.Contains(low, "401") {
-			hint = fmt.Sprintf(" The repository needs credentials: set the %s secret (in the start request's secrets, or stored with POST /api/v1/secrets).", gitTokenNames(req.GitProvider)[0])
-		}
-		if code == -1 {
-			msg = "timed out after " + cfg.CloneTimeout.String()
-		}
-		return 0, false, failf("Could not clone %s from %s: %s.%s", repo, cfg.GitHost, msg, hint)
-	}
-	facts := &acs.ProjectFacts{SetupScript: hasLine(out, markSetupScript), PreCommit: hasLine(out, markPreCommit)}
-	next := []acs.StartTaskStatus{acs.TaskRunningSetupScript}
-	if !facts.SetupScript && !facts.PreCommit {
-		// Nothing for the setup-script and hooks steps: recorded with this one.
-		next = append(next, acs.TaskSettingUpGitHooks, acs.TaskSettingUpSkills)
-	}
-	return 0, false, w.advanceThrough(ctx, t.ID, acs.TaskPreparingRepository, func(tk *acs.StartTask) {
-		tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", facts
-	}, next...)
+	return failf("Could not clone %s from %s: %s.%s", *req.SelectedRepository, cfg.GitHost, msg, hint)
 }
 
 // The lines the preparation script prints for what it found.

@@ -72,90 +72,139 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 	if err := strictjson.Unmarshal(strictjson.MustMarshal(&req), &StartRequest{}); err != nil {
 		return acs.StartTask{}, acs.Errorf(acs.EINVALID, "start request: %v", err)
 	}
-	if req.ParentConversationID != nil {
-		pid, _ := acs.NormalizeID(*req.ParentConversationID)
-		parent, err := s.Store.GetConversation(ctx, pid)
-		if errors.Is(err, acs.ErrNotFound) || (err == nil && parent.OwnerID != user.ID) {
-			return acs.StartTask{}, &FieldError{Field: "parent_conversation_id", Msg: "Parent conversation not found: " + *req.ParentConversationID}
-		}
-		if err != nil {
-			return acs.StartTask{}, err
-		}
-		if req.SandboxID == nil {
-			req.SandboxID = &parent.SandboxID
-		}
-		if req.SelectedRepository == nil {
-			req.SelectedRepository, req.SelectedBranch = parent.SelectedRepository, parent.SelectedBranch
-			if parent.GitProvider != nil && req.GitProvider == nil {
-				g := GitProvider(*parent.GitProvider)
-				req.GitProvider = &g
-			}
-		}
-		if req.LLMModel == nil {
-			req.LLMModel = parent.LLMModel
-		}
+	if err := s.applyParent(ctx, user, &req); err != nil {
+		return acs.StartTask{}, err
 	}
-	if st := req.SuggestedTask; st != nil {
-		req.InitialMessage = &wire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(st.Prompt())}, Run: true}
-		trigger := Trigger("suggested_task")
-		req.Trigger = &trigger
-		if req.SelectedRepository == nil {
-			repo := st.Repo
-			req.SelectedRepository, req.GitProvider = &repo, st.GitProvider
-		}
-		// The task is now the message: the stored request carries that.
-		req.SuggestedTask = nil
-	}
-	convID := acs.NewID()
-	if req.ConversationID != nil {
-		id, err := acs.NormalizeID(*req.ConversationID)
-		if err != nil {
-			return acs.StartTask{}, err
-		}
-		if err := s.checkIDAvailable(ctx, id); err != nil {
-			return acs.StartTask{}, err
-		}
-		convID = id
+	applySuggestedTask(&req)
+	convID, err := s.conversationID(ctx, req)
+	if err != nil {
+		return acs.StartTask{}, err
 	}
 	if err := s.checkCapacity(ctx, user.ID, req); err != nil {
 		return acs.StartTask{}, err
 	}
-	sealed := map[string]string{}
-	for k, v := range req.Secrets {
-		sv, err := s.Sealer.Seal(v)
-		if err != nil {
-			return acs.StartTask{}, fmt.Errorf("seal secret %s: %w", k, err)
-		}
-		sealed[k] = sv
+	sealed, err := s.sealSecrets(req)
+	if err != nil {
+		return acs.StartTask{}, err
 	}
 	now := s.now()
 	t := acs.StartTask{ID: acs.NewID(), OwnerID: user.ID, Status: acs.TaskWorking, ConversationID: convID,
 		Request: MaskedRequest(req), SealedSecrets: sealed, CreatedAt: now, UpdatedAt: now,
 		Steps: []acs.StepTiming{{Status: acs.TaskWorking, StartedAt: now}}}
-	placed := false
-	if s.Placer != nil {
-		var err error
-		if t, placed, err = s.Placer.PlaceOnSubmit(ctx, t); err != nil {
-			return acs.StartTask{}, err
-		}
-	}
-	if !placed {
-		if err := s.Store.CreateStartTask(ctx, t); err != nil {
-			return acs.StartTask{}, fmt.Errorf("store start task: %w", err)
-		}
+	if t, err = s.store(ctx, t); err != nil {
+		return acs.StartTask{}, err
 	}
 	if err := s.Queue.Send(ctx, acs.Message{TaskID: t.ID, Step: t.Status}, 0); err != nil {
-		slog.Error("startflow: enqueue failed", "task", t.ID, "error", err)
-		if tk, err := s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
-			tk.Fail("The start could not be queued; please retry.", s.now())
-			return nil
-		}); err == nil {
-			logTaskFailed(t.ID, t.Status)
-			releaseSlot(ctx, s.Store, tk) // a placed start's
-		}
+		s.notQueued(ctx, t, err)
 		return acs.StartTask{}, fmt.Errorf("queue start task: %w", acs.ErrUnavailable)
 	}
 	return t, nil
+}
+
+// applyParent applies the parent conversation's sandbox, repository,
+// branch, provider and model to a sub-conversation's request, where the
+// request leaves them unset. An unknown parent is a FieldError.
+func (s *Service) applyParent(ctx context.Context, user acs.User, req *StartRequest) error {
+	if req.ParentConversationID == nil {
+		return nil
+	}
+	pid, _ := acs.NormalizeID(*req.ParentConversationID)
+	parent, err := s.Store.GetConversation(ctx, pid)
+	if errors.Is(err, acs.ErrNotFound) || (err == nil && parent.OwnerID != user.ID) {
+		return &FieldError{Field: "parent_conversation_id", Msg: "Parent conversation not found: " + *req.ParentConversationID}
+	}
+	if err != nil {
+		return err
+	}
+	if req.SandboxID == nil {
+		req.SandboxID = &parent.SandboxID
+	}
+	if req.SelectedRepository == nil {
+		req.SelectedRepository, req.SelectedBranch = parent.SelectedRepository, parent.SelectedBranch
+		if parent.GitProvider != nil && req.GitProvider == nil {
+			g := GitProvider(*parent.GitProvider)
+			req.GitProvider = &g
+		}
+	}
+	if req.LLMModel == nil {
+		req.LLMModel = parent.LLMModel
+	}
+	return nil
+}
+
+// applySuggestedTask turns a suggested task into the request's initial
+// message, trigger and repository: the stored request carries the message,
+// not the task.
+func applySuggestedTask(req *StartRequest) {
+	st := req.SuggestedTask
+	if st == nil {
+		return
+	}
+	req.InitialMessage = &wire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(st.Prompt())}, Run: true}
+	trigger := Trigger("suggested_task")
+	req.Trigger = &trigger
+	if req.SelectedRepository == nil {
+		repo := st.Repo
+		req.SelectedRepository, req.GitProvider = &repo, st.GitProvider
+	}
+	req.SuggestedTask = nil
+}
+
+// conversationID is the id of the conversation req starts: the one it
+// asks for, when available, else a new one.
+func (s *Service) conversationID(ctx context.Context, req StartRequest) (string, error) {
+	if req.ConversationID == nil {
+		return acs.NewID(), nil
+	}
+	id, err := acs.NormalizeID(*req.ConversationID)
+	if err != nil {
+		return "", err
+	}
+	if err := s.checkIDAvailable(ctx, id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// sealSecrets seals the request's per-conversation secrets.
+func (s *Service) sealSecrets(req StartRequest) (map[string]string, error) {
+	sealed := map[string]string{}
+	for k, v := range req.Secrets {
+		sv, err := s.Sealer.Seal(v)
+		if err != nil {
+			return nil, fmt.Errorf("seal secret %s: %w", k, err)
+		}
+		sealed[k] = sv
+	}
+	return sealed, nil
+}
+
+// store stores t, placed by the Placer when it can be, and returns it as
+// stored.
+func (s *Service) store(ctx context.Context, t acs.StartTask) (acs.StartTask, error) {
+	if s.Placer != nil {
+		placed, ok, err := s.Placer.PlaceOnSubmit(ctx, t)
+		if err != nil || ok {
+			return placed, err
+		}
+	}
+	if err := s.Store.CreateStartTask(ctx, t); err != nil {
+		return acs.StartTask{}, fmt.Errorf("store start task: %w", err)
+	}
+	return t, nil
+}
+
+// notQueued ends t, whose first step could not be queued (err), with
+// ERROR, and gives back the slot a placed start reserved.
+func (s *Service) notQueued(ctx context.Context, t acs.StartTask, err error) {
+	slog.Error("startflow: enqueue failed", "task", t.ID, "error", err)
+	if tk, err := s.Store.UpdateStartTask(ctx, t.ID, func(tk *acs.StartTask) error {
+		tk.Fail("The start could not be queued; please retry.", s.now())
+		return nil
+	}); err == nil {
+		logTaskFailed(t.ID, t.Status)
+		releaseSlot(ctx, s.Store, tk)
+	}
 }
 
 // placedWait bounds how long Start waits for a start the Placer placed to
