@@ -16,7 +16,6 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/conversations"
-	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -26,7 +25,7 @@ const maxBatch = 100
 // startConversation: POST /api/v1/app-conversations. It returns the start
 // task at once (status WORKING); the conversation starts in the background.
 func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
-	var req startflow.StartRequest
+	var req v1wire.StartRequest
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
@@ -46,7 +45,7 @@ func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 // one of the user's stored secrets, as send-message does. The request's own
 // secrets are checked by StartRequest.ValidateStrict; a stored secret that
 // one of them overrides is not a secret of the conversation and is skipped.
-func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req startflow.StartRequest) bool {
+func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req v1wire.StartRequest) bool {
 	if req.InitialMessage == nil && req.Title == nil && req.SuggestedTask == nil {
 		return true
 	}
@@ -62,7 +61,7 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req star
 	if req.InitialMessage != nil {
 		errs = conversations.SecretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
 	}
-	errs = append(errs, startflow.TitleSecretErrors(&req, stored, []any{"body"})...)
+	errs = append(errs, v1wire.TitleSecretErrors(&req, stored, []any{"body"})...)
 	if len(errs) > 0 {
 		httpjson.WriteValidation(w, errs)
 		return false
@@ -237,17 +236,17 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Msg: "title must be 1 to 200 characters", Type: "value_error"})
 	}
 	if repoSet && repo != nil {
-		if msg := startflow.RepositoryProblem(*repo); msg != "" {
+		if msg := v1wire.RepositoryProblem(*repo); msg != "" {
 			errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_repository"}, Msg: msg, Type: "value_error"})
 		}
 	}
 	if branchSet && branch != nil {
-		if msg := startflow.BranchProblem(*branch); msg != "" {
+		if msg := v1wire.BranchProblem(*branch); msg != "" {
 			errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_branch"}, Msg: msg, Type: "value_error"})
 		}
 	}
-	if providerSet && provider != nil && !startflow.ValidProvider(*provider) {
-		errs = append(errs, strictjson.Error{Loc: []any{"body", "git_provider"}, Msg: strictjson.EnumMessage(startflow.GitProvider("").EnumValues()), Type: "enum"})
+	if providerSet && provider != nil && !v1wire.ValidProvider(*provider) {
+		errs = append(errs, strictjson.Error{Loc: []any{"body", "git_provider"}, Msg: strictjson.EnumMessage(v1wire.GitProvider("").EnumValues()), Type: "enum"})
 	}
 	// A branch or provider needs a repository (as at the start).
 	finalRepo, finalBranch, finalProvider := c.SelectedRepository != nil, c.SelectedBranch != nil, c.GitProvider != nil
@@ -273,7 +272,7 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		for _, name := range startflow.SecretsIn(*title, secrets) {
+		for _, name := range v1wire.SecretsIn(*title, secrets) {
 			errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "value_error",
 				Msg: fmt.Sprintf("the title contains the value of secret %s; secret values may not appear in titles", name)})
 		}

@@ -8,7 +8,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // getStartTasks: GET /api/v1/app-conversations/start-tasks?ids=... returns
@@ -93,7 +93,7 @@ func (a *API) countStartTasks(w http.ResponseWriter, r *http.Request) {
 // JSON array written as the start progresses: the task as created, then the
 // task at each status change, until READY or ERROR (or the client leaves).
 func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
-	var req startflow.StartRequest
+	var req v1wire.StartRequest
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}

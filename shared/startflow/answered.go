@@ -10,6 +10,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // A start on a sandbox whose agent server this worker has heard from is
@@ -74,7 +75,7 @@ func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *
 // detail, and startConversation records it. Should the agent server have
 // stopped answering meanwhile, the conversation's creation fails and its
 // step is retried, as when it stops between an answer and the creation.
-func (w *Worker) readyWithoutAsking(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, sb acs.Sandbox) (readyProbe, bool) {
+func (w *Worker) readyWithoutAsking(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox) (readyProbe, bool) {
 	sb, c, ok := w.knownReady(ctx, sb)
 	if !ok {
 		return readyProbe{}, false
@@ -160,7 +161,7 @@ var _ Placer = (*Worker)(nil)
 // stored and ok is false: the caller stores t and the worker places it.
 // err is a failed read or write of the store (nothing stored).
 func (w *Worker) PlaceOnSubmit(ctx context.Context, t acs.StartTask) (_ acs.StartTask, ok bool, err error) {
-	var req StartRequest
+	var req v1wire.StartRequest
 	if t.Status != acs.TaskWorking || strictjson.Unmarshal(t.Request, &req) != nil || req.SandboxID != nil {
 		return t, false, nil
 	}

@@ -28,7 +28,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/dynamostore"
 	"github.com/acs-project/acs/shared/sandboxes"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // capStore opens an empty store; reopen gives a new handle on the same data
@@ -127,7 +127,7 @@ func (e *env) driveUntil(t *testing.T, id string, stop acs.StartTaskStatus) acs.
 // start submits a start for alice and runs it until stop (or done).
 func (e *env) start(t *testing.T, stop acs.StartTaskStatus) acs.StartTask {
 	t.Helper()
-	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

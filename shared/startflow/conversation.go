@@ -70,7 +70,7 @@ func MergeSecrets(ctx context.Context, st acs.Store, sealer acs.Sealer, owner st
 // the installation's LLM with the user's settings applied, the tools, the
 // secrets, the project directory, and the request's message, plugins and
 // observability settings.
-func (w *Worker) AgentRequest(t acs.StartTask, req StartRequest, settings acs.Settings, secrets map[string]string) (*wire.StartConversationRequest, error) {
+func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings acs.Settings, secrets map[string]string) (*wire.StartConversationRequest, error) {
 	cfg := w.Config
 	llmCfg := cfg.LLM
 	llmCfg.UsageID = "agent"
@@ -132,7 +132,7 @@ func (w *Worker) AgentRequest(t acs.StartTask, req StartRequest, settings acs.Se
 
 // InitialMessage is the request's initial message with the plugins'
 // parameters appended as text (the reference's behaviour), or nil.
-func InitialMessage(req StartRequest) *wire.SendMessageRequest {
+func InitialMessage(req v1wire.StartRequest) *wire.SendMessageRequest {
 	if req.InitialMessage == nil {
 		return nil
 	}
@@ -164,7 +164,7 @@ func messageText(msg *wire.SendMessageRequest) string {
 
 // startConversation creates the conversation record and the conversation on
 // the agent server, delivers queued messages and marks the task READY.
-func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) error {
+func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest) error {
 	sb, client, err := w.client(ctx, dl, t)
 	if err != nil {
 		return err
@@ -220,7 +220,7 @@ type conversationStart struct {
 // conversationRequest is the agent server's request for t's conversation,
 // with the secrets it gets: the user's settings applied, and the browser
 // tools when sb's agent server can run them.
-func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, client *agentclient.Client) (*wire.StartConversationRequest, map[string]string, error) {
+func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, client *agentclient.Client) (*wire.StartConversationRequest, map[string]string, error) {
 	settings, err := w.settings(ctx, t.OwnerID)
 	if err != nil {
 		return nil, nil, err
@@ -240,7 +240,7 @@ func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req S
 }
 
 // conversationRecord is the record of t's conversation on sb.
-func (w *Worker) conversationRecord(t acs.StartTask, req StartRequest, sb acs.Sandbox, areq *wire.StartConversationRequest, secrets map[string]string) acs.Conversation {
+func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, areq *wire.StartConversationRequest, secrets map[string]string) acs.Conversation {
 	now := w.now()
 	title := req.Title
 	if title == nil {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/acs-project/acs/internal/diskfull/diskfulltest"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // A start whose sandbox cannot be written for a full disk ends in ERROR
@@ -18,7 +18,7 @@ func TestStartOnAFullDiskSaysSoWithoutAHostPath(t *testing.T) {
 	root := filepath.Join(disk, "sandboxes")
 	e := newEnv(t, envOptions{sandboxRoot: root, maxAttempts: 1})
 	free := diskfulltest.Fill(t, disk)
-	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestStartOnAFullDiskSaysSoWithoutAHostPath(t *testing.T) {
 		t.Errorf("the ERROR step shows the host path: %q", last.Detail)
 	}
 	free()
-	tk, err = e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	tk, err = e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

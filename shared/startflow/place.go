@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // settings returns the owner's settings (the defaults when never saved).
@@ -28,7 +29,7 @@ func (w *Worker) placer() placer { return placer{store: w.Store} }
 // With a grouping strategy the choice runs under the owner's placement lock
 // (acs.PlacementLock); while another start holds it, place returns the delay
 // after which to try again.
-func (w *Worker) place(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) (time.Duration, error) {
+func (w *Worker) place(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest) (time.Duration, error) {
 	settings, err := w.settings(ctx, t.OwnerID)
 	if err != nil {
 		return 0, err
@@ -88,7 +89,7 @@ func (w *Worker) place(ctx context.Context, dl *delivery, t acs.StartTask, req S
 // server did not answer, errStoppedRunning for a sandbox that stopped
 // running meanwhile (both get the reservation alone), or the reservation's
 // error (a lost race for the slot, or the sandbox gone).
-func (w *Worker) reserveRunning(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, sb acs.Sandbox, reason string, grouping bool, reserve func(*acs.Sandbox) error) (done bool, err error) {
+func (w *Worker) reserveRunning(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, reason string, grouping bool, reserve func(*acs.Sandbox) error) (done bool, err error) {
 	placed := t
 	placed.OwnWorkDir = grouping
 	ready, known := w.readyWithoutAsking(ctx, dl, placed, req, sb)
@@ -119,7 +120,7 @@ func (w *Worker) reserveRunning(ctx context.Context, dl *delivery, t acs.StartTa
 // placeOnRunning is the change that places a start on running sandbox id
 // (reason; grouping: in a working directory of its own) that was found
 // ready, through the steps ready lets it record at once (readyFn).
-func (w *Worker) placeOnRunning(req StartRequest, ready readyProbe, id, reason string, grouping bool) func(*acs.StartTask) error {
+func (w *Worker) placeOnRunning(req v1wire.StartRequest, ready readyProbe, id, reason string, grouping bool) func(*acs.StartTask) error {
 	return w.readyFn(req, acs.TaskWorking, ready, func(tk *acs.StartTask) {
 		tk.SandboxID, tk.Placement, tk.OwnWorkDir = &id, reason, grouping
 	})
@@ -245,7 +246,7 @@ func (w *Worker) unlockPlacement(ctx context.Context, t acs.StartTask, created s
 // created, if any. lastCreated is the sandbox the previous placement lock
 // holder created (considered even before the owner's listing shows it).
 // Without mayCreate, a start that would need a new sandbox gets errNoRoom.
-func (w *Worker) placeLocked(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, settings acs.Settings, lastCreated string, mayCreate bool) (string, error) {
+func (w *Worker) placeLocked(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest, settings acs.Settings, lastCreated string, mayCreate bool) (string, error) {
 	if req.SandboxID != nil {
 		return "", w.placeExplicit(ctx, t, settings, *req.SandboxID)
 	}
@@ -325,7 +326,7 @@ func (w *Worker) placedEarlier(ctx context.Context, t acs.StartTask, mine []acs.
 // chooses among mine, choosing again without a sandbox whose last slot
 // another start took first. The decision returned has no sandbox when none
 // was left: its reason is the new sandbox's.
-func (w *Worker) placeOnExisting(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, settings acs.Settings, mine []acs.Sandbox) (acs.Decision, error) {
+func (w *Worker) placeOnExisting(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest, settings acs.Settings, mine []acs.Sandbox) (acs.Decision, error) {
 	cands := mine
 	for {
 		d := w.placer().decide(settings, cands, acs.PlaceRequest{Owner: t.OwnerID})
@@ -362,7 +363,7 @@ func (w *Worker) placeOnExisting(ctx context.Context, dl *delivery, t acs.StartT
 // placeOnNew creates a sandbox for t, named after its conversation, as d
 // decided. A warm agent server answers at once: the start then skips the
 // waiting step.
-func (w *Worker) placeOnNew(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, d acs.Decision) (string, error) {
+func (w *Worker) placeOnNew(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest, d acs.Decision) (string, error) {
 	reason := d.Reason
 	sb := acs.Sandbox{ID: t.ConversationID, OwnerID: t.OwnerID, Slots: []string{t.ConversationID}, CreatedByTask: t.ID}
 	made, err := w.life.Create(ctx, sb)

@@ -10,6 +10,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // groupedEnv is an env whose service places starts as they are submitted,
@@ -24,7 +25,7 @@ func groupedEnv(t *testing.T, strategy acs.GroupingStrategy, max int) (*env, acs
 	if err := e.store.PutSettings(ctx, st); err != nil {
 		t.Fatal(err)
 	}
-	first, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	first, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestAStartIsPlacedAsItIsSubmitted(t *testing.T) {
 	for _, replay := range []bool{false, true} {
 		t.Run(map[bool]string{false: "delivered once", true: "every step delivered twice"}[replay], func(t *testing.T) {
 			e, first := groupedEnv(t, acs.AddToAny, 10)
-			tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+			tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,21 +112,21 @@ func TestAStartThatNeedsTheWorkerIsNotPlacedOnSubmit(t *testing.T) {
 		name     string
 		strategy acs.GroupingStrategy
 		max      int
-		setup    func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest
+		setup    func(t *testing.T, e *env, first acs.StartTask) v1wire.StartRequest
 	}{
 		{"no grouping", acs.NoGrouping, 10, nil},
 		{"the sandbox is full", acs.AddToAny, 1, nil},
-		{"an explicit sandbox_id", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest {
-			return startflow.StartRequest{SandboxID: first.SandboxID}
+		{"an explicit sandbox_id", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) v1wire.StartRequest {
+			return v1wire.StartRequest{SandboxID: first.SandboxID}
 		}},
-		{"a repository to clone", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest {
-			return startflow.StartRequest{SelectedRepository: &repo}
+		{"a repository to clone", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) v1wire.StartRequest {
+			return v1wire.StartRequest{SelectedRepository: &repo}
 		}},
-		{"an agent server this worker has not heard from", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest {
+		{"an agent server this worker has not heard from", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) v1wire.StartRequest {
 			e.svc.Placer = startflow.NewWorker(e.w.Store, e.w.Queue, e.w.Runtime, e.w.Sealer, e.w.Config)
-			return startflow.StartRequest{}
+			return v1wire.StartRequest{}
 		}},
-		{"a paused sandbox", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) startflow.StartRequest {
+		{"a paused sandbox", acs.AddToAny, 10, func(t *testing.T, e *env, first acs.StartTask) v1wire.StartRequest {
 			sb, err := e.store.GetSandbox(ctx, *first.SandboxID)
 			if err != nil {
 				t.Fatal(err)
@@ -133,12 +134,12 @@ func TestAStartThatNeedsTheWorkerIsNotPlacedOnSubmit(t *testing.T) {
 			if _, err := e.life.Pause(ctx, sb); err != nil {
 				t.Fatal(err)
 			}
-			return startflow.StartRequest{}
+			return v1wire.StartRequest{}
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, first := groupedEnv(t, tc.strategy, tc.max)
-			req := startflow.StartRequest{}
+			req := v1wire.StartRequest{}
 			if tc.setup != nil {
 				req = tc.setup(t, e, first)
 			}
@@ -165,7 +166,7 @@ func TestStartAnswersAPlacedStartReady(t *testing.T) {
 	done := make(chan struct{})
 	go func() { e.w.Run(wctx, 1); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
-	tk, err := e.svc.Start(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	tk, err := e.svc.Start(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestStartAnswersAPlacedStartReady(t *testing.T) {
 		t.Fatalf("a placed start answered %s (app_conversation_id %v), want READY", tk.Status, tk.AppConversationID)
 	}
 	repo := "acme/tiny"
-	tk, err = e.svc.Start(ctx, acs.User{ID: "alice"}, startflow.StartRequest{SelectedRepository: &repo})
+	tk, err = e.svc.Start(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{SelectedRepository: &repo})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +195,7 @@ func (failSend) Send(context.Context, acs.Message, time.Duration) error {
 func TestAPlacedStartNotQueuedGivesBackItsSlot(t *testing.T) {
 	e, first := groupedEnv(t, acs.AddToAny, 10)
 	e.svc.Queue = failSend{e.queue}
-	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if !errors.Is(err, acs.ErrUnavailable) {
 		t.Fatalf("submit with the queue down: %v, want ErrUnavailable", err)
 	}

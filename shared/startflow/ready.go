@@ -8,11 +8,12 @@ import (
 
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // waitForSandbox resumes a paused sandbox and waits until it is RUNNING and
 // its agent server answers /alive.
-func (w *Worker) waitForSandbox(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
+func (w *Worker) waitForSandbox(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest) (time.Duration, bool, error) {
 	cfg := w.Config
 	sb, err := w.Store.GetSandbox(ctx, *t.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
@@ -59,7 +60,7 @@ type readyProbe struct {
 // tools is asked meanwhile (browserProbe). A ready sandbox then gets the
 // steps it owes: its tombstones buried, its queued messages flushed. err
 // is the readiness's, or the skills' loading's.
-func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox) readyProbe {
+func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox) readyProbe {
 	var r readyProbe
 	var first firstRequest
 	browser := w.browserProbe(ctx, req)
@@ -98,7 +99,7 @@ type firstRequest struct {
 
 // firstRequest sends c the first request t, placed on sb, needs: the
 // skills' loading when there is nothing to prepare, else an /alive probe.
-func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req StartRequest, sb acs.Sandbox, c *agentclient.Client) firstRequest {
+func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, c *agentclient.Client) firstRequest {
 	var f firstRequest
 	if f.prepare = !nothingToPrepare(sb, t, req); f.prepare {
 		f.answered = c.Alive(ctx) == nil
@@ -125,7 +126,7 @@ type browserAsk struct {
 
 // browserProbe returns the question for a start of req: none for a plan
 // agent or when the browser tools are off.
-func (w *Worker) browserProbe(ctx context.Context, req StartRequest) *browserAsk {
+func (w *Worker) browserProbe(ctx context.Context, req v1wire.StartRequest) *browserAsk {
 	return &browserAsk{ctx: ctx, w: w, off: req.AgentType == "plan" || !w.Config.BrowserTools}
 }
 
@@ -148,14 +149,14 @@ func (b *browserAsk) wait() { b.done.Wait() }
 // ran in the probe: the task goes on to STARTING_CONVERSATION. A crash
 // before the write repeats only reads (and placement, which finds the slot
 // it reserved).
-func (w *Worker) advanceReady(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) error {
+func (w *Worker) advanceReady(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) error {
 	dl.remember(ready.sb, ready.client)
 	_, err := w.Store.UpdateStartTask(ctx, t.ID, w.readyFn(req, from, ready, change))
 	return err
 }
 
 // readyFn is advanceReady's update of the task.
-func (w *Worker) readyFn(req StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) func(*acs.StartTask) error {
+func (w *Worker) readyFn(req v1wire.StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) func(*acs.StartTask) error {
 	url := ready.client.BaseURL
 	var to []acs.StartTaskStatus
 	if from != acs.TaskWaitingForSandbox {

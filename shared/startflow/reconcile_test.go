@@ -14,7 +14,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
-	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // idleEnv is a start worker over real process sandboxes whose agents call
@@ -53,7 +53,7 @@ func newIdleEnv(t *testing.T) *idleEnv {
 // submit submits a start with an initial message (run as given).
 func (e *idleEnv) submit(t *testing.T, text string, run bool) acs.StartTask {
 	t.Helper()
-	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{
+	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{
 		InitialMessage: &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(text)}, Run: run}})
 	if err != nil {
 		t.Fatal(err)

@@ -24,7 +24,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // workDirs computes the conversation's working directory (the sandbox's, or
 // its own subdirectory when grouping) and project directory (where the
 // repository is cloned).
-func workDirs(sb acs.Sandbox, t acs.StartTask, req StartRequest) (work, project string) {
+func workDirs(sb acs.Sandbox, t acs.StartTask, req v1wire.StartRequest) (work, project string) {
 	work = sb.WorkingDir
 	if t.OwnWorkDir {
 		work = path.Join(work, t.ConversationID)
@@ -38,7 +38,7 @@ func workDirs(sb acs.Sandbox, t acs.StartTask, req StartRequest) (work, project 
 }
 
 // gitTokenNames are the secrets a clone's token is taken from, in order.
-func gitTokenNames(provider *GitProvider) []string {
+func gitTokenNames(provider *v1wire.GitProvider) []string {
 	p := "github"
 	if provider != nil {
 		p = string(*provider)
@@ -111,13 +111,13 @@ func tail(s string, n int) string {
 // project skills. The agent server creates it and makes it a git repository
 // when the conversation starts, so the preparation, setup-script and hooks
 // steps are recorded together, as one write, with nothing run.
-func nothingToPrepare(sb acs.Sandbox, t acs.StartTask, req StartRequest) bool {
+func nothingToPrepare(sb acs.Sandbox, t acs.StartTask, req v1wire.StartRequest) bool {
 	return req.SelectedRepository == nil && (t.OwnWorkDir || sb.CreatedByTask == t.ID)
 }
 
 // emptyWorkDir is the change that records a preparation with nothing to
 // do (nothingToPrepare) on the task: its directories and no project facts.
-func emptyWorkDir(sb acs.Sandbox, req StartRequest) func(*acs.StartTask) {
+func emptyWorkDir(sb acs.Sandbox, req v1wire.StartRequest) func(*acs.StartTask) {
 	return func(tk *acs.StartTask) {
 		work, project := workDirs(sb, *tk, req)
 		tk.WorkDir, tk.ProjectDir, tk.Command, tk.Project = work, project, "", &acs.ProjectFacts{}
@@ -131,7 +131,7 @@ func emptyWorkDir(sb acs.Sandbox, req StartRequest) func(*acs.StartTask) {
 // token comes from the conversation's secrets (then the user's stored ones)
 // through GIT_ASKPASS: it is never in the command, .git/config or the
 // workspace.
-func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.StartTask, req StartRequest) (time.Duration, bool, error) {
+func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.StartTask, req v1wire.StartRequest) (time.Duration, bool, error) {
 	cfg := w.Config
 	sb, c, err := w.client(ctx, dl, t)
 	if err != nil {
@@ -170,7 +170,7 @@ func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.Star
 // prepareScript is the shell script that prepares work and reports what
 // project holds, and the secrets it runs with: the git token and user
 // name, for a clone.
-func (w *Worker) prepareScript(ctx context.Context, t acs.StartTask, req StartRequest, work, project string) (string, map[string]string, error) {
+func (w *Worker) prepareScript(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, work, project string) (string, map[string]string, error) {
 	var script strings.Builder
 	fmt.Fprintf(&script, "set -e\nmkdir -p %s\ncd %s\n", shellQuote(work), shellQuote(work))
 	secrets := map[string]string{}
@@ -239,7 +239,7 @@ fi
 
 // prepareFailed is the user's error for a preparation script that exited
 // with code, -1 for a timeout.
-func (w *Worker) prepareFailed(req StartRequest, work string, code int, out, errOut string) error {
+func (w *Worker) prepareFailed(req v1wire.StartRequest, work string, code int, out, errOut string) error {
 	cfg := w.Config
 	msg := tail(errOut+"\n"+out, 600)
 	if req.SelectedRepository == nil || *req.SelectedRepository == "" {

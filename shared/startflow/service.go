@@ -1,3 +1,7 @@
+// Package startflow starts conversations: it validates and stores start
+// requests as start tasks (Service.Submit) and advances each task one
+// idempotent step per queue delivery (Worker) until READY or ERROR. The same
+// code runs in `acs serve` and in the AWS provisioner.
 package startflow
 
 import (
@@ -12,6 +16,7 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // Service accepts start requests.
@@ -37,7 +42,7 @@ func (s *Service) now() time.Time {
 
 // MaskedRequest is req as shown in the task: secret values replaced with
 // "**********".
-func MaskedRequest(req StartRequest) []byte {
+func MaskedRequest(req v1wire.StartRequest) []byte {
 	if len(req.Secrets) > 0 {
 		masked := make(map[string]string, len(req.Secrets))
 		for k := range req.Secrets {
@@ -63,13 +68,13 @@ func MaskedRequest(req StartRequest) []byte {
 // A conversation_id that is not available (checkIDAvailable) is
 // ErrConflict; a queue failure marks the task ERROR and returns
 // ErrUnavailable (the caller may retry).
-func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (acs.StartTask, error) {
+func (s *Service) Submit(ctx context.Context, user acs.User, req v1wire.StartRequest) (acs.StartTask, error) {
 	if req.AgentType == "" {
 		req.AgentType = "default"
 	}
 	// Requests built in code get the same validation as decoded ones: the
 	// worker decodes the stored request strictly.
-	if err := strictjson.Unmarshal(strictjson.MustMarshal(&req), &StartRequest{}); err != nil {
+	if err := strictjson.Unmarshal(strictjson.MustMarshal(&req), &v1wire.StartRequest{}); err != nil {
 		return acs.StartTask{}, acs.Errorf(acs.EINVALID, "start request: %v", err)
 	}
 	if err := s.applyParent(ctx, user, &req); err != nil {
@@ -104,7 +109,7 @@ func (s *Service) Submit(ctx context.Context, user acs.User, req StartRequest) (
 // applyParent applies the parent conversation's sandbox, repository,
 // branch, provider and model to a sub-conversation's request, where the
 // request leaves them unset. An unknown parent is a FieldError.
-func (s *Service) applyParent(ctx context.Context, user acs.User, req *StartRequest) error {
+func (s *Service) applyParent(ctx context.Context, user acs.User, req *v1wire.StartRequest) error {
 	if req.ParentConversationID == nil {
 		return nil
 	}
@@ -122,7 +127,7 @@ func (s *Service) applyParent(ctx context.Context, user acs.User, req *StartRequ
 	if req.SelectedRepository == nil {
 		req.SelectedRepository, req.SelectedBranch = parent.SelectedRepository, parent.SelectedBranch
 		if parent.GitProvider != nil && req.GitProvider == nil {
-			g := GitProvider(*parent.GitProvider)
+			g := v1wire.GitProvider(*parent.GitProvider)
 			req.GitProvider = &g
 		}
 	}
@@ -135,13 +140,13 @@ func (s *Service) applyParent(ctx context.Context, user acs.User, req *StartRequ
 // applySuggestedTask turns a suggested task into the request's initial
 // message, trigger and repository: the stored request carries the message,
 // not the task.
-func applySuggestedTask(req *StartRequest) {
+func applySuggestedTask(req *v1wire.StartRequest) {
 	st := req.SuggestedTask
 	if st == nil {
 		return
 	}
 	req.InitialMessage = &wire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(st.Prompt())}, Run: true}
-	trigger := Trigger("suggested_task")
+	trigger := v1wire.Trigger("suggested_task")
 	req.Trigger = &trigger
 	if req.SelectedRepository == nil {
 		repo := st.Repo
@@ -152,7 +157,7 @@ func applySuggestedTask(req *StartRequest) {
 
 // conversationID is the id of the conversation req starts: the one it
 // asks for, when available, else a new one.
-func (s *Service) conversationID(ctx context.Context, req StartRequest) (string, error) {
+func (s *Service) conversationID(ctx context.Context, req v1wire.StartRequest) (string, error) {
 	if req.ConversationID == nil {
 		return acs.NewID(), nil
 	}
@@ -167,7 +172,7 @@ func (s *Service) conversationID(ctx context.Context, req StartRequest) (string,
 }
 
 // sealSecrets seals the request's per-conversation secrets.
-func (s *Service) sealSecrets(req StartRequest) (map[string]string, error) {
+func (s *Service) sealSecrets(req v1wire.StartRequest) (map[string]string, error) {
 	sealed := map[string]string{}
 	for k, v := range req.Secrets {
 		sv, err := s.Sealer.Seal(v)
@@ -218,7 +223,7 @@ const placedWait = 2 * time.Second
 // needs no poll. Any other start, one on a store that cannot tell this
 // process of its writes (acs.StartTaskWatcher), and one still going at
 // the bound, or when ctx ends, is returned as last read.
-func (s *Service) Start(ctx context.Context, user acs.User, req StartRequest) (acs.StartTask, error) {
+func (s *Service) Start(ctx context.Context, user acs.User, req v1wire.StartRequest) (acs.StartTask, error) {
 	t, err := s.Submit(ctx, user, req)
 	if err != nil || t.Status == acs.TaskWorking || t.Status.Done() {
 		return t, err
@@ -294,7 +299,7 @@ func (e *FieldError) Unwrap() error {
 
 // checkCapacity refuses a start that would need a new (or resumed) sandbox
 // while the user is at their cap on running sandboxes.
-func (s *Service) checkCapacity(ctx context.Context, owner string, req StartRequest) error {
+func (s *Service) checkCapacity(ctx context.Context, owner string, req v1wire.StartRequest) error {
 	if s.Lifecycle == nil || s.Lifecycle.Config.MaxRunningSandboxes <= 0 {
 		return nil
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 func TestMain(m *testing.M) { testbin.Main(m) }
@@ -79,7 +80,7 @@ func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{})
-			tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{InitialMessage: tc.msg})
+			tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{InitialMessage: tc.msg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +157,7 @@ func TestAFailedLastWriteIsRetried(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ff := &failFinish{Store: e.store}
 	e.w = startflow.NewWorker(ff, e.w.Queue, e.w.Runtime, e.w.Sealer, e.w.Config)
-	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,10 +170,10 @@ func TestAFailedLastWriteIsRetried(t *testing.T) {
 
 func TestExplicitSandbox(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	first, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+	first, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 	a := e.drive(t, first.ID, false)
 	sandboxID := *a.SandboxID
-	second, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{SandboxID: &sandboxID})
+	second, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{SandboxID: &sandboxID})
 	b := e.drive(t, second.ID, false)
 	if b.Status != acs.TaskReady || *b.SandboxID != sandboxID || !strings.Contains(b.Placement, "explicit") {
 		t.Fatalf("explicit placement: %+v", b)
@@ -182,7 +183,7 @@ func TestExplicitSandbox(t *testing.T) {
 		t.Fatalf("sandbox holds %d conversations", sb.ConversationCount())
 	}
 	// Another user's sandbox is not found.
-	third, _ := e.svc.Submit(ctx, acs.User{ID: "bob"}, startflow.StartRequest{SandboxID: &sandboxID})
+	third, _ := e.svc.Submit(ctx, acs.User{ID: "bob"}, v1wire.StartRequest{SandboxID: &sandboxID})
 	c := e.drive(t, third.ID, false)
 	if c.Status != acs.TaskError || !strings.Contains(*c.Detail, "Sandbox not found") {
 		t.Fatalf("another user's sandbox: %s %v", c.Status, c.Detail)
@@ -201,7 +202,7 @@ func TestSandboxFailuresEndTheTask(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{binary: tc.bin, timeout: time.Second})
-			tk, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+			tk, _ := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 			done := e.drive(t, tk.ID, false)
 			if done.Status != acs.TaskError || done.Detail == nil || !strings.Contains(*done.Detail, tc.want) {
 				t.Fatalf("task %s detail %v", done.Status, done.Detail)
@@ -225,7 +226,7 @@ func TestSubmitRefusesUsedConversationID(t *testing.T) {
 	e := newEnv(t, envOptions{binary: "/nonexistent", timeout: time.Second})
 	id := strings.Repeat("1", 32)
 	e.store.CreateConversation(ctx, acs.Conversation{ID: id, OwnerID: "bob"})
-	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{ConversationID: &id})
+	_, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{ConversationID: &id})
 	if !errors.Is(err, acs.ErrConflict) || !strings.Contains(err.Error(), "not available") {
 		t.Fatalf("got %v", err)
 	}
@@ -285,7 +286,7 @@ func TestConcurrentGroupedStartsShareSandboxes(t *testing.T) {
 			}
 			var ids []string
 			for i := 0; i < c.starts; i++ {
-				tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+				tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -327,7 +328,7 @@ func TestConcurrentGroupedStartsShareSandboxes(t *testing.T) {
 				}
 			}
 			// A further start places at once, not after the lock's delay.
-			next, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+			next, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -412,7 +413,7 @@ func TestReusedStartRecordsItsSkills(t *testing.T) {
 	}
 	var sandbox string
 	for _, redeliver := range []bool{false, false, true} {
-		tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, startflow.StartRequest{})
+		tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
