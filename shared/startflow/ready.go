@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -195,6 +196,22 @@ type delivery struct {
 	// skills is the task's skills' loading a placement that did not wait
 	// for it started (readyWithoutAsking).
 	skills *skillsLoad
+	// req is the task's start request, decoded by the first step.
+	req *v1wire.StartRequest
+}
+
+// request returns t's start request, decoded once per delivery: it does
+// not change after the submit. An unreadable request fails the start.
+func (dl *delivery) request(t acs.StartTask) (v1wire.StartRequest, error) {
+	if dl.req != nil {
+		return *dl.req, nil
+	}
+	var req v1wire.StartRequest
+	if err := strictjson.Unmarshal(t.Request, &req); err != nil {
+		return req, failf("the stored start request is unreadable: %v", err)
+	}
+	dl.req = &req
+	return req, nil
 }
 
 // remember keeps sb and its client as ready for the rest of the delivery.

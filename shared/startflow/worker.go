@@ -9,10 +9,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/sandboxes"
-	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // Worker advances start tasks.
@@ -296,9 +294,9 @@ func (w *Worker) Step(ctx context.Context, t acs.StartTask) (delay time.Duration
 
 // step runs the task's current step in delivery dl.
 func (w *Worker) step(ctx context.Context, dl *delivery, t acs.StartTask) (delay time.Duration, done bool, err error) {
-	var req v1wire.StartRequest
-	if err := strictjson.Unmarshal(t.Request, &req); err != nil {
-		return 0, false, failf("the stored start request is unreadable: %v", err)
+	req, err := dl.request(t)
+	if err != nil {
+		return 0, false, err
 	}
 	switch t.Status {
 	case acs.TaskWorking:
