@@ -254,7 +254,7 @@ func (w *Worker) placeLocked(ctx context.Context, dl *delivery, t acs.StartTask,
 	if err != nil {
 		return "", err
 	}
-	if created, err, ok := w.placedEarlier(ctx, t, mine, settings.SandboxGroupingStrategy.Groups()); ok {
+	if created, ok, err := w.placedEarlier(ctx, t, mine, settings.SandboxGroupingStrategy.Groups()); ok {
 		return created, err
 	}
 	d, err := w.placeOnExisting(ctx, dl, t, req, settings, mine)
@@ -303,7 +303,7 @@ func (w *Worker) placeExplicit(ctx context.Context, t acs.StartTask, settings ac
 // placedEarlier finds among mine the sandbox on which t reserved its slot
 // in an earlier delivery, and records the placement again. ok reports
 // that there was one; created is its id when t created it.
-func (w *Worker) placedEarlier(ctx context.Context, t acs.StartTask, mine []acs.Sandbox, grouping bool) (created string, err error, ok bool) {
+func (w *Worker) placedEarlier(ctx context.Context, t acs.StartTask, mine []acs.Sandbox, grouping bool) (created string, ok bool, err error) {
 	for _, sb := range mine {
 		if !sb.HasSlot(t.ConversationID) {
 			continue
@@ -317,9 +317,9 @@ func (w *Worker) placedEarlier(ctx context.Context, t acs.StartTask, mine []acs.
 			// (through the steps with nothing to do): nothing to redo.
 			err = nil
 		}
-		return created, err, true
+		return created, true, err
 	}
-	return "", nil, false
+	return "", false, nil
 }
 
 // placeOnExisting reserves t's slot on the sandbox the owner's strategy

@@ -63,10 +63,10 @@ type readyProbe struct {
 // is the readiness's, or the skills' loading's.
 func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox) readyProbe {
 	var r readyProbe
-	var first firstRequest
-	browser := w.browserProbe(ctx, req)
+	var first firstAnswer
+	browser := w.browserProbe(req)
 	ready, err := w.life.AwaitReady(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *agentclient.Client) bool {
-		browser.start(sb.ID, c)
+		browser.start(ctx, sb.ID, c)
 		first = w.firstRequest(actx, t, req, sb, c)
 		return first.answered
 	})
@@ -84,9 +84,9 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req v1wire.Sta
 	return r
 }
 
-// firstRequest is the answer to the first request a start placed on a
+// firstAnswer is the answer to the first request a start placed on a
 // sandbox needs of its agent server.
-type firstRequest struct {
+type firstAnswer struct {
 	// answered reports that the agent server answered.
 	answered bool
 	// prepare reports that the start has a repository or directory to
@@ -100,8 +100,8 @@ type firstRequest struct {
 
 // firstRequest sends c the first request t, placed on sb, needs: the
 // skills' loading when there is nothing to prepare, else an /alive probe.
-func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, c *agentclient.Client) firstRequest {
-	var f firstRequest
+func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, c *agentclient.Client) firstAnswer {
+	var f firstAnswer
 	if f.prepare = !nothingToPrepare(sb, t, req); f.prepare {
 		f.answered = c.Alive(ctx) == nil
 		return f
@@ -118,7 +118,6 @@ func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.S
 // browser tools, asked beside the readiness probe and remembered for
 // startConversation (browserUsable).
 type browserAsk struct {
-	ctx  context.Context
 	w    *Worker
 	off  bool
 	once sync.Once
@@ -127,16 +126,16 @@ type browserAsk struct {
 
 // browserProbe returns the question for a start of req: none for a plan
 // agent or when the browser tools are off.
-func (w *Worker) browserProbe(ctx context.Context, req v1wire.StartRequest) *browserAsk {
-	return &browserAsk{ctx: ctx, w: w, off: req.AgentType == "plan" || !w.Config.BrowserTools}
+func (w *Worker) browserProbe(req v1wire.StartRequest) *browserAsk {
+	return &browserAsk{w: w, off: req.AgentType == "plan" || !w.Config.BrowserTools}
 }
 
 // start asks sandboxID's agent server, once, in the background.
-func (b *browserAsk) start(sandboxID string, c *agentclient.Client) {
+func (b *browserAsk) start(ctx context.Context, sandboxID string, c *agentclient.Client) {
 	if b.off {
 		return
 	}
-	b.once.Do(func() { b.done.Go(func() { b.w.browserUsable(b.ctx, sandboxID, c) }) })
+	b.once.Do(func() { b.done.Go(func() { b.w.browserUsable(ctx, sandboxID, c) }) })
 }
 
 // wait waits for the answer, when asked.
