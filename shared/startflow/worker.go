@@ -13,7 +13,9 @@ import (
 	"github.com/acs-project/acs/shared/sandboxes"
 )
 
-// Worker advances start tasks.
+// Worker advances start tasks. Make one with NewWorker, which defaults
+// Config and builds the sandbox lifecycle over Store and Runtime once:
+// those two and Config.Sandboxes do not change after.
 type Worker struct {
 	Store   acs.Store
 	Queue   acs.Queue
