@@ -66,7 +66,7 @@ type enumInfo struct {
 }
 
 func enumOf(t reflect.Type) *enumInfo {
-	if !t.Implements(enumType) {
+	if !methodsOf(t).enum {
 		return nil
 	}
 	if ei, ok := enumCache.Load(t); ok {
@@ -148,7 +148,7 @@ func (d *decoder) decode(val Value, rv reflect.Value, loc []any, fi *fieldInfo) 
 		rv.Set(nv)
 		return
 	}
-	if rv.CanAddr() && rv.Addr().Type().Implements(valueDecoderType) {
+	if rv.CanAddr() && methodsOf(rv.Type()).ptrDecoder {
 		if e := rv.Addr().Interface().(ValueDecoder).DecodeStrict(val); e != nil {
 			d.add(append(loc[:len(loc):len(loc)], e.Loc...), e.Type, e.Msg)
 		}

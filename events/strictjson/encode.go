@@ -54,10 +54,11 @@ func encode(b []byte, rv reflect.Value, fi *fieldInfo) ([]byte, error) {
 		}
 		return encode(b, rv.Elem(), fi)
 	}
-	if t.Implements(valueEncoderType) {
+	m := methodsOf(t)
+	if m.encoder {
 		return rv.Interface().(ValueEncoder).AppendStrictJSON(b)
 	}
-	if rv.CanAddr() && rv.Addr().Type().Implements(valueEncoderType) {
+	if m.ptrEncoder && rv.CanAddr() {
 		return rv.Addr().Interface().(ValueEncoder).AppendStrictJSON(b)
 	}
 	switch t.Kind() {

@@ -109,6 +109,24 @@ type structInfo struct {
 
 var structCache sync.Map // reflect.Type -> *structInfo
 
+// methods says which of this package's interfaces a type and its pointer
+// implement. Encoding and decoding ask it for every value.
+type methods struct{ encoder, ptrEncoder, ptrDecoder, enum bool }
+
+var methodCache sync.Map // reflect.Type -> methods
+
+// methodsOf returns t's methods, computed once per type.
+func methodsOf(t reflect.Type) methods {
+	if m, ok := methodCache.Load(t); ok {
+		return m.(methods)
+	}
+	pt := reflect.PointerTo(t)
+	m := methods{encoder: t.Implements(valueEncoderType), ptrEncoder: pt.Implements(valueEncoderType),
+		ptrDecoder: pt.Implements(valueDecoderType), enum: t.Implements(enumType)}
+	methodCache.Store(t, m)
+	return m
+}
+
 func getStructInfo(t reflect.Type) *structInfo {
 	if si, ok := structCache.Load(t); ok {
 		return si.(*structInfo)

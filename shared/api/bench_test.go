@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -156,6 +157,9 @@ func BenchmarkWebhookIngestion(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		// Read to the end, as the agent server's pusher does, so the
+		// connection is reused.
+		io.Copy(io.Discard, res.Body)
 		res.Body.Close()
 		if res.StatusCode != 200 {
 			b.Fatalf("webhook: %d", res.StatusCode)

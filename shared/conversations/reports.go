@@ -133,7 +133,7 @@ func (s *Service) ReportEvents(ctx context.Context, sb acs.Sandbox, rawID string
 	}
 	s.Life.Touch(ctx, sb, used)
 	if len(claims) > 0 {
-		if err := s.verifyUserMessages(ctx, c.ID, claims, stored); err != nil {
+		if err := s.verifyUserMessages(ctx, c, claims, stored); err != nil {
 			return err
 		}
 	}
@@ -205,17 +205,22 @@ type userMessage struct {
 // straight to the agent server, or one a sandbox made up) is stored with
 // nothing dropped but with source "environment" and sender
 // UnverifiedSender, so that a sandbox cannot put words in the user's mouth
-// in the transcript the control plane keeps.
-func (s *Service) verifyUserMessages(ctx context.Context, convID string, claims []userMessage, stored []acs.StoredEvent) error {
-	verified := make([]bool, len(claims))
-	if _, err := s.Store.UpdateConversation(ctx, convID, func(conv *acs.Conversation) error {
-		for i, u := range claims {
-			verified[i] = conv.ClaimDelivery(u.digest, u.event.ID)
+// in the transcript the control plane keeps. c is the conversation as read
+// after the batch arrived: the claims are written only when they take a
+// delivery from it.
+func (s *Service) verifyUserMessages(ctx context.Context, c acs.Conversation, claims []userMessage, stored []acs.StoredEvent) error {
+	probe := c
+	probe.Delivered = slices.Clone(c.Delivered)
+	verified := claimAll(&probe, claims)
+	if !slices.Equal(probe.Delivered, c.Delivered) {
+		if _, err := s.Store.UpdateConversation(ctx, c.ID, func(conv *acs.Conversation) error {
+			verified = claimAll(conv, claims)
+			return nil
+		}); err != nil {
+			return err
 		}
-		return nil
-	}); err != nil {
-		return err
 	}
+	var unverified []string
 	for i, u := range claims {
 		if verified[i] {
 			continue
@@ -224,10 +229,23 @@ func (s *Service) verifyUserMessages(ctx context.Context, convID string, claims 
 		sender := UnverifiedSender
 		m.Source, m.Sender = events.SourceEnvironment, &sender
 		stored[u.index].Source, stored[u.index].JSON = string(m.Source), events.MustEncode(&m)
-		slog.Info("api: a user message the control plane did not deliver is stored as unverified",
-			"conversation", convID, "event", m.ID)
+		unverified = append(unverified, string(m.ID))
+	}
+	if len(unverified) > 0 {
+		slog.Info("api: user messages the control plane did not deliver are stored as unverified",
+			"conversation", c.ID, "events", unverified)
 	}
 	return nil
+}
+
+// claimAll claims the delivery of each message of claims on conv, in
+// order, and reports which were verified.
+func claimAll(conv *acs.Conversation, claims []userMessage) []bool {
+	verified := make([]bool, len(claims))
+	for i, u := range claims {
+		verified[i] = conv.ClaimDelivery(u.digest, u.event.ID)
+	}
+	return verified
 }
 
 // ValidStatus reports whether s is an execution status of the agent server.
