@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -22,6 +23,28 @@ type storedEvent struct {
 	Source string          `json:"s"`
 	Text   string          `json:"t,omitempty"`
 	JSON   json.RawMessage `json:"j"`
+}
+
+// appendJSON appends e as encoding/json encodes it without HTML escaping,
+// byte for byte, without reflection. It fails on invalid e.JSON.
+func (e *storedEvent) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"k":`...)
+	b = strictjson.AppendString(b, e.Kind)
+	b = append(b, `,"s":`...)
+	b = strictjson.AppendString(b, e.Source)
+	if e.Text != "" {
+		b = append(b, `,"t":`...)
+		b = strictjson.AppendString(b, e.Text)
+	}
+	b = append(b, `,"j":`...)
+	if e.JSON == nil {
+		return append(b, "null}"...), nil
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, e.JSON); err != nil {
+		return nil, fmt.Errorf("event json: %w", err)
+	}
+	return append(buf.Bytes(), '}'), nil
 }
 
 func eventKey(ts time.Time, id string) []byte {
@@ -61,7 +84,9 @@ func (s *Store) PutEvents(_ context.Context, convID string, evs []acs.StoredEven
 			if ib.Get([]byte(ev.ID)) != nil {
 				continue
 			}
-			raw, err := marshalNoEscape(storedEvent{Kind: ev.Kind, Source: ev.Source, Text: ev.Text, JSON: ev.JSON})
+			se := storedEvent{Kind: ev.Kind, Source: ev.Source, Text: ev.Text, JSON: ev.JSON}
+			// A value put must stay valid until the commit: one buffer each.
+			raw, err := se.appendJSON(make([]byte, 0, 32+len(ev.Kind)+len(ev.Text)+len(ev.JSON)))
 			if err != nil {
 				return err
 			}
