@@ -28,7 +28,7 @@ func MessageDigest(content []events.Content) string {
 // the agent server reports for it as the user's. A record that cannot be
 // updated is logged and the message is sent anyway (it is then stored as
 // an unverified message rather than lost). The error is the send's.
-func DeliverMessage(ctx context.Context, st acs.Store, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
+func DeliverMessage(ctx context.Context, st acs.ConversationStore, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
 	RecordDelivery(ctx, st, convID, msg.Content)
 	return client.SendMessage(ctx, convID, msg)
 }
@@ -36,7 +36,7 @@ func DeliverMessage(ctx context.Context, st acs.Store, client *agentclient.Clien
 // RecordDelivery records on the conversation's record that a user message
 // with this content is being delivered (see DeliverMessage); a failure is
 // logged.
-func RecordDelivery(ctx context.Context, st acs.Store, convID string, content []events.Content) {
+func RecordDelivery(ctx context.Context, st acs.ConversationStore, convID string, content []events.Content) {
 	id, err := acs.NormalizeID(convID)
 	if err != nil {
 		slog.Warn("sandboxes: record delivery: bad conversation id", "conversation", convID)
@@ -51,10 +51,17 @@ func RecordDelivery(ctx context.Context, st acs.Store, convID string, content []
 	}
 }
 
+// PendingStore keeps the messages queued for conversations and the
+// conversations they are delivered to.
+type PendingStore interface {
+	acs.ConversationStore
+	acs.PendingMessageStore
+}
+
 // FlushPending delivers the messages queued under keys to the conversation,
 // in order, with run=true, and removes them (delivered or not, as the
 // reference does; a failure is logged).
-func FlushPending(ctx context.Context, st acs.Store, client *agentclient.Client, convID string, keys ...string) {
+func FlushPending(ctx context.Context, st PendingStore, client *agentclient.Client, convID string, keys ...string) {
 	for _, key := range keys {
 		msgs, err := st.ListPendingMessages(ctx, key)
 		if err != nil {

@@ -25,12 +25,23 @@ import (
 // IdleCleanup). The same code serves the API, the start worker and the
 // reconciler, locally and on AWS.
 type Lifecycle struct {
-	Store   acs.Store
+	Store   Store
 	Runtime acs.Runtime
 	// Blobs receives workspace archives at cleanup (nil: no archive).
 	Blobs  acs.Blobs
 	Config Config
 	Now    func() time.Time
+}
+
+// Store is what the lifecycle keeps: sandboxes and the running cap's
+// quota records, the start tasks and conversations placed on a sandbox,
+// and the messages queued for its conversations.
+type Store interface {
+	acs.SandboxStore
+	acs.QuotaStore
+	acs.StartTaskStore
+	acs.ConversationStore
+	acs.PendingMessageStore
 }
 
 func (l *Lifecycle) now() time.Time {
@@ -202,7 +213,7 @@ func (l *Lifecycle) Release(ctx context.Context, owner, id string) {
 }
 
 // EachSandbox visits every sandbox of owner (all pages).
-func EachSandbox(ctx context.Context, st acs.Store, owner string, fn func(acs.Sandbox)) error {
+func EachSandbox(ctx context.Context, st acs.SandboxStore, owner string, fn func(acs.Sandbox)) error {
 	opts := acs.ListOptions{Limit: 100}
 	for {
 		page, err := st.ListSandboxes(ctx, owner, opts)
