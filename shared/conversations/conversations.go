@@ -21,7 +21,7 @@ import (
 
 // Service provides conversations over a store and the sandbox lifecycle.
 type Service struct {
-	Store acs.Store
+	Store Store
 	// Sealer opens stored secrets (to refuse their values in messages and
 	// titles).
 	Sealer acs.Sealer
@@ -32,6 +32,20 @@ type Service struct {
 	ResumeWait time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+}
+
+// Store is what the service keeps: conversations and their events, the
+// sandboxes and start tasks they run on, the messages queued for them,
+// and the owner's settings and secrets, whose values messages and titles
+// must not carry.
+type Store interface {
+	acs.ConversationStore
+	acs.EventStore
+	acs.SandboxStore
+	acs.StartTaskStore
+	acs.PendingMessageStore
+	acs.SettingsStore
+	acs.SecretStore
 }
 
 func (s *Service) now() time.Time {

@@ -30,7 +30,10 @@ func (w *Worker) conversationSecrets(ctx context.Context, t acs.StartTask) (map[
 // e.g. GITHUB_TOKEN, which also clones selected_repository), stored
 // secrets and the sealed per-conversation ones; later ones win on a name
 // clash.
-func MergeSecrets(ctx context.Context, st acs.Store, sealer acs.Sealer, owner string, sealed map[string]string) (map[string]string, error) {
+func MergeSecrets(ctx context.Context, st interface {
+	acs.SettingsStore
+	acs.SecretStore
+}, sealer acs.Sealer, owner string, sealed map[string]string) (map[string]string, error) {
 	out := map[string]string{}
 	settings, err := st.GetSettings(ctx, owner)
 	if err != nil && !errors.Is(err, acs.ErrNotFound) {
