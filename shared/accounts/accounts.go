@@ -16,7 +16,7 @@ import (
 
 // Service provides users, keys, settings and secrets over a store.
 type Service struct {
-	Store acs.Store
+	Store Store
 	// Sealer seals stored secrets and LLM keys (only the settings and
 	// secrets writes use it).
 	Sealer acs.Sealer
@@ -24,11 +24,30 @@ type Service struct {
 	Now func() time.Time
 }
 
-// New returns the service over store and sealer.
+// Store is what the service keeps: users with their keys, browser
+// sessions and linked identities, each user's settings and secrets, and
+// the sandboxes whose session keys it resolves.
+type Store interface {
+	acs.UserStore
+	acs.SessionStore
+	acs.IdentityStore
+	acs.SettingsStore
+	acs.SecretStore
+	acs.SandboxStore
+}
+
+// CallerStore is what resolving a user's credentials reads: users with
+// their keys, and browser sessions.
+type CallerStore interface {
+	acs.UserStore
+	acs.SessionStore
+}
+
 // ErrInvalidKey refuses an API key that names no key (or a deleted user's).
 var ErrInvalidKey = &acs.Error{Code: acs.EUNAUTHORIZED, Message: "invalid API key", Challenge: "Bearer"}
 
-func New(store acs.Store, sealer acs.Sealer, now func() time.Time) *Service {
+// New returns the service over store and sealer.
+func New(store Store, sealer acs.Sealer, now func() time.Time) *Service {
 	return &Service{Store: store, Sealer: sealer, Now: now}
 }
 
@@ -43,7 +62,7 @@ func (s *Service) now() time.Time {
 // <API_KEY>", the scheme case-insensitive) to its user. A missing,
 // malformed or unknown key wraps acs.ErrUnauthorized; a store failure is
 // returned as it is.
-func Authenticate(ctx context.Context, store acs.Store, authorization string) (acs.User, error) {
+func Authenticate(ctx context.Context, store acs.UserStore, authorization string) (acs.User, error) {
 	scheme, key, ok := strings.Cut(strings.TrimSpace(authorization), " ")
 	ok = ok && strings.EqualFold(scheme, "Bearer") // schemes are case-insensitive (RFC 7235)
 	key = strings.TrimSpace(key)

@@ -228,7 +228,7 @@ func (s *Service) Session(ctx context.Context, id string) (acs.User, acs.Browser
 
 // SessionUser is Service.Session over a store (the Lambda authorizer
 // calls it).
-func SessionUser(ctx context.Context, store acs.Store, id string) (acs.User, acs.BrowserSession, error) {
+func SessionUser(ctx context.Context, store CallerStore, id string) (acs.User, acs.BrowserSession, error) {
 	if id == "" {
 		return acs.User{}, acs.BrowserSession{}, ErrNoSession
 	}

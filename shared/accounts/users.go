@@ -27,7 +27,7 @@ type NewKey struct {
 // IssueKey stores a new key named name for the user and returns it with its
 // value; value "" makes a random one. It wraps acs.ErrConflict when the id
 // or hash exists.
-func IssueKey(ctx context.Context, st acs.Store, userID, name, value string, createdAt time.Time) (NewKey, error) {
+func IssueKey(ctx context.Context, st acs.UserStore, userID, name, value string, createdAt time.Time) (NewKey, error) {
 	if value == "" {
 		value = "acs_" + acs.NewSecret(40)
 	}
@@ -118,6 +118,15 @@ const (
 	bootstrapKeyIDPrefix = "admin-"
 )
 
+// AdminStore is what bootstrapping the admin keeps: the admin user and its
+// keys, the sessions of a revoked key, and the marker secret of the last
+// bootstrapped key.
+type AdminStore interface {
+	acs.UserStore
+	acs.SessionStore
+	acs.SecretStore
+}
+
 // EnsureAdmin makes sure the admin user exists and bootstraps the admin's
 // API key (the installation's configured or generated key) whose SHA-256
 // hash (hex) is keyHash; prefix is the key's first characters, as listed by
@@ -137,7 +146,7 @@ const (
 // It is idempotent and safe to run concurrently with the same keyHash
 // (conditional creates; revoking an absent key is not an error). The marker
 // is written last, so a start that fails halfway is completed by the next.
-func EnsureAdmin(ctx context.Context, store acs.Store, keyHash, prefix string) error {
+func EnsureAdmin(ctx context.Context, store AdminStore, keyHash, prefix string) error {
 	if _, err := store.GetUser(ctx, AdminID); errors.Is(err, acs.ErrNotFound) {
 		err := store.CreateUser(ctx, acs.User{ID: AdminID, Name: "admin", Admin: true, CreatedAt: time.Now().UTC()})
 		if err != nil && !errors.Is(err, acs.ErrConflict) {

@@ -190,7 +190,7 @@ func (a *API) wrap(rt Route) http.Handler {
 // authorizer calls too. A missing, malformed or unknown key is
 // EUNAUTHORIZED with the Bearer challenge; a store failure is returned as
 // it is.
-func Authenticate(ctx context.Context, store acs.Store, authorization string) (acs.User, error) {
+func Authenticate(ctx context.Context, store acs.UserStore, authorization string) (acs.User, error) {
 	return accounts.Authenticate(ctx, store, authorization)
 }
 

@@ -53,7 +53,7 @@ var ErrUnauthorized = errors.New("Unauthorized")
 // (api.SessionCookie). It returns ErrUnauthorized for a missing, malformed
 // or unknown key or session; another error when the store failed (never a
 // Deny for a store failure, so an outage is not cached as a refusal).
-func Authorizer(store acs.Store) func(context.Context, events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
+func Authorizer(store accounts.CallerStore) func(context.Context, events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
 	return func(ctx context.Context, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (events.APIGatewayCustomAuthorizerResponse, error) {
 		u, method, err := authenticate(ctx, store, req)
 		if errors.Is(err, acs.ErrUnauthorized) {
@@ -86,7 +86,7 @@ func Authorizer(store acs.Store) func(context.Context, events.APIGatewayCustomAu
 
 // authenticate resolves the request's Bearer key, or without an
 // Authorization header its session cookie.
-func authenticate(ctx context.Context, store acs.Store, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (acs.User, acs.AuthMethod, error) {
+func authenticate(ctx context.Context, store accounts.CallerStore, req events.APIGatewayCustomAuthorizerRequestTypeRequest) (acs.User, acs.AuthMethod, error) {
 	if h := header(req.Headers, req.MultiValueHeaders, "Authorization"); h != "" {
 		u, err := api.Authenticate(ctx, store, h)
 		return u, acs.AuthByAPIKey, err
