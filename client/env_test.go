@@ -20,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -85,7 +86,8 @@ func newEnvStreamLimit(t *testing.T, limit time.Duration) *env {
 	srv := httptest.NewServer(nil)
 	t.Cleanup(srv.Close)
 	flow.Sandboxes.WebhookBaseURL = srv.URL + "/api/v1/webhooks"
-	srv.Config.Handler = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer, StreamLimit: limit}).Handler()
+	srv.Config.Handler = api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue,
+		Runtime: rt, Flow: flow, Sealer: sealer}), StreamLimit: limit}).Handler()
 	w := startflow.NewWorker(store, queue, rt, sealer, flow)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

@@ -18,6 +18,7 @@ import (
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -45,7 +46,8 @@ func newWebEnv(t *testing.T, flow startflow.Config, opts ...func(*api.Deps)) *we
 			t.Fatal(err)
 		}
 	}
-	d := api.Deps{Store: store, Flow: flow, Sealer: sealbox.FromPassphrase("web test")}
+	d := api.Deps{Services: services.Build(services.Adapters{Store: store, Flow: flow,
+		Sealer: sealbox.FromPassphrase("web test")})}
 	for _, o := range opts {
 		o(&d)
 	}

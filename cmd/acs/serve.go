@@ -22,6 +22,7 @@ import (
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/reconciler"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/web"
 )
@@ -92,12 +93,13 @@ func serve(ctx context.Context, args []string) error {
 	}
 	llm := llmhealth.NewMonitor(llmhealth.Target{BaseURL: cfg.LLMBaseURL, APIKey: cfg.LLMAPIKey, Model: cfg.LLMModel}, nil)
 	worker := startflow.NewWorker(store, queue, runtime, sealer, flow)
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer, Flow: flow,
-		SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current, Placer: worker})
+	svc := services.Build(services.Adapters{Store: store, Queue: queue, Runtime: runtime, Blobs: blobs, Sealer: sealer,
+		Placer: worker, Flow: flow})
+	v1 := api.New(api.Deps{Services: svc, SignIn: cfg.SignIn, PublicURL: cfg.PublicURL, Skills: localSkills, LLMHealth: llm.Current})
+	pass := reconciler.Pass{Lifecycle: svc.Sandboxes, Worker: worker, TaskTTL: cfg.StartTaskTTL, Pool: runtime}
 	wctx, stopWorkers := context.WithCancel(ctx)
 	done := make(chan struct{}, 2)
 	go func() { worker.Run(wctx, local.Workers); done <- struct{}{} }()
-	pass := reconciler.Pass{Lifecycle: v1.Lifecycle(), Worker: worker, TaskTTL: cfg.StartTaskTTL, Pool: runtime}
 	go func() { reconcileLoop(wctx, pass, local.ReconcileInterval); done <- struct{}{} }()
 	defer func() { stopWorkers(); <-done; <-done }()
 
@@ -182,7 +184,7 @@ func defaultSpecs(bin, dataDir string) []acs.SandboxSpec {
 // admin revoked through the API stays revoked after a restart (a warning is
 // logged), and a changed ACS_API_KEY (or a regenerated api_key) is
 // registered while the previously bootstrapped key is revoked.
-func ensureAdmin(ctx context.Context, store acs.Store, cfg config.Local) (string, bool, error) {
+func ensureAdmin(ctx context.Context, store accounts.AdminStore, cfg config.Local) (string, bool, error) {
 	keyFile := filepath.Join(cfg.DataDir, "api_key")
 	key, generated := cfg.APIKey, false
 	if key == "" {

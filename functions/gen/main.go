@@ -138,21 +138,22 @@ import (
 	"github.com/acs-project/acs/functions/internal/sqsenv"
 {{- end}}
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load({{.ConfigNeeds}})
 {{- if .Blobs}}
-	deps := env.Deps(s3env.Blobs(env))
+	adapters := env.Adapters(s3env.Blobs(env))
 {{- else}}
-	deps := env.Deps(nil)
+	adapters := env.Adapters(nil)
 {{- end}}
 {{- if .Queue}}
-	deps.Queue = sqsenv.Queue(env)
+	adapters.Queue = sqsenv.Queue(env)
 {{- end}}
 {{- if .Runtime}}
-	deps.Runtime = runtimeenv.Runtime(env)
+	adapters.Runtime = runtimeenv.Runtime(env)
 {{- end}}
-	awsenv.ServeRoute({{printf "%q" .Name}}, deps)
+	env.ServeRoute({{printf "%q" .Name}}, services.Build(adapters))
 }
 `))

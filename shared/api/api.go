@@ -20,29 +20,19 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/conversations"
+	"github.com/acs-project/acs/shared/gitrepos"
 	"github.com/acs-project/acs/shared/llmhealth"
 	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // Deps are what the handlers use.
 type Deps struct {
-	Store   acs.Store
-	Queue   acs.Queue
-	Runtime acs.Runtime
-	// Blobs keeps workspace archives (may be nil: no archive on delete).
-	Blobs acs.Blobs
-	// Sealer seals stored secrets and LLM keys.
-	Sealer acs.Sealer
-	// Placer, when set, places starts as they are submitted when that
-	// needs no wait (acs serve's start-flow worker; see
-	// startflow.Service.Placer).
-	Placer startflow.Placer
-	// Flow is the start-flow and lifecycle configuration (sandbox specs,
-	// environment, caps, timeouts).
-	Flow startflow.Config
-	Now  func() time.Time
+	// Services are the control plane's services (services.Build). Each
+	// route runs on the services Services.Only gives for its Needs.
+	Services *services.Set
 	// ContextAuthOnly makes user routes trust only a user already in the
 	// request context (put there from the API Gateway authorizer's
 	// context): no Bearer key is looked up, and a request without one is
@@ -79,34 +69,30 @@ type API struct {
 	life     *sandboxes.Lifecycle
 	accounts *accounts.Service
 	conv     *conversations.Service
+	git      *gitrepos.Service
+	clock    func() time.Time
 }
 
 // New returns the API over deps.
 func New(d Deps) *API {
-	if d.Now == nil {
-		d.Now = time.Now
-	}
-	d.Flow = d.Flow.Defaults()
 	if d.oidc == nil {
 		d.oidc = &oidcCache{}
 	}
-	life := &sandboxes.Lifecycle{Store: d.Store, Runtime: d.Runtime, Blobs: d.Blobs, Config: d.Flow.Sandboxes, Now: d.Now}
-	return &API{d: d, life: life, accounts: accounts.New(d.Store, d.Sealer, d.Now),
-		conv:  &conversations.Service{Store: d.Store, Sealer: d.Sealer, Life: life, ResumeWait: d.Flow.Sandboxes.ResumeWait, Now: d.Now},
-		start: &startflow.Service{Store: d.Store, Queue: d.Queue, Sealer: d.Sealer, Lifecycle: life, Placer: d.Placer, Now: d.Now}}
+	return over(d, d.Services)
 }
 
-// Lifecycle returns the sandbox lifecycle manager the API uses (the
-// reconciler runs it too).
-func (a *API) Lifecycle() *sandboxes.Lifecycle { return a.life }
+// over returns the API of d whose handlers call the services of s.
+func over(d Deps, s *services.Set) *API {
+	return &API{d: d, start: s.Starts, life: s.Sandboxes, accounts: s.Accounts, conv: s.Conversations, git: s.GitRepos, clock: s.Now}
+}
 
-func (a *API) now() time.Time { return a.d.Now().UTC() }
+func (a *API) now() time.Time { return a.clock().UTC() }
 
-// Handler mounts every route of the table. Each route runs on an API
-// restricted to the adapters its Needs declares (Route.Restrict), exactly
-// as its Lambda function does, so local mode and AWS cannot differ in what
-// a route may touch. Every answer carries Site's nosniff and no-framing
-// headers.
+// Handler mounts every route of the table. Each route runs on the services
+// restricted to the adapters its Needs declares (services.Set.Only),
+// exactly as its Lambda function does, so local mode and AWS cannot differ
+// in what a route may touch. Every answer carries Site's nosniff and
+// no-framing headers.
 func (a *API) Handler() http.Handler {
 	mux := http.NewServeMux()
 	for _, rt := range Routes {
@@ -142,9 +128,9 @@ func writePanic(w http.ResponseWriter) {
 	v1wire.WriteError(w, &acs.Error{Code: acs.EINTERNAL}) // logged by the caller, with the stack
 }
 
-// restricted is a copy of a that has only the adapters rt declares.
+// restricted is a copy of a over only the adapters rt declares.
 func (a *API) restricted(rt Route) *API {
-	return New(rt.Restrict(a.d))
+	return over(a.d, a.d.Services.Only(rt.Name, rt.Needs))
 }
 
 // wrap adds panic recovery and the route's authentication.

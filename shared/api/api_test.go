@@ -20,6 +20,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -64,7 +65,8 @@ func newEnv(t *testing.T, withWorker bool) *env {
 	cfg.Model, cfg.BaseURL, cfg.NumRetries = "test", &e.llm.URL, 0
 	flow := startflow.Config{LLM: cfg, StartupTimeout: 30 * time.Second, Sandboxes: sandboxes.Config{PollInterval: 50 * time.Millisecond,
 		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})
+	v1 := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue, Runtime: rt,
+		Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase")})})
 	e.srv = httptest.NewServer(v1.Handler())
 	t.Cleanup(e.srv.Close)
 	flow.Sandboxes.WebhookBaseURL = e.srv.URL + "/api/v1/webhooks"
@@ -72,7 +74,8 @@ func newEnv(t *testing.T, withWorker bool) *env {
 		// Wired as acs serve wires them: the worker places starts as they
 		// are submitted when that needs no wait.
 		w := startflow.NewWorker(store, queue, rt, sealbox.FromPassphrase("api test passphrase"), flow)
-		v1 = api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase"), Placer: w})
+		v1 = api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue, Runtime: rt,
+			Flow: flow, Sealer: sealbox.FromPassphrase("api test passphrase"), Placer: w})})
 		e.srv.Config.Handler = v1.Handler()
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -474,7 +477,8 @@ func TestContextAuthOnly(t *testing.T) {
 	if err := store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "alice", Hash: acs.HashKey(aliceKey)}); err != nil {
 		t.Fatal(err)
 	}
-	h := api.New(api.Deps{Store: store, Sealer: sealbox.FromPassphrase("context auth passphrase"), ContextAuthOnly: true}).RouteHandler("get_me")
+	h := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store,
+		Sealer: sealbox.FromPassphrase("context auth passphrase")}), ContextAuthOnly: true}).RouteHandler("get_me")
 	for _, tc := range []struct {
 		name string
 		user *acs.User
@@ -504,8 +508,9 @@ func TestStreamStartLimit(t *testing.T) {
 	ctx := context.Background()
 	store.CreateUser(ctx, acs.User{ID: "alice", Name: "alice"})
 	store.CreateAPIKey(ctx, acs.APIKey{ID: "k", UserID: "alice", Hash: acs.HashKey(aliceKey)})
-	h := api.New(api.Deps{Store: store, Queue: queue, Sealer: sealbox.FromPassphrase("stream limit passphrase"),
-		Flow: startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}}, StreamLimit: 200 * time.Millisecond}).Handler()
+	h := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue,
+		Sealer: sealbox.FromPassphrase("stream limit passphrase"),
+		Flow:   startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}}}), StreamLimit: 200 * time.Millisecond}).Handler()
 	req := httptest.NewRequest("POST", "/api/v1/app-conversations/stream-start", strings.NewReader(`{}`))
 	req.Header.Set("Authorization", "Bearer "+aliceKey)
 	rec := httptest.NewRecorder()

@@ -17,6 +17,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -58,7 +59,8 @@ func newBenchAPI(b *testing.B, n int) *benchAPI {
 		a.ids = append(a.ids, id)
 	}
 	flow := startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealbox.FromPassphrase("bench passphrase")})
+	v1 := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue, Runtime: rt,
+		Flow: flow, Sealer: sealbox.FromPassphrase("bench passphrase")})})
 	a.srv = httptest.NewServer(v1.Handler())
 	b.Cleanup(a.srv.Close)
 	return a

@@ -22,6 +22,7 @@ import (
 	"github.com/acs-project/acs/shared/procsandbox"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -91,8 +92,9 @@ func TestWritesOnAFullDiskAre507(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}},
-		Sealer: sealbox.FromPassphrase("api test passphrase")})
+	v1 := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue, Runtime: rt,
+		Flow:   startflow.Config{Sandboxes: sandboxes.Config{Specs: []acs.SandboxSpec{{ID: "acs-local"}}}},
+		Sealer: sealbox.FromPassphrase("api test passphrase")})})
 	srv := httptest.NewServer(v1.Handler())
 	t.Cleanup(srv.Close)
 	e := &env{t: t, store: store, srv: srv}

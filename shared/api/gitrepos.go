@@ -7,17 +7,12 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/shared/gitrepos"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // The repository picker: the user's repositories, branches and app
 // installations at their git provider, with their stored token
 // (POST /api/v1/secrets/git-providers). page_id is the next page's number.
-
-func (a *API) gitRepos() *gitrepos.Service {
-	return &gitrepos.Service{Token: a.accounts.ProviderToken, Host: a.d.Flow.GitHost}
-}
 
 // gitPage reads provider (required), limit and page_id.
 func gitPage(q *httpjson.Query, def int) (provider string, page, limit int) {
@@ -56,7 +51,7 @@ func (a *API) searchGitRepositories(w http.ResponseWriter, r *http.Request) {
 	if !ok { // the frontend's bare "desc"/"asc" (most recently pushed first)
 		sort, order = "updated", sort
 	}
-	repos, err := a.gitRepos().Repositories(r.Context(), userOf(r).ID, provider, query, installation, sort, order, page, limit+1)
+	repos, err := a.git.Repositories(r.Context(), userOf(r).ID, provider, query, installation, sort, order, page, limit+1)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -102,7 +97,7 @@ func (a *API) searchGitBranches(w http.ResponseWriter, r *http.Request) {
 	var items []v1wire.Branch
 	more := false
 	if query == "" {
-		branches, err := a.gitRepos().Branches(r.Context(), userOf(r).ID, provider, repo, page, limit+1)
+		branches, err := a.git.Branches(r.Context(), userOf(r).ID, provider, repo, page, limit+1)
 		if err != nil {
 			writeErr(w, err)
 			return
@@ -118,7 +113,7 @@ func (a *API) searchGitBranches(w http.ResponseWriter, r *http.Request) {
 		// 10 of 100), then page the matches.
 		var all []v1wire.Branch
 		for p := 1; p <= 10; p++ {
-			branches, err := a.gitRepos().Branches(r.Context(), userOf(r).ID, provider, repo, p, 100)
+			branches, err := a.git.Branches(r.Context(), userOf(r).ID, provider, repo, p, 100)
 			if err != nil {
 				writeErr(w, err)
 				return
@@ -146,7 +141,7 @@ func (a *API) searchGitInstallations(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	ids, err := a.gitRepos().Installations(r.Context(), userOf(r).ID, provider)
+	ids, err := a.git.Installations(r.Context(), userOf(r).ID, provider)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -77,9 +78,10 @@ func agentFaultEnv(t *testing.T, ws string, answer *atomic.Pointer[func(w http.R
 			t.Fatal(err)
 		}
 	}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: runningAt{agent.URL, "session-key"},
-		Flow:   startflow.Config{Sandboxes: sandboxes.Config{PollInterval: 10 * time.Millisecond, ResumeWait: time.Second, Specs: []acs.SandboxSpec{{ID: "acs-local"}}}},
-		Sealer: sealbox.FromPassphrase("review test passphrase")})
+	v1 := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue,
+		Runtime: runningAt{agent.URL, "session-key"},
+		Flow:    startflow.Config{Sandboxes: sandboxes.Config{PollInterval: 10 * time.Millisecond, ResumeWait: time.Second, Specs: []acs.SandboxSpec{{ID: "acs-local"}}}},
+		Sealer:  sealbox.FromPassphrase("review test passphrase")})})
 	srv := httptest.NewServer(v1.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL, conv

@@ -18,7 +18,7 @@ func (a *API) createSandbox(w http.ResponseWriter, r *http.Request) {
 	if s := q.String("sandbox_spec_id"); s != nil {
 		specID = *s
 	}
-	spec, ok := a.d.Flow.Sandboxes.Spec(specID)
+	spec, ok := a.life.Config.Spec(specID)
 	if !ok {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "sandbox_spec_id"}, Msg: "Unknown sandbox spec: " + specID, Type: "value_error"})
 	}
@@ -98,7 +98,7 @@ func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	offset := 0
 	if p := q.String("page_id"); p != nil {
 		n, err := strconv.Atoi(*p)
-		if err != nil || n < 0 || n > len(a.d.Flow.Sandboxes.Specs) {
+		if err != nil || n < 0 || n > len(a.life.Config.Specs) {
 			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "page_id"}, Msg: "Unknown page_id", Type: "value_error"})
 		}
 		offset = n
@@ -106,7 +106,7 @@ func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	specs := a.d.Flow.Sandboxes.Specs
+	specs := a.life.Config.Specs
 	items := []SpecJSON{}
 	next := ""
 	for i := offset; i < len(specs) && i < offset+limit; i++ {

@@ -106,7 +106,7 @@ func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]*SpecJSON, len(ids))
 	for i, id := range ids {
-		if s, ok := a.d.Flow.Sandboxes.Spec(id); ok && id != "" {
+		if s, ok := a.life.Config.Spec(id); ok && id != "" {
 			sj := specJSON(s)
 			out[i] = &sj
 		}

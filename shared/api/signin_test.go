@@ -15,6 +15,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 )
 
 // signInEnv is an API with a user "u1" (key signInKey) and one browser
@@ -39,8 +40,9 @@ func newSignInEnv(t *testing.T, web api.Frontend) *signInEnv {
 	if _, err := accounts.IssueKey(ctx, store, "u1", "k", signInKey, time.Now().UTC()); err != nil {
 		t.Fatal(err)
 	}
-	a := api.New(api.Deps{Store: store, Queue: openQueue(t), Runtime: openRuntime(t, "/nonexistent/acs"),
-		Sealer: sealbox.FromPassphrase("t"), PublicURL: "https://acs.example.com"})
+	a := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: openQueue(t),
+		Runtime: openRuntime(t, "/nonexistent/acs"),
+		Sealer:  sealbox.FromPassphrase("t")}), PublicURL: "https://acs.example.com"})
 	srv := httptest.NewServer(a.Site(web))
 	t.Cleanup(srv.Close)
 	e := &signInEnv{srv: srv, api: a}

@@ -17,6 +17,7 @@ import (
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -65,7 +66,8 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 		Specs: []acs.SandboxSpec{{ID: "acs-local"}}, WebhookBaseURL: "http://" + srv.Listener.Addr().String() + "/api/v1/webhooks"}}
 	sealer := sealbox.FromPassphrase("stream start passphrase")
 	gate := make(chan struct{})
-	h := api.New(api.Deps{Store: gatedStore{Store: store, poll: gate}, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer}).Handler()
+	h := api.New(api.Deps{Services: services.Build(services.Adapters{Store: gatedStore{Store: store, poll: gate},
+		Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer})}).Handler()
 	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasSuffix(r.URL.Path, "/stream-start") {
 			r = r.WithContext(context.WithValue(r.Context(), streamPollKey{}, true))

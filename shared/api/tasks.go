@@ -134,7 +134,7 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	// A store that tells this process of the task's writes wakes the
 	// stream as each is stored (locally, where the worker runs in this
 	// process); the poll is the pace without it, and a safety net with it.
-	poll := min(max(a.d.Flow.Sandboxes.PollInterval/4, 20*time.Millisecond), 500*time.Millisecond)
+	poll := min(max(a.life.Config.PollInterval/4, 20*time.Millisecond), 500*time.Millisecond)
 	var limit <-chan time.Time
 	if a.d.StreamLimit > 0 {
 		limit = time.After(a.d.StreamLimit)

@@ -31,6 +31,7 @@ import (
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -147,7 +148,8 @@ func newVEnv(t *testing.T) *vEnv {
 	sealer := sealbox.FromPassphrase("validation test passphrase")
 	flow := startflow.Config{Sandboxes: sandboxes.Config{PollInterval: 50 * time.Millisecond, ResumeWait: time.Second,
 		Specs: []acs.SandboxSpec{{ID: "acs-local"}, {ID: "second"}}}}
-	v1 := api.New(api.Deps{Store: store, Queue: queue, Runtime: rt, Flow: flow, Sealer: sealer})
+	v1 := api.New(api.Deps{Services: services.Build(services.Adapters{Store: store, Queue: queue, Runtime: rt,
+		Flow: flow, Sealer: sealer})})
 	e := &vEnv{t: t, store: store, srv: httptest.NewServer(v1.Handler()), logs: logs,
 		client: &http.Client{Timeout: 20 * time.Second,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}

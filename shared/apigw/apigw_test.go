@@ -15,6 +15,7 @@ import (
 	"github.com/acs-project/acs/shared/apigw"
 	"github.com/acs-project/acs/shared/boltstore"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 )
 
 const (
@@ -121,7 +122,8 @@ func TestAuthorizerStoreFailureIsNotUnauthorized(t *testing.T) {
 // The route function serves the authorizer's user and trusts nothing else.
 func TestHandlerTakesTheUserFromTheAuthorizer(t *testing.T) {
 	store := newStore(t)
-	h := apigw.Handler(api.New(api.Deps{Store: store, Sealer: sealbox.FromPassphrase("apigw test passphrase"), ContextAuthOnly: true}).RouteHandler("get_me"))
+	h := apigw.Handler(api.New(api.Deps{Services: services.Build(services.Adapters{Store: store,
+		Sealer: sealbox.FromPassphrase("apigw test passphrase")}), ContextAuthOnly: true}).RouteHandler("get_me"))
 	req := func(authorizer map[string]any) events.APIGatewayProxyRequest {
 		return events.APIGatewayProxyRequest{
 			Resource: "/api/v1/users/me", Path: "/api/v1/users/me", HTTPMethod: "GET",

@@ -11,6 +11,7 @@ import (
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/apigw"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 )
 
 // The authorizer accepts a browser session's cookie (without an
@@ -58,8 +59,8 @@ func TestAuthorizerAcceptsTheSessionCookie(t *testing.T) {
 // authorizer's context.
 func TestRouteFunctionChecksTheOriginOfSessionRequests(t *testing.T) {
 	store := newStore(t)
-	h := apigw.Handler(api.New(api.Deps{Store: store, Sealer: sealbox.FromPassphrase("apigw test passphrase"), ContextAuthOnly: true,
-		PublicURL: "https://acs.example.com"}).RouteHandler("create_key"))
+	h := apigw.Handler(api.New(api.Deps{Services: services.Build(services.Adapters{Store: store,
+		Sealer: sealbox.FromPassphrase("apigw test passphrase")}), ContextAuthOnly: true, PublicURL: "https://acs.example.com"}).RouteHandler("create_key"))
 	for _, tc := range []struct {
 		name, method, origin string
 		status               int

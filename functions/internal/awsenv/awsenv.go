@@ -28,6 +28,7 @@ import (
 	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/dynamostore"
 	"github.com/acs-project/acs/shared/sealbox"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -150,22 +151,23 @@ func (e *Env) Flow() startflow.Config {
 	return startflow.ConfigFrom(e.Config.Common, specs)
 }
 
-// Deps are the API's dependencies shared by every route function; the
-// caller adds the queue and runtime when its route needs them. Users come
-// only from the authorizer's context.
-func (e *Env) Deps(blobs acs.Blobs) api.Deps {
-	d := api.Deps{Store: e.Store(blobs), Sealer: e.Sealer(), Flow: e.Flow(), ContextAuthOnly: true,
-		StreamLimit: functions.StreamStartLimit, SignIn: e.Config.SignIn, PublicURL: e.Config.PublicURL}
+// Adapters are the adapters every route function shares: the store, the
+// sealer and the start-flow settings, and blobs when the route needs them.
+// The caller adds the queue and runtime when its route needs them.
+func (e *Env) Adapters(blobs acs.Blobs) services.Adapters {
+	a := services.Adapters{Store: e.Store(blobs), Sealer: e.Sealer(), Flow: e.Flow()}
 	if blobs != nil {
-		d.Blobs = blobs
+		a.Blobs = blobs
 	}
-	return d
+	return a
 }
 
-// ServeRoute runs the Lambda function of one V1 route: API Gateway REST
-// proxy events in, the route's response out. It does not return.
-func ServeRoute(name string, d api.Deps) {
-	h := api.New(d).RouteHandler(name)
+// ServeRoute runs the Lambda function of one V1 route over svc: API
+// Gateway REST proxy events in, the route's response out. Users come only
+// from the authorizer's context. It does not return.
+func (e *Env) ServeRoute(name string, svc *services.Set) {
+	h := api.New(api.Deps{Services: svc, ContextAuthOnly: true, StreamLimit: functions.StreamStartLimit,
+		SignIn: e.Config.SignIn, PublicURL: e.Config.PublicURL}).RouteHandler(name)
 	if h == nil {
 		slog.Error("acs function: unknown route", "route", name)
 		os.Exit(2)

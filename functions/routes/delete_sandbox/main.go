@@ -9,11 +9,12 @@ import (
 	"github.com/acs-project/acs/functions/internal/runtimeenv"
 	"github.com/acs-project/acs/functions/internal/s3env"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.NeedRuntime | config.NeedBlobs)
-	deps := env.Deps(s3env.Blobs(env))
-	deps.Runtime = runtimeenv.Runtime(env)
-	awsenv.ServeRoute("delete_sandbox", deps)
+	adapters := env.Adapters(s3env.Blobs(env))
+	adapters.Runtime = runtimeenv.Runtime(env)
+	env.ServeRoute("delete_sandbox", services.Build(adapters))
 }

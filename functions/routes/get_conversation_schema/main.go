@@ -7,10 +7,11 @@ package main
 import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.Need(0))
-	deps := env.Deps(nil)
-	awsenv.ServeRoute("get_conversation_schema", deps)
+	adapters := env.Adapters(nil)
+	env.ServeRoute("get_conversation_schema", services.Build(adapters))
 }

@@ -7,10 +7,11 @@ package main
 import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.NeedSignIn)
-	deps := env.Deps(nil)
-	awsenv.ServeRoute("login", deps)
+	adapters := env.Adapters(nil)
+	env.ServeRoute("login", services.Build(adapters))
 }

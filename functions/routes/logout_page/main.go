@@ -7,10 +7,11 @@ package main
 import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.NeedSignIn)
-	deps := env.Deps(nil)
-	awsenv.ServeRoute("logout_page", deps)
+	adapters := env.Adapters(nil)
+	env.ServeRoute("logout_page", services.Build(adapters))
 }

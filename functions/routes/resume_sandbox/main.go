@@ -8,11 +8,12 @@ import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/functions/internal/runtimeenv"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.NeedRuntime)
-	deps := env.Deps(nil)
-	deps.Runtime = runtimeenv.Runtime(env)
-	awsenv.ServeRoute("resume_sandbox", deps)
+	adapters := env.Adapters(nil)
+	adapters.Runtime = runtimeenv.Runtime(env)
+	env.ServeRoute("resume_sandbox", services.Build(adapters))
 }

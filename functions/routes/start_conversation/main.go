@@ -8,11 +8,12 @@ import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.NeedQueue)
-	deps := env.Deps(nil)
-	deps.Queue = sqsenv.Queue(env)
-	awsenv.ServeRoute("start_conversation", deps)
+	adapters := env.Adapters(nil)
+	adapters.Queue = sqsenv.Queue(env)
+	env.ServeRoute("start_conversation", services.Build(adapters))
 }

@@ -8,10 +8,11 @@ import (
 	"github.com/acs-project/acs/functions/internal/awsenv"
 	"github.com/acs-project/acs/functions/internal/s3env"
 	"github.com/acs-project/acs/shared/config"
+	"github.com/acs-project/acs/shared/services"
 )
 
 func main() {
 	env := awsenv.Load(config.NeedBlobs)
-	deps := env.Deps(s3env.Blobs(env))
-	awsenv.ServeRoute("webhook_events", deps)
+	adapters := env.Adapters(s3env.Blobs(env))
+	env.ServeRoute("webhook_events", services.Build(adapters))
 }

@@ -1,4 +1,4 @@
-package api
+package services
 
 import (
 	"context"
@@ -9,33 +9,15 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/config"
 )
 
-// errUnwired is what an adapter a route did not declare answers: a
+// ErrUnwired is what an adapter a route did not declare answers: a
 // deployment bug (the route table's Needs is wrong), never the caller's.
-var errUnwired = errors.New("adapter not wired for this route")
+var ErrUnwired = errors.New("adapter not wired for this route")
 
 func unwired(route, what string) error {
 	slog.Error("api: a route used an adapter its Needs does not declare", "route", route, "adapter", what)
-	return fmt.Errorf("route %s: %s: %w", route, what, errUnwired)
-}
-
-// Restrict returns d with every adapter the route does not declare in Needs
-// replaced by one that fails loudly, so that a per-route function (which
-// links and is granted only what it declares) behaves exactly as it will in
-// production, and tests catch a wrong Needs.
-func (rt Route) Restrict(d Deps) Deps {
-	if rt.Needs&config.NeedQueue == 0 {
-		d.Queue = unwiredQueue{rt.Name}
-	}
-	if rt.Needs&config.NeedRuntime == 0 {
-		d.Runtime = unwiredRuntime{rt.Name}
-	}
-	if rt.Needs&config.NeedBlobs == 0 {
-		d.Blobs = unwiredBlobs{rt.Name}
-	}
-	return d
+	return fmt.Errorf("route %s: %s: %w", route, what, ErrUnwired)
 }
 
 type unwiredQueue struct{ route string }
