@@ -17,7 +17,7 @@ import (
 	"github.com/acs-project/acs/functions/internal/s3env"
 	"github.com/acs-project/acs/functions/internal/sqsenv"
 	"github.com/acs-project/acs/shared/reconciler"
-	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
 )
 
@@ -28,8 +28,9 @@ func main() {
 	rt := runtimeenv.Runtime(env)
 	queue := sqsenv.Queue(env)
 	flow := env.Flow()
+	svc := services.Build(services.Adapters{Store: store, Queue: queue, Runtime: rt, Blobs: blobs, Sealer: env.Sealer(), Flow: flow})
 	pass := reconciler.Pass{
-		Lifecycle: &sandboxes.Lifecycle{Store: store, Runtime: rt, Blobs: blobs, Config: flow.Sandboxes},
+		Lifecycle: svc.Sandboxes,
 		Worker:    startflow.NewWorker(store, queue, rt, env.Sealer(), flow),
 		Dead:      queue,
 		TaskTTL:   env.Config.StartTaskTTL,
