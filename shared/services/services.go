@@ -37,7 +37,8 @@ type Adapters struct {
 	Now func() time.Time
 }
 
-// Set is the control plane's services over one set of adapters.
+// Set is the control plane's services over one set of adapters, as Build
+// makes it.
 type Set struct {
 	Accounts      *accounts.Service
 	Conversations *conversations.Service

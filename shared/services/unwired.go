@@ -16,7 +16,7 @@ import (
 var ErrUnwired = errors.New("adapter not wired for this route")
 
 func unwired(route, what string) error {
-	slog.Error("api: a route used an adapter its Needs does not declare", "route", route, "adapter", what)
+	slog.Error("services: a route used an adapter its Needs does not declare", "route", route, "adapter", what)
 	return fmt.Errorf("route %s: %s: %w", route, what, ErrUnwired)
 }
 
