@@ -106,7 +106,7 @@ func (a *API) getConversations(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	out := make([]*ConversationJSON, len(ids))
+	out := make([]*v1wire.Conversation, len(ids))
 	v := a.view()
 	for i, id := range ids {
 		c, err := a.ownConversation(r, id)
@@ -155,7 +155,7 @@ func (a *API) searchConversations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := a.view()
-	items := make([]ConversationJSON, 0, len(page.Items))
+	items := make([]v1wire.Conversation, 0, len(page.Items))
 	for _, c := range page.Items {
 		items = append(items, a.conversationJSON(r.Context(), v, c))
 	}
@@ -187,9 +187,6 @@ func listOptions(q *httpjson.Query) acs.ListOptions {
 	return opts
 }
 
-// UpdateRequest is the body of PATCH /api/v1/app-conversations/{id} (v1wire's).
-type UpdateRequest = v1wire.UpdateRequest
-
 // optString decodes a present field: set reports presence, v is nil for an
 // explicit null.
 func optString(o strictjson.Optional, loc string, errs *strictjson.Errors) (v *string, set bool) {
@@ -214,7 +211,7 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var req UpdateRequest
+	var req v1wire.UpdateRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -313,12 +310,6 @@ func (a *API) deleteConversation(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
 }
 
-// The send-message bodies (v1wire's).
-type (
-	SendMessageRequest  = v1wire.SendMessageRequest
-	SendMessageResponse = v1wire.SendMessageResponse
-)
-
 // sendMessage: POST /api/v1/app-conversations/{id}/send-message. A paused
 // sandbox is resumed first; the message goes to the agent server.
 func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
@@ -327,7 +318,7 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var req SendMessageRequest
+	var req v1wire.SendMessageRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -335,7 +326,7 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 		writeConvErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
+	httpjson.WriteJSON(w, http.StatusOK, v1wire.SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
 }
 
 // writeConvErr answers an error of the conversation service: content

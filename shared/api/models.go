@@ -10,22 +10,9 @@ import (
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
-// The response bodies, defined in v1wire (the wire format the server and
-// its clients share).
-type (
-	StepJSON         = v1wire.Step
-	StartTaskJSON    = v1wire.StartTask
-	ConversationJSON = v1wire.Conversation
-	ExposedURL       = v1wire.ExposedURL
-	SandboxJSON      = v1wire.Sandbox
-	SpecJSON         = v1wire.Spec
-	// PageJSON is {items, next_page_id}.
-	PageJSON[T any] = v1wire.Page[T]
-)
-
-func taskJSON(t acs.StartTask) StartTaskJSON {
+func taskJSON(t acs.StartTask) v1wire.StartTask {
 	owner := t.OwnerID
-	out := StartTaskJSON{ID: t.ID, CreatedByUserID: &owner, Status: string(t.Status), Detail: t.Detail,
+	out := v1wire.StartTask{ID: t.ID, CreatedByUserID: &owner, Status: string(t.Status), Detail: t.Detail,
 		AppConversationID: t.AppConversationID, SandboxID: t.SandboxID, AgentServerURL: t.AgentServerURL,
 		Request: t.Request, CreatedAt: events.At(t.CreatedAt), UpdatedAt: events.At(t.UpdatedAt)}
 	if t.Placement != "" {
@@ -33,7 +20,7 @@ func taskJSON(t acs.StartTask) StartTaskJSON {
 		out.Placement = &p
 	}
 	for _, s := range t.Steps {
-		sj := StepJSON{Status: string(s.Status), StartedAt: events.At(s.StartedAt)}
+		sj := v1wire.Step{Status: string(s.Status), StartedAt: events.At(s.StartedAt)}
 		if s.Detail != "" {
 			d := s.Detail
 			sj.Detail = &d
@@ -43,8 +30,8 @@ func taskJSON(t acs.StartTask) StartTaskJSON {
 	return out
 }
 
-func pageOf[T any](items []T, next string) PageJSON[T] {
-	p := PageJSON[T]{Items: items}
+func pageOf[T any](items []T, next string) v1wire.Page[T] {
+	p := v1wire.Page[T]{Items: items}
 	if p.Items == nil {
 		p.Items = []T{}
 	}
@@ -92,9 +79,9 @@ func (v *sandboxView) get(ctx context.Context, id string) (acs.Sandbox, string, 
 	return l.sb, l.key, l.ok
 }
 
-func sandboxJSON(sb acs.Sandbox, key string) SandboxJSON {
+func sandboxJSON(sb acs.Sandbox, key string) v1wire.Sandbox {
 	owner := sb.OwnerID
-	out := SandboxJSON{ID: sb.ID, CreatedByUserID: &owner, SandboxSpecID: sb.SpecID, Status: string(sb.Status),
+	out := v1wire.Sandbox{ID: sb.ID, CreatedByUserID: &owner, SandboxSpecID: sb.SpecID, Status: string(sb.Status),
 		CreatedAt: events.At(sb.CreatedAt), Conversations: sb.ConversationCount(), LastUsedAt: events.At(sb.LastUsedAt)}
 	if sb.Detail != "" {
 		d := sb.Detail
@@ -104,7 +91,7 @@ func sandboxJSON(sb acs.Sandbox, key string) SandboxJSON {
 		if key != "" {
 			out.SessionAPIKey = &key
 		}
-		out.ExposedURLs = []ExposedURL{{Name: "AGENT_SERVER", URL: sb.AgentURL, Port: portOf(sb.AgentURL)}}
+		out.ExposedURLs = []v1wire.ExposedURL{{Name: "AGENT_SERVER", URL: sb.AgentURL, Port: portOf(sb.AgentURL)}}
 	}
 	return out
 }
@@ -128,9 +115,9 @@ func portOf(raw string) int {
 // sandbox_status reads PAUSED when the sandbox is paused, and also while its
 // agent waits for the user's confirmation or backs off an LLM rate limit
 // with the sandbox running (the spec's transition table).
-func (a *API) conversationJSON(ctx context.Context, v *sandboxView, c acs.Conversation) ConversationJSON {
+func (a *API) conversationJSON(ctx context.Context, v *sandboxView, c acs.Conversation) v1wire.Conversation {
 	owner := c.OwnerID
-	out := ConversationJSON{ID: c.ID, CreatedByUserID: &owner, SandboxID: c.SandboxID,
+	out := v1wire.Conversation{ID: c.ID, CreatedByUserID: &owner, SandboxID: c.SandboxID,
 		SelectedRepository: c.SelectedRepository, SelectedBranch: c.SelectedBranch, GitProvider: c.GitProvider,
 		Title: c.Title, Trigger: c.Trigger, PRNumber: c.PRNumber, LLMModel: c.LLMModel, AgentKind: "openhands",
 		Metrics: c.Metrics, ParentConversationID: c.ParentConversationID, SubConversationIDs: append([]string{}, c.SubConversationIDs...),

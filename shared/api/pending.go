@@ -7,12 +7,6 @@ import (
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
-// The pending-message bodies (v1wire's).
-type (
-	PendingMessageRequest  = v1wire.PendingMessageRequest
-	PendingMessageResponse = v1wire.PendingMessageResponse
-)
-
 // addPendingMessage: POST /api/v1/conversations/{conversation_id}/pending-messages.
 // The id is a conversation id or "task-<start task id>" while the
 // conversation starts. A message for a conversation that is ready is
@@ -20,7 +14,7 @@ type (
 // (at most 10 per conversation, 429 beyond) and delivered in order when the
 // start task reaches READY.
 func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
-	var req PendingMessageRequest
+	var req v1wire.PendingMessageRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -29,5 +23,5 @@ func (a *API) addPendingMessage(w http.ResponseWriter, r *http.Request) {
 		writeConvErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusCreated, PendingMessageResponse{ID: p.ID, Queued: p.Queued, Position: p.Position})
+	httpjson.WriteJSON(w, http.StatusCreated, v1wire.PendingMessageResponse{ID: p.ID, Queued: p.Queued, Position: p.Position})
 }

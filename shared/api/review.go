@@ -290,9 +290,6 @@ func scrubPaths(msg string, dirs ...string) string {
 	return msg
 }
 
-// SkillJSON is one skill of GET .../skills (v1wire's).
-type SkillJSON = v1wire.Skill
-
 // listSkills: GET /api/v1/app-conversations/{id}/skills — the skills the
 // agent server loads for the project directory.
 func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
@@ -301,7 +298,7 @@ func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.Skills == nil {
-		resp.Skills = []SkillJSON{}
+		resp.Skills = []v1wire.Skill{}
 	}
 	for i := range resp.Skills {
 		if resp.Skills[i].Triggers == nil {
@@ -310,9 +307,6 @@ func (a *API) listSkills(w http.ResponseWriter, r *http.Request) {
 	}
 	httpjson.WriteJSON(w, http.StatusOK, resp)
 }
-
-// HookEventJSON is one event type of GET .../hooks (v1wire's).
-type HookEventJSON = v1wire.HookEvent
 
 // listHooks: GET /api/v1/app-conversations/{id}/hooks — the project's
 // .openhands/hooks.json, by event type in the reference's order.
@@ -323,10 +317,10 @@ func (a *API) listHooks(w http.ResponseWriter, r *http.Request) {
 	if !a.postProject(w, r, "/api/hooks", &resp) {
 		return
 	}
-	out := v1wire.HookList{Hooks: []HookEventJSON{}}
+	out := v1wire.HookList{Hooks: []v1wire.HookEvent{}}
 	for _, ev := range []string{"pre_tool_use", "post_tool_use", "user_prompt_submit", "session_start", "session_end", "stop"} {
 		if m, ok := resp.HookConfig[ev]; ok && len(m) > 0 && string(m) != "null" && string(m) != "[]" {
-			out.Hooks = append(out.Hooks, HookEventJSON{EventType: ev, Matchers: m})
+			out.Hooks = append(out.Hooks, v1wire.HookEvent{EventType: ev, Matchers: m})
 		}
 	}
 	httpjson.WriteJSON(w, http.StatusOK, out)

@@ -8,6 +8,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // createSandbox: POST /api/v1/sandboxes[?sandbox_spec_id=...]. It returns the
@@ -53,7 +54,7 @@ func (a *API) searchSandboxes(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	items := make([]SandboxJSON, 0, len(page.Items))
+	items := make([]v1wire.Sandbox, 0, len(page.Items))
 	for _, sb := range page.Items {
 		sb, key := a.liveSandbox(r.Context(), sb)
 		items = append(items, sandboxJSON(sb, key))
@@ -73,7 +74,7 @@ func (a *API) getSandboxes(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	out := make([]*SandboxJSON, len(ids))
+	out := make([]*v1wire.Sandbox, len(ids))
 	for i, id := range ids {
 		sb, err := a.life.Get(r.Context(), userOf(r).ID, id)
 		if errors.Is(err, acs.ErrNotFound) {
@@ -107,7 +108,7 @@ func (a *API) searchSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	specs := a.life.Config.Specs
-	items := []SpecJSON{}
+	items := []v1wire.Spec{}
 	next := ""
 	for i := offset; i < len(specs) && i < offset+limit; i++ {
 		items = append(items, specJSON(specs[i]))

@@ -10,6 +10,7 @@ import (
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // ownSandbox loads a sandbox of the caller; another user's is ErrNotFound.
@@ -104,7 +105,7 @@ func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	out := make([]*SpecJSON, len(ids))
+	out := make([]*v1wire.Spec, len(ids))
 	for i, id := range ids {
 		if s, ok := a.life.Config.Spec(id); ok && id != "" {
 			sj := specJSON(s)
@@ -114,10 +115,10 @@ func (a *API) getSandboxSpecs(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, out)
 }
 
-func specJSON(s acs.SandboxSpec) SpecJSON {
+func specJSON(s acs.SandboxSpec) v1wire.Spec {
 	env := s.InitialEnv
 	if env == nil {
 		env = map[string]string{}
 	}
-	return SpecJSON{ID: s.ID, Command: s.Command, CreatedAt: events.At(s.CreatedAt), InitialEnv: env, WorkingDir: s.WorkingDir}
+	return v1wire.Spec{ID: s.ID, Command: s.Command, CreatedAt: events.At(s.CreatedAt), InitialEnv: env, WorkingDir: s.WorkingDir}
 }

@@ -18,14 +18,8 @@ import (
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
-// The settings bodies (v1wire's).
-type (
-	SettingsJSON    = v1wire.Settings
-	SettingsRequest = v1wire.SettingsRequest
-)
-
-func settingsJSON(s acs.Settings, saved bool) SettingsJSON {
-	out := SettingsJSON{SandboxGroupingStrategy: string(s.SandboxGroupingStrategy), LLMModel: s.LLMModel,
+func settingsJSON(s acs.Settings, saved bool) v1wire.Settings {
+	out := v1wire.Settings{SandboxGroupingStrategy: string(s.SandboxGroupingStrategy), LLMModel: s.LLMModel,
 		LLMBaseURL: s.LLMBaseURL, LLMAPIKeySet: s.LLMAPIKeySealed != "", ConfirmationPolicy: s.ConfirmationPolicy,
 		MaxConversationsPerSandbox: s.MaxConversationsPerSandbox}
 	if out.SandboxGroupingStrategy == "" {
@@ -111,7 +105,7 @@ func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req SettingsRequest
+	var req v1wire.SettingsRequest
 	if !decodeBytes(w, body, &req) {
 		return
 	}
@@ -192,7 +186,7 @@ func (a *API) updateSettings(w http.ResponseWriter, r *http.Request) {
 // openHandsUpdate picks the web frontend's fields out of a settings body
 // already decoded (so type-checked) into req: the UI fields as given, and
 // the llm object of agent_settings / agent_settings_diff (the diff wins).
-func openHandsUpdate(body []byte, req *SettingsRequest, errs *strictjson.Errors) (map[string]json.RawMessage, v1wire.LLMConfig) {
+func openHandsUpdate(body []byte, req *v1wire.SettingsRequest, errs *strictjson.Errors) (map[string]json.RawMessage, v1wire.LLMConfig) {
 	var raw map[string]json.RawMessage
 	_ = json.Unmarshal(body, &raw) // it decoded strictly already
 	ui := map[string]json.RawMessage{}

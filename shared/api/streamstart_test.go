@@ -19,6 +19,7 @@ import (
 	"github.com/acs-project/acs/shared/sealbox"
 	"github.com/acs-project/acs/shared/services"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 type streamPollKey struct{}
@@ -106,15 +107,15 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		t.Fatalf("the stream does not open an array: %v %v", tok, err)
 	}
-	var first api.StartTaskJSON
+	var first v1wire.StartTask
 	if err := dec.Decode(&first); err != nil {
 		t.Fatal(err)
 	}
-	rest := make(chan []api.StartTaskJSON, 1)
+	rest := make(chan []v1wire.StartTask, 1)
 	go func() {
-		var items []api.StartTaskJSON
+		var items []v1wire.StartTask
 		for dec.More() {
-			var it api.StartTaskJSON
+			var it v1wire.StartTask
 			if err := dec.Decode(&it); err != nil {
 				t.Errorf("stream item: %v", err)
 				break
@@ -157,14 +158,14 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	waitFor(func(s acs.StartTaskStatus) bool { return rank[s] >= rank[acs.TaskPreparingRepository] })
 	gate <- struct{}{}
 	waitFor(func(acs.StartTaskStatus) bool { return false })
-	var items []api.StartTaskJSON
+	var items []v1wire.StartTask
 	for items == nil {
 		select {
 		case gate <- struct{}{}:
 		case items = <-rest:
 		}
 	}
-	streamed := append([]api.StartTaskJSON{first}, items...)
+	streamed := append([]v1wire.StartTask{first}, items...)
 
 	checkEveryStatus(t, streamed)
 
@@ -172,7 +173,7 @@ func TestStreamStartStreamsEveryStatus(t *testing.T) {
 	// current one without the detail recorded when it ends), updated when
 	// the status began, and the fields set by then. The last is the task
 	// as GET start-tasks shows it.
-	var final []*api.StartTaskJSON
+	var final []*v1wire.StartTask
 	e := &env{t: t, srv: srv}
 	e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+first.ID, "").json(t, &final)
 	if len(final) != 1 || final[0] == nil {
@@ -231,32 +232,32 @@ func TestAReusedStartIsAnsweredReadyAndStreamsEveryStatus(t *testing.T) {
 	if r := e.as(aliceKey, "POST", "/api/v1/settings", `{"sandbox_grouping_strategy":"ADD_TO_ANY"}`); r.status != 200 {
 		t.Fatalf("settings: %d %s", r.status, r.body)
 	}
-	ready := func(tk api.StartTaskJSON) api.StartTaskJSON {
+	ready := func(tk v1wire.StartTask) v1wire.StartTask {
 		t.Helper()
 		for give := time.Now().Add(time.Minute); tk.Status != "READY"; {
 			if tk.Status == "ERROR" || time.Now().After(give) {
 				t.Fatalf("start: %s %v", tk.Status, tk.Detail)
 			}
-			var got []*api.StartTaskJSON
+			var got []*v1wire.StartTask
 			e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+tk.ID, "").json(t, &got)
 			tk = *got[0]
 		}
 		return tk
 	}
-	var first api.StartTaskJSON
+	var first v1wire.StartTask
 	e.as(aliceKey, "POST", "/api/v1/app-conversations", `{}`).json(t, &first)
 	if first.Status != "WORKING" {
 		t.Fatalf("the first start, which makes a sandbox, answered %s", first.Status)
 	}
 	first = ready(first)
 
-	var reused api.StartTaskJSON
+	var reused v1wire.StartTask
 	e.as(aliceKey, "POST", "/api/v1/app-conversations", `{}`).json(t, &reused)
 	if reused.Status != "READY" || reused.SandboxID == nil || *reused.SandboxID != *first.SandboxID || reused.AppConversationID == nil {
 		t.Fatalf("a reused start answered %s on %v (app_conversation_id %v), want READY on %s", reused.Status, reused.SandboxID, reused.AppConversationID, *first.SandboxID)
 	}
 
-	var streamed []api.StartTaskJSON
+	var streamed []v1wire.StartTask
 	e.as(aliceKey, "POST", "/api/v1/app-conversations/stream-start", `{}`).json(t, &streamed)
 	checkEveryStatus(t, streamed)
 	for i, it := range streamed {
@@ -264,7 +265,7 @@ func TestAReusedStartIsAnsweredReadyAndStreamsEveryStatus(t *testing.T) {
 			t.Errorf("%s: %d steps, sandbox_id %v, agent_server_url %v, app_conversation_id %v", it.Status, len(it.Steps), it.SandboxID, it.AgentServerURL, it.AppConversationID)
 		}
 	}
-	var final []*api.StartTaskJSON
+	var final []*v1wire.StartTask
 	e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+streamed[0].ID, "").json(t, &final)
 	last, _ := json.Marshal(streamed[len(streamed)-1])
 	fb, _ := json.Marshal(final[0])
@@ -275,7 +276,7 @@ func TestAReusedStartIsAnsweredReadyAndStreamsEveryStatus(t *testing.T) {
 
 // checkEveryStatus checks that a stream holds each start status once, in
 // order.
-func checkEveryStatus(t *testing.T, streamed []api.StartTaskJSON) {
+func checkEveryStatus(t *testing.T, streamed []v1wire.StartTask) {
 	t.Helper()
 	var got []string
 	for _, it := range streamed {

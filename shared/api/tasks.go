@@ -20,7 +20,7 @@ func (a *API) getStartTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := userOf(r)
-	out := make([]*StartTaskJSON, len(ids))
+	out := make([]*v1wire.StartTask, len(ids))
 	for i, id := range ids {
 		t, err := a.start.OwnTask(r.Context(), user.ID, id)
 		if errors.Is(err, acs.ErrNotFound) {
@@ -67,7 +67,7 @@ func (a *API) searchStartTasks(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	items := make([]StartTaskJSON, 0, len(page.Items))
+	items := make([]v1wire.StartTask, 0, len(page.Items))
 	for _, t := range page.Items {
 		items = append(items, taskJSON(t))
 	}

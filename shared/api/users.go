@@ -13,22 +13,14 @@ import (
 // Users and API keys. Keys are stored only as SHA-256 hashes; a key's value
 // is shown once, when it is made. A revoked key stops working at once.
 
-// The users and keys bodies (v1wire's).
-type (
-	UserJSON    = v1wire.User
-	NewKeyJSON  = v1wire.NewKey
-	KeyJSON     = v1wire.Key
-	NameRequest = v1wire.NameRequest
-)
-
 // KeyPrefixLen is how much of a key is kept to recognise it.
 const KeyPrefixLen = accounts.KeyPrefixLen
 
 // AdminID is the id of the installation's admin user.
 const AdminID = accounts.AdminID
 
-func newKeyJSON(k accounts.NewKey) NewKeyJSON {
-	return NewKeyJSON{ID: k.ID, Name: k.Name, Key: k.Key, CreatedAt: events.At(k.CreatedAt)}
+func newKeyJSON(k accounts.NewKey) v1wire.NewKey {
+	return v1wire.NewKey{ID: k.ID, Name: k.Name, Key: k.Key, CreatedAt: events.At(k.CreatedAt)}
 }
 
 // createUser: POST /api/v1/users {"name"} (admins only) makes a user and
@@ -38,7 +30,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var req NameRequest
+	var req v1wire.NameRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -47,19 +39,19 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusCreated, v1wire.NewUser{User: UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)}, Key: newKeyJSON(key)})
+	httpjson.WriteJSON(w, http.StatusCreated, v1wire.NewUser{User: v1wire.User{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)}, Key: newKeyJSON(key)})
 }
 
 // getMe: GET /api/v1/users/me.
 func (a *API) getMe(w http.ResponseWriter, r *http.Request) {
 	u := userOf(r)
-	httpjson.WriteJSON(w, http.StatusOK, UserJSON{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)})
+	httpjson.WriteJSON(w, http.StatusOK, v1wire.User{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: events.At(u.CreatedAt)})
 }
 
 // createKey: POST /api/v1/keys {"name"} returns {"id","name","key"} (the key
 // shown once).
 func (a *API) createKey(w http.ResponseWriter, r *http.Request) {
-	var req NameRequest
+	var req v1wire.NameRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -78,9 +70,9 @@ func (a *API) listKeys(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := make([]KeyJSON, 0, len(keys))
+	out := make([]v1wire.Key, 0, len(keys))
 	for _, k := range keys {
-		out = append(out, KeyJSON{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: events.At(k.CreatedAt)})
+		out = append(out, v1wire.Key{ID: k.ID, Name: k.Name, Prefix: k.Prefix, CreatedAt: events.At(k.CreatedAt)})
 	}
 	httpjson.WriteJSON(w, http.StatusOK, out)
 }

@@ -17,23 +17,14 @@ import (
 // request's own secrets win on a name clash). Values are sealed at rest and
 // never returned.
 
-// SecretJSON describes a stored secret (v1wire's).
-type SecretJSON = v1wire.Secret
-
-func secretJSON(s acs.Secret) SecretJSON {
-	out := SecretJSON{Name: s.Name, CreatedAt: events.At(s.CreatedAt), UpdatedAt: events.At(s.UpdatedAt)}
+func secretJSON(s acs.Secret) v1wire.Secret {
+	out := v1wire.Secret{Name: s.Name, CreatedAt: events.At(s.CreatedAt), UpdatedAt: events.At(s.UpdatedAt)}
 	if s.Description != "" {
 		d := s.Description
 		out.Description = &d
 	}
 	return out
 }
-
-// The secrets bodies (v1wire's).
-type (
-	CreateSecretRequest = v1wire.CreateSecretRequest
-	UpdateSecretRequest = v1wire.UpdateSecretRequest
-)
 
 // listSecrets: GET /api/v1/secrets.
 func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
@@ -42,7 +33,7 @@ func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	out := v1wire.SecretList{Secrets: []SecretJSON{}}
+	out := v1wire.SecretList{Secrets: []v1wire.Secret{}}
 	for _, s := range list {
 		out.Secrets = append(out.Secrets, secretJSON(s))
 	}
@@ -51,7 +42,7 @@ func (a *API) listSecrets(w http.ResponseWriter, r *http.Request) {
 
 // createSecret: POST /api/v1/secrets (201; 409 when the name exists).
 func (a *API) createSecret(w http.ResponseWriter, r *http.Request) {
-	var req CreateSecretRequest
+	var req v1wire.CreateSecretRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -84,7 +75,7 @@ func (a *API) updateSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	var req UpdateSecretRequest
+	var req v1wire.UpdateSecretRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // hookSandbox seeds a sandbox of alice with session key key and one
@@ -304,7 +305,7 @@ func TestUserMessagesDeliveredThroughTheControlPlaneStayTheUsers(t *testing.T) {
 	e.llm.Add(llmtest.Reply{Repeat: true, Text: "noted"})
 	text := func(s string) string { return `[{"type":"text","text":"` + s + `"}]` }
 	r := e.as(aliceKey, "POST", "/api/v1/app-conversations", `{"initial_message":{"role":"user","content":`+text("initial message")+`,"run":true}}`)
-	var task api.StartTaskJSON
+	var task v1wire.StartTask
 	r.json(t, &task)
 	if r := e.as(aliceKey, "POST", "/api/v1/conversations/task-"+task.ID+"/pending-messages", `{"content":`+text("pending message")+`}`); r.status != 201 {
 		t.Fatalf("pending message: %d %s", r.status, r.body)
@@ -313,7 +314,7 @@ func TestUserMessagesDeliveredThroughTheControlPlaneStayTheUsers(t *testing.T) {
 		if task.Status == "READY" || task.Status == "ERROR" {
 			return true
 		}
-		var tasks []api.StartTaskJSON
+		var tasks []v1wire.StartTask
 		e.as(aliceKey, "GET", "/api/v1/app-conversations/start-tasks?ids="+task.ID, "").json(t, &tasks)
 		task = tasks[0]
 		return false
@@ -324,7 +325,7 @@ func TestUserMessagesDeliveredThroughTheControlPlaneStayTheUsers(t *testing.T) {
 	if r := e.as(aliceKey, "POST", "/api/v1/app-conversations/"+conv+"/send-message", `{"role":"user","content":`+text("sent message")+`,"run":false}`); r.status != 200 {
 		t.Fatalf("send-message: %d %s", r.status, r.body)
 	}
-	var convs []api.ConversationJSON
+	var convs []v1wire.Conversation
 	e.as(aliceKey, "GET", "/api/v1/app-conversations?ids="+conv, "").json(t, &convs)
 	if len(convs) != 1 || convs[0].ConversationURL == nil || convs[0].SessionAPIKey == nil {
 		t.Fatalf("conversation: %+v", convs)
