@@ -59,7 +59,7 @@ func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req v1wi
 	}
 	var errs strictjson.Errors
 	if req.InitialMessage != nil {
-		errs = conversations.SecretErrors(stored, req.InitialMessage.Content, []any{"body", "initial_message", "content"}, "the initial message")
+		errs = v1wire.ContentLeaks(acs.InitialMessageText, req.InitialMessage.Content, stored, "body", "initial_message", "content")
 	}
 	errs = append(errs, v1wire.TitleSecretErrors(&req, stored, []any{"body"})...)
 	if len(errs) > 0 {
@@ -269,9 +269,8 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		for _, name := range v1wire.SecretsIn(*title, secrets) {
-			errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "value_error",
-				Msg: fmt.Sprintf("the title contains the value of secret %s; secret values may not appear in titles", name)})
+		for _, msg := range acs.TitleText.Leaks(*title, secrets) {
+			errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "value_error", Msg: msg})
 		}
 	}
 	if len(errs) > 0 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // AgentError is a failed call to a conversation's agent server (its answer,
@@ -29,26 +29,6 @@ func (e *AgentError) Unwrap() error { return e.Err }
 var ErrQueueFull = &acs.Error{Code: acs.ECAPACITY, RetryAfter: 10 * time.Second,
 	Message: fmt.Sprintf("%d messages are already queued for this conversation; wait until it has started", acs.MaxPendingMessages)}
 
-// SecretErrors lists the text items of content (at loc + index + "text")
-// that hold the value of one of secrets (values shorter than 4 characters
-// are not checked); what names the message in the error.
-func SecretErrors(secrets map[string]string, content []events.Content, loc []any, what string) strictjson.Errors {
-	var errs strictjson.Errors
-	for i, item := range content {
-		t, ok := item.(*events.TextContent)
-		if !ok {
-			continue
-		}
-		for name, v := range secrets {
-			if len(v) >= 4 && strings.Contains(t.Text, v) {
-				errs = append(errs, strictjson.Error{Loc: append(slices.Clone(loc), i, "text"), Type: "value_error",
-					Msg: fmt.Sprintf("%s contains the value of secret %s; refer to it by name instead", what, name)})
-			}
-		}
-	}
-	return errs
-}
-
 // secretsInMessage refuses message content holding the value of one of the
 // conversation's secrets (the spec's rule 4): a strictjson.Errors error.
 func (s *Service) secretsInMessage(ctx context.Context, c acs.Conversation, content []events.Content) error {
@@ -56,7 +36,7 @@ func (s *Service) secretsInMessage(ctx context.Context, c acs.Conversation, cont
 	if err != nil {
 		return nil
 	}
-	if errs := SecretErrors(secrets, content, []any{"body", "content"}, "the message"); len(errs) > 0 {
+	if errs := v1wire.ContentLeaks(acs.MessageText, content, secrets, "body", "content"); len(errs) > 0 {
 		return errs
 	}
 	return nil

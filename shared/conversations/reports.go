@@ -16,7 +16,6 @@ import (
 	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/sandboxes"
-	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // What sandboxes report (the agent server's webhooks): events, and
@@ -179,7 +178,7 @@ func (s *Service) firstMessageTitle(ctx context.Context, c acs.Conversation, cla
 		if err != nil {
 			return "", err
 		}
-		if len(v1wire.SecretsIn(title, secrets)) > 0 {
+		if len(acs.SecretsIn(title, secrets)) > 0 {
 			return "", nil
 		}
 		return title, nil
@@ -375,7 +374,7 @@ func (s *Service) ReportConversation(ctx context.Context, sb acs.Sandbox, info R
 }
 
 // maskTitle replaces in the title of info the value of every secret of c
-// (Secrets) by v1wire.SecretHidden: the control plane does not trust a
+// (Secrets) by acs.SecretHidden: the control plane does not trust a
 // sandbox to keep them out. A title c already has is left as it is.
 func (s *Service) maskTitle(ctx context.Context, c acs.Conversation, info *Report) error {
 	if info.Title == nil || (c.Title != nil && *c.Title == *info.Title) {
@@ -385,7 +384,7 @@ func (s *Service) maskTitle(ctx context.Context, c acs.Conversation, info *Repor
 	if err != nil {
 		return fmt.Errorf("mask the title of %s: %w", c.ID, err)
 	}
-	if masked := v1wire.MaskSecrets(*info.Title, secrets); masked != *info.Title {
+	if masked := acs.MaskSecrets(*info.Title, secrets); masked != *info.Title {
 		slog.Info("api: a reported title held a secret's value; it is stored masked", "conversation", c.ID)
 		info.Title = &masked
 	}

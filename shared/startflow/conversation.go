@@ -250,7 +250,7 @@ func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb
 		// The first message's text (the start request refused one that
 		// holds a secret's value; a title that still would falls back).
 		s := acs.TitleFromMessage(messageText(req.InitialMessage))
-		if s == "" || len(v1wire.SecretsIn(s, secrets)) > 0 {
+		if s == "" || len(acs.SecretsIn(s, secrets)) > 0 {
 			s = acs.FallbackTitle(t.ConversationID)
 		}
 		title = &s

@@ -7,12 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/shared/acs"
 )
 
 // Plugin is a plugin to attach to the conversation (see wire.Plugin).
@@ -228,15 +228,7 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 		}
 	}
 	if r.InitialMessage != nil {
-		for i, c := range r.InitialMessage.Content {
-			text := contentText(c)
-			for name, value := range r.Secrets {
-				if len(value) >= 4 && strings.Contains(text, value) {
-					errs = append(errs, verr([]any{"initial_message", "content", i, "text"}, "value_error",
-						fmt.Sprintf("the initial message contains the value of secret %s; refer to it by name instead", name)))
-				}
-			}
-		}
+		errs = append(errs, ContentLeaks(acs.InitialMessageText, r.InitialMessage.Content, r.Secrets, "initial_message", "content")...)
 	}
 	errs = append(errs, TitleSecretErrors(r, r.Secrets, nil)...)
 	if r.ObservabilityMetadata != nil {
@@ -245,19 +237,17 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 	return errs
 }
 
-// TitleSecretErrors lists the titles of r (title, suggested_task.title)
-// that hold the value of one of secrets, at loc + the field: a title is
-// stored, listed, searched and downloaded as it is, so a secret's value
-// may not appear in one.
+// TitleSecretErrors refuses the titles of r (title, suggested_task.title)
+// that hold the value of one of secrets (acs.TitleText), at loc + the
+// field.
 func TitleSecretErrors(r *StartRequest, secrets map[string]string, loc []any) []strictjson.Error {
 	var errs []strictjson.Error
 	check := func(text *string, field ...any) {
 		if text == nil {
 			return
 		}
-		for _, name := range SecretsIn(*text, secrets) {
-			errs = append(errs, verr(append(loc[:len(loc):len(loc)], field...), "value_error",
-				fmt.Sprintf("the title contains the value of secret %s; secret values may not appear in titles", name)))
+		for _, msg := range acs.TitleText.Leaks(*text, secrets) {
+			errs = append(errs, verr(append(loc[:len(loc):len(loc)], field...), "value_error", msg))
 		}
 	}
 	check(r.Title, "title")
@@ -267,57 +257,18 @@ func TitleSecretErrors(r *StartRequest, secrets map[string]string, loc []any) []
 	return errs
 }
 
-func contentText(c events.Content) string {
-	if t, ok := c.(*events.TextContent); ok {
-		return t.Text
-	}
-	return ""
-}
-
-// minSecretLen is the length in bytes below which a secret's value is
-// neither checked nor masked, as on the agent server.
-const minSecretLen = 4
-
-// SecretHidden stands for a secret's value wherever it is masked, as on
-// the agent server.
-const SecretHidden = wire.SecretHidden
-
-// SecretsIn names (sorted) the secrets whose values appear in text; values
-// shorter than 4 characters are not checked, as for messages.
-func SecretsIn(text string, secrets map[string]string) []string {
-	var names []string
-	for name, v := range secrets {
-		if len(v) >= minSecretLen && strings.Contains(text, v) {
-			names = append(names, name)
+// ContentLeaks refuses the text items of content that hold the value of
+// one of secrets (t.Leaks), each at loc, its index and "text".
+func ContentLeaks(t acs.Text, content []events.Content, secrets map[string]string, loc ...any) strictjson.Errors {
+	var errs strictjson.Errors
+	for i, item := range content {
+		tc, ok := item.(*events.TextContent)
+		if !ok {
+			continue
+		}
+		for _, msg := range t.Leaks(tc.Text, secrets) {
+			errs = append(errs, verr(append(loc[:len(loc):len(loc)], i, "text"), "value_error", msg))
 		}
 	}
-	sort.Strings(names)
-	return names
-}
-
-// MaskSecrets returns text with the value of every secret that SecretsIn
-// finds replaced by SecretHidden; where two values overlap the longer one
-// is masked.
-func MaskSecrets(text string, secrets map[string]string) string {
-	var found []string
-	for _, v := range secrets {
-		if len(v) >= minSecretLen && strings.Contains(text, v) {
-			found = append(found, v)
-		}
-	}
-	if len(found) == 0 {
-		return text
-	}
-	// The replacer prefers the earlier of two values matching at one place.
-	sort.Slice(found, func(i, j int) bool {
-		if len(found[i]) != len(found[j]) {
-			return len(found[i]) > len(found[j])
-		}
-		return found[i] < found[j]
-	})
-	pairs := make([]string, 0, 2*len(found))
-	for _, v := range found {
-		pairs = append(pairs, v, SecretHidden)
-	}
-	return strings.NewReplacer(pairs...).Replace(text)
+	return errs
 }
