@@ -8,6 +8,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -208,9 +209,16 @@ func userOf(r *http.Request) acs.User {
 
 // writeErr answers err through the one error table (v1wire.WriteError):
 // the code and message of the domain error in its chain, whatever context
-// wraps it; anything else is 500 "Internal Server Error". Internal and
-// storage-full errors are logged with their details.
+// wraps it; anything else is 500 "Internal Server Error". A
+// strictjson.Errors in the chain, a service's refusal of request fields,
+// is answered 422 with that list. Internal and storage-full errors are
+// logged with their details.
 func writeErr(w http.ResponseWriter, err error) {
+	var errs strictjson.Errors
+	if errors.As(err, &errs) {
+		httpjson.WriteValidation(w, errs)
+		return
+	}
 	switch acs.ErrorCode(err) {
 	case acs.EINTERNAL:
 		slog.Error("api: request failed", "error", err)

@@ -29,44 +29,12 @@ func (a *API) startConversation(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
-	if !a.checkStartSecrets(w, r, req) {
-		return
-	}
 	t, err := a.start.Start(r.Context(), userOf(r), req)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
 	httpjson.WriteJSON(w, http.StatusOK, taskJSON(t))
-}
-
-// checkStartSecrets refuses (422, and returns false) a start request whose
-// initial message or title (or suggested task's title) holds the value of
-// one of the user's stored secrets, as send-message does. The request's own
-// secrets are checked by StartRequest.ValidateStrict; a stored secret that
-// one of them overrides is not a secret of the conversation and is skipped.
-func (a *API) checkStartSecrets(w http.ResponseWriter, r *http.Request, req v1wire.StartRequest) bool {
-	if req.InitialMessage == nil && req.Title == nil && req.SuggestedTask == nil {
-		return true
-	}
-	stored, err := a.conv.StoredSecrets(r.Context(), userOf(r).ID)
-	if err != nil {
-		writeErr(w, err)
-		return false
-	}
-	for name := range req.Secrets {
-		delete(stored, name)
-	}
-	var errs strictjson.Errors
-	if req.InitialMessage != nil {
-		errs = v1wire.ContentLeaks(acs.InitialMessageText, req.InitialMessage.Content, stored, "body", "initial_message", "content")
-	}
-	errs = append(errs, v1wire.TitleSecretErrors(&req, stored, []any{"body"})...)
-	if len(errs) > 0 {
-		httpjson.WriteValidation(w, errs)
-		return false
-	}
-	return true
 }
 
 // batchIDs reads a repeated id parameter (also comma-separated), normalised
@@ -328,21 +296,16 @@ func (a *API) sendMessage(w http.ResponseWriter, r *http.Request) {
 	httpjson.WriteJSON(w, http.StatusOK, v1wire.SendMessageResponse{Success: true, SandboxStatus: string(acs.SandboxRunning)})
 }
 
-// writeConvErr answers an error of the conversation service: content
-// holding a secret's value as 422, an agent server's failure as
-// writeAgentErr does, anything else (a full message queue: ECAPACITY with
-// its own Retry-After) as writeErr does.
+// writeConvErr answers an error of the conversation service: an agent
+// server's failure as writeAgentErr does, anything else (content holding
+// a secret's value, a full message queue) as writeErr does.
 func writeConvErr(w http.ResponseWriter, err error) {
-	var errs strictjson.Errors
 	var ae *conversations.AgentError
-	switch {
-	case errors.As(err, &errs):
-		httpjson.WriteValidation(w, errs)
-	case errors.As(err, &ae):
+	if errors.As(err, &ae) {
 		writeAgentErr(w, ae.Err)
-	default:
-		writeErr(w, err)
+		return
 	}
+	writeErr(w, err)
 }
 
 // writeAgentErr answers a failed call to an agent server (agentError).

@@ -97,9 +97,6 @@ func (a *API) streamStart(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
-	if !a.checkStartSecrets(w, r, req) {
-		return
-	}
 	t, err := a.start.Submit(r.Context(), userOf(r), req)
 	if err != nil {
 		writeErr(w, err)

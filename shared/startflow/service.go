@@ -65,10 +65,16 @@ func MaskedRequest(req v1wire.StartRequest) []byte {
 //     room);
 //   - seals the per-conversation secrets.
 //
+// An initial message or title holding the value of one of the user's
+// stored secrets is refused first, with a strictjson.Errors.
+//
 // A conversation_id that is not available (checkIDAvailable) is
 // ErrConflict; a queue failure marks the task ERROR and returns
 // ErrUnavailable (the caller may retry).
 func (s *Service) Submit(ctx context.Context, user acs.User, req v1wire.StartRequest) (acs.StartTask, error) {
+	if err := s.checkStoredSecrets(ctx, user.ID, req); err != nil {
+		return acs.StartTask{}, err
+	}
 	if req.AgentType == "" {
 		req.AgentType = "default"
 	}

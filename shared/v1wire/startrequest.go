@@ -240,8 +240,8 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 // TitleSecretErrors refuses the titles of r (title, suggested_task.title)
 // that hold the value of one of secrets (acs.TitleText), at loc + the
 // field.
-func TitleSecretErrors(r *StartRequest, secrets map[string]string, loc []any) []strictjson.Error {
-	var errs []strictjson.Error
+func TitleSecretErrors(r *StartRequest, secrets map[string]string, loc []any) strictjson.Errors {
+	var errs strictjson.Errors
 	check := func(text *string, field ...any) {
 		if text == nil {
 			return
