@@ -75,8 +75,8 @@ func TestUpdateSettingsIsPartial(t *testing.T) {
 		t.Fatalf("unsaved settings: %+v %v %v", st, saved, err)
 	}
 	model, key, n := "m1", "sk-secret", 3
-	if _, err := s.UpdateSettings(ctx, "alice", accounts.SettingsUpdate{LLMModel: accounts.Field{Set: true, Value: &model},
-		LLMAPIKey: accounts.Field{Set: true, Value: &key}, MaxConversationsPerSandbox: &n}); err != nil {
+	if _, err := s.UpdateSettings(ctx, "alice", acs.SettingsUpdate{LLMModel: acs.Field[string]{Set: true, Value: &model},
+		LLMAPIKey: acs.Field[string]{Set: true, Value: &key}, MaxConversationsPerSandbox: &n}); err != nil {
 		t.Fatal(err)
 	}
 	st, saved, err = s.Settings(ctx, "alice")
@@ -90,7 +90,7 @@ func TestUpdateSettingsIsPartial(t *testing.T) {
 		t.Fatalf("the sealed key opens to %q, %v", plain, err)
 	}
 	// Absent fields are kept; null clears.
-	st, err = s.UpdateSettings(ctx, "alice", accounts.SettingsUpdate{LLMAPIKey: accounts.Field{Set: true}})
+	st, err = s.UpdateSettings(ctx, "alice", acs.SettingsUpdate{LLMAPIKey: acs.Field[string]{Set: true}})
 	if err != nil || st.LLMAPIKeySealed != "" || st.LLMModel == nil || *st.LLMModel != "m1" || st.MaxConversationsPerSandbox != 3 {
 		t.Fatalf("after clearing the key: %+v %v", st, err)
 	}

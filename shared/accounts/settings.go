@@ -9,45 +9,6 @@ import (
 	"github.com/acs-project/acs/shared/acs"
 )
 
-// Field is an optional, nullable field of a partial update: Set says
-// whether it was given, a nil Value clears it.
-type Field struct {
-	Set   bool
-	Value *string
-}
-
-// SettingsUpdate is a partial update of a user's settings (fields left
-// unset are kept). Its values are already validated.
-type SettingsUpdate struct {
-	SandboxGroupingStrategy *acs.GroupingStrategy
-	LLMModel                Field
-	LLMBaseURL              Field
-	// LLMAPIKey is sealed before it is stored; null clears it.
-	LLMAPIKey Field
-	// ConfirmationPolicySet says ConfirmationPolicy was given (nil clears).
-	ConfirmationPolicySet      bool
-	ConfirmationPolicy         json.RawMessage
-	MaxConversationsPerSandbox *int
-	// UI sets the web frontend's own fields by name (a JSON null removes
-	// one).
-	UI map[string]json.RawMessage
-	// AgentSettings and ConversationSettings, when Set, merge into the
-	// stored objects (RFC 7386; null clears them); the *Diff forms are
-	// merged after. The LLM model, base URL and key never stay in the
-	// stored agent settings (they go through LLMModel, LLMBaseURL and
-	// LLMAPIKey).
-	AgentSettings, ConversationSettings         Raw
-	AgentSettingsDiff, ConversationSettingsDiff json.RawMessage
-	// SearchAPIKey is sealed before it is stored; null clears it.
-	SearchAPIKey Field
-}
-
-// Raw is an optional, nullable JSON object of a partial update.
-type Raw struct {
-	Set   bool
-	Value json.RawMessage
-}
-
 // Settings returns the user's settings and whether they were ever saved (the
 // defaults when not).
 func (s *Service) Settings(ctx context.Context, userID string) (acs.Settings, bool, error) {
@@ -60,7 +21,7 @@ func (s *Service) Settings(ctx context.Context, userID string) (acs.Settings, bo
 
 // UpdateSettings applies u to the user's settings and stores them; it
 // returns the settings as saved.
-func (s *Service) UpdateSettings(ctx context.Context, userID string, u SettingsUpdate) (acs.Settings, error) {
+func (s *Service) UpdateSettings(ctx context.Context, userID string, u acs.SettingsUpdate) (acs.Settings, error) {
 	st, _, err := s.Settings(ctx, userID)
 	if err != nil {
 		return acs.Settings{}, err
@@ -104,7 +65,7 @@ func (s *Service) UpdateSettings(ctx context.Context, userID string, u SettingsU
 }
 
 // applyUI applies the web frontend's fields of u to st.
-func (s *Service) applyUI(st *acs.Settings, u SettingsUpdate) error {
+func (s *Service) applyUI(st *acs.Settings, u acs.SettingsUpdate) error {
 	for k, v := range u.UI {
 		if string(v) == "null" {
 			delete(st.UI, k)
@@ -137,7 +98,7 @@ func (s *Service) applyUI(st *acs.Settings, u SettingsUpdate) error {
 // applyObject merges set (when given; null clears cur first) and then
 // diff into cur: a page of the frontend that saves only its own keys never
 // drops another page's.
-func applyObject(cur json.RawMessage, set Raw, diff json.RawMessage) (json.RawMessage, error) {
+func applyObject(cur json.RawMessage, set acs.JSONField, diff json.RawMessage) (json.RawMessage, error) {
 	if set.Set && string(set.Value) == "null" {
 		cur = nil
 	} else if set.Set {

@@ -2,13 +2,10 @@ package api
 
 import (
 	"archive/zip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
@@ -155,23 +152,6 @@ func listOptions(q *httpjson.Query) acs.ListOptions {
 	return opts
 }
 
-// optString decodes a present field: set reports presence, v is nil for an
-// explicit null.
-func optString(o strictjson.Optional, loc string, errs *strictjson.Errors) (v *string, set bool) {
-	if !o.Set {
-		return nil, false
-	}
-	if o.IsNull() {
-		return nil, true
-	}
-	var s string
-	if err := json.Unmarshal(o.Raw, &s); err != nil {
-		*errs = append(*errs, strictjson.Error{Loc: []any{"body", loc}, Msg: "Input should be a valid string", Type: "string_type"})
-		return nil, false
-	}
-	return &s, true
-}
-
 // updateConversation: PATCH /api/v1/app-conversations/{id}.
 func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 	c, err := a.ownConversation(r, r.PathValue("conversation_id"))
@@ -183,75 +163,12 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
-	var errs strictjson.Errors
-	title, titleSet := optString(req.Title, "title", &errs)
-	repo, repoSet := optString(req.SelectedRepository, "selected_repository", &errs)
-	branch, branchSet := optString(req.SelectedBranch, "selected_branch", &errs)
-	provider, providerSet := optString(req.GitProvider, "git_provider", &errs)
-	var public *bool
-	publicSet := req.Public.Set
-	if publicSet && !req.Public.IsNull() {
-		var b bool
-		if err := json.Unmarshal(req.Public.Raw, &b); err != nil {
-			errs = append(errs, strictjson.Error{Loc: []any{"body", "public"}, Msg: "Input should be a valid boolean", Type: "bool_type"})
-		}
-		public = &b
-	}
-	if titleSet && (title == nil || strings.TrimSpace(*title) == "" || utf8.RuneCountInString(*title) > 200) {
-		errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Msg: "title must be 1 to 200 characters", Type: "value_error"})
-	}
-	if repoSet && repo != nil {
-		if msg := v1wire.RepositoryProblem(*repo); msg != "" {
-			errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_repository"}, Msg: msg, Type: "value_error"})
-		}
-	}
-	if branchSet && branch != nil {
-		if msg := v1wire.BranchProblem(*branch); msg != "" {
-			errs = append(errs, strictjson.Error{Loc: []any{"body", "selected_branch"}, Msg: msg, Type: "value_error"})
-		}
-	}
-	if providerSet && provider != nil && !v1wire.ValidProvider(*provider) {
-		errs = append(errs, strictjson.Error{Loc: []any{"body", "git_provider"}, Msg: strictjson.EnumMessage(v1wire.GitProvider("").EnumValues()), Type: "enum"})
-	}
-	// A branch or provider needs a repository (as at the start).
-	finalRepo, finalBranch, finalProvider := c.SelectedRepository != nil, c.SelectedBranch != nil, c.GitProvider != nil
-	if repoSet {
-		finalRepo = repo != nil
-	}
-	if branchSet {
-		finalBranch = branch != nil
-	}
-	if providerSet {
-		finalProvider = provider != nil
-	}
-	if !finalRepo && (finalBranch || finalProvider) {
-		loc, msg := "selected_branch", "selected_branch and git_provider need selected_repository"
-		if repoSet {
-			loc, msg = "selected_repository", "clearing selected_repository needs selected_branch and git_provider cleared too"
-		}
-		errs = append(errs, strictjson.Error{Loc: []any{"body", loc}, Type: "value_error", Msg: msg})
-	}
-	if len(errs) == 0 && titleSet {
-		secrets, err := a.conv.Secrets(r.Context(), c)
-		if err != nil {
-			writeErr(w, err)
-			return
-		}
-		for _, msg := range acs.TitleText.Leaks(*title, secrets) {
-			errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "value_error", Msg: msg})
-		}
-	}
+	u, errs := req.Validate()
 	if len(errs) > 0 {
 		httpjson.WriteValidation(w, errs)
 		return
 	}
-	c, err = a.conv.Update(r.Context(), c, conversations.Update{
-		Title:              conversations.Field[string]{Set: titleSet, Value: title},
-		SelectedRepository: conversations.Field[string]{Set: repoSet, Value: repo},
-		SelectedBranch:     conversations.Field[string]{Set: branchSet, Value: branch},
-		GitProvider:        conversations.Field[string]{Set: providerSet, Value: provider},
-		Public:             conversations.Field[bool]{Set: publicSet, Value: public},
-	})
+	c, err = a.conv.Update(r.Context(), c, u)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -13,10 +13,12 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
+	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // Service provides conversations over a store and the sandbox lifecycle.
@@ -104,27 +106,25 @@ func (s *Service) GetEvents(ctx context.Context, convID string, ids []string) ([
 	return s.Store.GetEvents(ctx, convID, ids)
 }
 
-// Field is an optional, nullable field of a partial update: Set says
-// whether it was given, a nil Value clears it.
-type Field[T any] struct {
-	Set   bool
-	Value *T
-}
-
-// Update is a validated partial update of a conversation (PATCH).
-type Update struct {
-	// Title renames the conversation (never nil when Set).
-	Title              Field[string]
-	SelectedRepository Field[string]
-	SelectedBranch     Field[string]
-	GitProvider        Field[string]
-	Public             Field[bool]
-}
-
 // Update applies u to conversation c (read by Get) and returns it as
 // stored. A new title is the user's (acs.Conversation.RenameByUser) and is
 // passed on to the agent server, best effort, when the sandbox is running.
-func (s *Service) Update(ctx context.Context, c acs.Conversation, u Update) (acs.Conversation, error) {
+// It refuses with a strictjson.Errors, changing nothing, an update that
+// leaves a branch or provider without a repository, and a title holding
+// the value of one of c's secrets.
+func (s *Service) Update(ctx context.Context, c acs.Conversation, u acs.ConversationUpdate) (acs.Conversation, error) {
+	if errs := needsRepository(c, u); len(errs) > 0 {
+		return c, errs
+	}
+	if u.Title.Set {
+		secrets, err := s.Secrets(ctx, c)
+		if err != nil {
+			return c, err
+		}
+		if errs := v1wire.TitleLeaks(*u.Title.Value, secrets); len(errs) > 0 {
+			return c, errs
+		}
+	}
 	c, err := s.Store.UpdateConversation(ctx, c.ID, func(conv *acs.Conversation) error {
 		if u.Title.Set {
 			// Reports the agent server made before it has this title no
@@ -160,6 +160,30 @@ func (s *Service) Update(ctx context.Context, c acs.Conversation, u Update) (acs
 		}
 	}
 	return c, nil
+}
+
+// needsRepository refuses an update that leaves c with a branch or a
+// provider but no repository, as a start request is refused.
+func needsRepository(c acs.Conversation, u acs.ConversationUpdate) strictjson.Errors {
+	repo, branch, provider := c.SelectedRepository != nil, c.SelectedBranch != nil, c.GitProvider != nil
+	if u.SelectedRepository.Set {
+		repo = u.SelectedRepository.Value != nil
+	}
+	if u.SelectedBranch.Set {
+		branch = u.SelectedBranch.Value != nil
+	}
+	if u.GitProvider.Set {
+		provider = u.GitProvider.Value != nil
+	}
+	if repo || (!branch && !provider) {
+		return nil
+	}
+	if u.SelectedRepository.Set {
+		return strictjson.Errors{{Loc: []any{"body", "selected_repository"}, Type: "value_error",
+			Msg: "clearing selected_repository needs selected_branch and git_provider cleared too"}}
+	}
+	return strictjson.Errors{{Loc: []any{"body", "selected_branch"}, Type: "value_error",
+		Msg: "selected_branch and git_provider need selected_repository"}}
 }
 
 // Secrets are the secrets of c: its owner's stored secrets and its start
