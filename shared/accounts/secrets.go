@@ -20,7 +20,7 @@ func (s *Service) Secrets(ctx context.Context, ownerID string) ([]acs.Secret, er
 // acs.ErrConflict when the user has a secret of that name.
 func (s *Service) CreateSecret(ctx context.Context, ownerID, name, value string, description *string) (acs.Secret, error) {
 	if _, err := s.Store.GetSecret(ctx, ownerID, name); err == nil {
-		return acs.Secret{}, acs.Errorf(acs.ECONFLICT, "A secret named %s exists; update it with PUT /api/v1/secrets/%s", name, name)
+		return acs.Secret{}, acs.Errorf(acs.ECONFLICT, "A secret named %s exists; update it with %s", name, acs.RouteUpdateSecret.Ref(name))
 	} else if !errors.Is(err, acs.ErrNotFound) {
 		return acs.Secret{}, err
 	}

@@ -62,8 +62,8 @@ func goldenErrorCases(t *testing.T) []struct {
 		// Conflicts.
 		{"conflict/id-unavailable", fmt.Errorf("%s: %w", "conversation_id is not available; choose another id or leave it out to get a generated one", acs.ErrConflict)},
 		{"conflict/sandbox-id-in-use", fmt.Errorf("sandbox id %s is already in use: %w", "sb1", acs.ErrConflict)},
-		{"conflict/not-ready", fmt.Errorf("Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly: %w",
-			acs.SandboxStarting, "sb1", acs.ErrConflict)},
+		{"conflict/not-ready", fmt.Errorf("Sandbox is %s. Use %s to resume it first, or retry shortly: %w",
+			acs.SandboxStarting, acs.RouteResumeSandbox.Ref("sb1"), acs.ErrConflict)},
 		// Read-only sandboxes.
 		{"gone/archived", usable(acs.Sandbox{Status: acs.SandboxMissing})},
 		{"gone/sandbox-route", fmt.Errorf("Sandbox %s no longer exists; its conversations are read-only: %w", "sb1", acs.ErrGone)},
@@ -74,7 +74,7 @@ func goldenErrorCases(t *testing.T) []struct {
 		{"invalid/start-request", fmt.Errorf("start request: %v: %w", errors.New("body.title: String should have at most 200 characters"), acs.ErrInvalid)},
 		{"invalid/unknown-spec", fmt.Errorf("unknown sandbox spec %q: %w", "gpu", acs.ErrInvalid)},
 		// Limits and outages.
-		{"capacity/running-cap", fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later: %w", 2, acs.ErrCapacity)},
+		{"capacity/running-cap", fmt.Errorf("You have %d running sandboxes, the most allowed. Pause or delete one (%s), or retry later: %w", 2, acs.RoutePauseSandbox.Ref(), acs.ErrCapacity)},
 		{"storage-full/store", fmt.Errorf("store %s: %w: %w", "/data/acs.db", syscall.ENOSPC, acs.ErrStorageFull)},
 		{"unavailable/queue", fmt.Errorf("queue start task: %w", acs.ErrUnavailable)},
 		{"unavailable/adapter", fmt.Errorf("dynamodb PutItem: %w: %w", errors.New("ThrottlingException: rate exceeded"), acs.ErrUnavailable)},

@@ -10,11 +10,17 @@ import (
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
+// taskJSON is the task as the API shows it; its details read with the
+// routes they refer to written out (v1wire.WithRoutes).
 func taskJSON(t acs.StartTask) v1wire.StartTask {
 	owner := t.OwnerID
-	out := v1wire.StartTask{ID: t.ID, CreatedByUserID: &owner, Status: string(t.Status), Detail: t.Detail,
+	out := v1wire.StartTask{ID: t.ID, CreatedByUserID: &owner, Status: string(t.Status),
 		AppConversationID: t.AppConversationID, SandboxID: t.SandboxID, AgentServerURL: t.AgentServerURL,
 		Request: t.Request, CreatedAt: events.At(t.CreatedAt), UpdatedAt: events.At(t.UpdatedAt)}
+	if t.Detail != nil {
+		d := v1wire.WithRoutes(*t.Detail)
+		out.Detail = &d
+	}
 	if t.Placement != "" {
 		p := t.Placement
 		out.Placement = &p
@@ -22,7 +28,7 @@ func taskJSON(t acs.StartTask) v1wire.StartTask {
 	for _, s := range t.Steps {
 		sj := v1wire.Step{Status: string(s.Status), StartedAt: events.At(s.StartedAt)}
 		if s.Detail != "" {
-			d := s.Detail
+			d := v1wire.WithRoutes(s.Detail)
 			sj.Detail = &d
 		}
 		out.Steps = append(out.Steps, sj)

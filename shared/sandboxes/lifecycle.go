@@ -87,7 +87,7 @@ const claimGrace = 30 * time.Second
 
 // capacityError is the 429 answer at the cap.
 func capacityError(n int) error {
-	return acs.Errorf(acs.ECAPACITY, "You have %d running sandboxes, the most allowed. Pause or delete one (POST /api/v1/sandboxes/{id}/pause), or retry later", n)
+	return acs.Errorf(acs.ECAPACITY, "You have %d running sandboxes, the most allowed. Pause or delete one (%s), or retry later", n, acs.RoutePauseSandbox.Ref())
 }
 
 // usage is a listing of an owner's sandboxes, for the cap.
@@ -469,8 +469,8 @@ func (l *Lifecycle) AwaitReady(ctx context.Context, sb acs.Sandbox, wait time.Du
 			return Readiness{Sandbox: sb}, sb.Usable()
 		}
 		if !l.now().Before(deadline) {
-			return Readiness{Sandbox: sb}, acs.Errorf(acs.ECONFLICT, "Sandbox is %s. Use POST /api/v1/sandboxes/%s/resume to resume it first, or retry shortly",
-				sb.Status, sb.ID)
+			return Readiness{Sandbox: sb}, acs.Errorf(acs.ECONFLICT, "Sandbox is %s. Use %s to resume it first, or retry shortly",
+				sb.Status, acs.RouteResumeSandbox.Ref(sb.ID))
 		}
 		select {
 		case <-ctx.Done():

@@ -87,7 +87,7 @@ func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings
 	if settings.LLMAPIKeySealed != "" {
 		k, err := w.Sealer.Open(settings.LLMAPIKeySealed)
 		if err != nil {
-			return nil, failf("your saved LLM API key does not open (was the server key changed?); save it again with POST /api/v1/settings")
+			return nil, failf("your saved LLM API key does not open (was the server key changed?); save it again with %s", acs.RouteUpdateSettings.Ref())
 		}
 		llmCfg.APIKey = &k
 	}

@@ -248,7 +248,7 @@ func (w *Worker) prepareFailed(req v1wire.StartRequest, work string, code int, o
 	hint := ""
 	low := strings.ToLower(msg)
 	if strings.Contains(low, "authentication") || strings.Contains(low, "could not read username") || strings.Contains(low, "403") || strings.Contains(low, "401") {
-		hint = fmt.Sprintf(" The repository needs credentials: set the %s secret (in the start request's secrets, or stored with POST /api/v1/secrets).", gitTokenNames(req.GitProvider)[0])
+		hint = fmt.Sprintf(" The repository needs credentials: set the %s secret (in the start request's secrets, or stored with %s).", gitTokenNames(req.GitProvider)[0], acs.RouteCreateSecret.Ref())
 	}
 	if code == -1 {
 		msg = "timed out after " + cfg.CloneTimeout.String()

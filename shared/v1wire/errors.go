@@ -74,6 +74,7 @@ func ErrorResponse(err error) (status int, header http.Header, body []byte) {
 	if e == nil {
 		e = &acs.Error{Code: acs.EINTERNAL, Message: acs.DefaultMessage(acs.EINTERNAL)}
 	}
+	e.Message = WithRoutes(e.Message)
 	row := StatusOf(e.Code)
 	header = http.Header{}
 	header.Set("Content-Type", "application/json")
