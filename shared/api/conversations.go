@@ -163,12 +163,8 @@ func (a *API) updateConversation(w http.ResponseWriter, r *http.Request) {
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
-	u, errs := req.Validate()
-	if len(errs) > 0 {
-		httpjson.WriteValidation(w, errs)
-		return
-	}
-	c, err = a.conv.Update(r.Context(), c, u)
+	u, invalid := req.Validate()
+	c, err = a.conv.Update(r.Context(), c, u, invalid)
 	if err != nil {
 		writeErr(w, err)
 		return

@@ -109,11 +109,13 @@ func (s *Service) GetEvents(ctx context.Context, convID string, ids []string) ([
 // Update applies u to conversation c (read by Get) and returns it as
 // stored. A new title is the user's (acs.Conversation.RenameByUser) and is
 // passed on to the agent server, best effort, when the sandbox is running.
-// It refuses with a strictjson.Errors, changing nothing, an update that
+// Invalid are the problems of the request's fields, found by its
+// Validate: Update refuses them together with its own in one
+// strictjson.Errors and changes nothing. Its own are an update that
 // leaves a branch or provider without a repository, and a title holding
 // the value of one of c's secrets.
-func (s *Service) Update(ctx context.Context, c acs.Conversation, u acs.ConversationUpdate) (acs.Conversation, error) {
-	if errs := needsRepository(c, u); len(errs) > 0 {
+func (s *Service) Update(ctx context.Context, c acs.Conversation, u acs.ConversationUpdate, invalid strictjson.Errors) (acs.Conversation, error) {
+	if errs := append(invalid, needsRepository(c, u)...); len(errs) > 0 {
 		return c, errs
 	}
 	if u.Title.Set {

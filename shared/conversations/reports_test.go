@@ -129,7 +129,7 @@ func TestReportConversation(t *testing.T) {
 		s, store := newService(t)
 		sb, parent, _, _ := seed(t, store)
 		title := "mine"
-		_, err := s.Update(ctx, parent, acs.ConversationUpdate{Title: acs.Field[string]{Set: true, Value: &title}})
+		_, err := s.Update(ctx, parent, acs.ConversationUpdate{Title: acs.Field[string]{Set: true, Value: &title}}, nil)
 		must(t, err)
 		old, agentTitle := received.Add(-time.Hour), "the agent's"
 		must(t, s.ReportConversation(ctx, sb, conversations.Report{ID: parent.ID, ExecutionStatus: "finished", Title: &agentTitle, UpdatedAt: &old}, received))

@@ -20,7 +20,7 @@ import (
 
 // Validate checks the fields of a PATCH of a conversation: their types, a
 // title of 1 to 200 characters, and valid repository, branch and provider
-// values. The update is meant only when there are no problems.
+// values. The update holds the fields that are valid.
 func (r *UpdateRequest) Validate() (acs.ConversationUpdate, strictjson.Errors) {
 	var errs strictjson.Errors
 	var u acs.ConversationUpdate
