@@ -200,11 +200,6 @@ func (s *Service) Secrets(ctx context.Context, c acs.Conversation) (map[string]s
 	return startflow.MergeSecrets(ctx, s.Store, s.Sealer, c.OwnerID, sealed)
 }
 
-// StoredSecrets are the owner's stored secrets (opened).
-func (s *Service) StoredSecrets(ctx context.Context, ownerID string) (map[string]string, error) {
-	return startflow.MergeSecrets(ctx, s.Store, s.Sealer, ownerID, nil)
-}
-
 // Transcript calls each for every stored event of conversation convID, in
 // order. The first page is read before begin is called, so an error
 // before begin (started false) means nothing was produced; an error after
