@@ -14,8 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/sandbox/bashapi"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -33,7 +32,7 @@ type Agent struct {
 func NewAgent(baseURL, sessionKey string, opts ...Option) *Agent {
 	t := transport{base: strings.TrimRight(baseURL, "/"), http: http.DefaultClient, retry: DefaultRetry}
 	if sessionKey != "" {
-		t.auth = func(r *http.Request) { r.Header.Set("X-Session-API-Key", sessionKey) }
+		t.auth = func(r *http.Request) { r.Header.Set(agentwire.SessionKeyHeader, sessionKey) }
 	}
 	for _, o := range opts {
 		o(&t)
@@ -56,30 +55,30 @@ func (a *Agent) get(ctx context.Context, path string, q url.Values, out any) err
 }
 
 // CreateConversation starts a conversation on the agent server.
-func (a *Agent) CreateConversation(ctx context.Context, req *wire.StartConversationRequest) (wire.ConversationInfo, error) {
-	var out wire.ConversationInfo
+func (a *Agent) CreateConversation(ctx context.Context, req *agentwire.StartConversationRequest) (agentwire.ConversationInfo, error) {
+	var out agentwire.ConversationInfo
 	err := a.t.call(ctx, request{method: http.MethodPost, path: "/api/conversations", body: req}, &out)
 	return out, err
 }
 
 // GetConversation returns one conversation (ENOTFOUND when unknown).
-func (a *Agent) GetConversation(ctx context.Context, id string) (wire.ConversationInfo, error) {
-	var out wire.ConversationInfo
+func (a *Agent) GetConversation(ctx context.Context, id string) (agentwire.ConversationInfo, error) {
+	var out agentwire.ConversationInfo
 	err := a.get(ctx, "/api/conversations/"+escape(id), nil, &out)
 	return out, err
 }
 
 // GetConversations returns the conversations of ids in their order (nil:
 // unknown).
-func (a *Agent) GetConversations(ctx context.Context, convIDs ...string) ([]*wire.ConversationInfo, error) {
-	var out []*wire.ConversationInfo
+func (a *Agent) GetConversations(ctx context.Context, convIDs ...string) ([]*agentwire.ConversationInfo, error) {
+	var out []*agentwire.ConversationInfo
 	err := a.get(ctx, "/api/conversations", url.Values{"ids": convIDs}, &out)
 	return out, err
 }
 
 // SearchConversations returns one page of the server's conversations.
-func (a *Agent) SearchConversations(ctx context.Context, f Filter) (v1wire.Page[wire.ConversationInfo], error) {
-	var p v1wire.Page[wire.ConversationInfo]
+func (a *Agent) SearchConversations(ctx context.Context, f Filter) (v1wire.Page[agentwire.ConversationInfo], error) {
+	var p v1wire.Page[agentwire.ConversationInfo]
 	err := a.get(ctx, "/api/conversations/search", f, &p)
 	return p, err
 }
@@ -92,14 +91,14 @@ func (a *Agent) CountConversations(ctx context.Context, f Filter) (int, error) {
 }
 
 // SendMessage sends a message to a conversation. It is never retried.
-func (a *Agent) SendMessage(ctx context.Context, id string, req *wire.SendMessageRequest) error {
+func (a *Agent) SendMessage(ctx context.Context, id string, req *agentwire.SendMessageRequest) error {
 	return a.t.call(ctx, request{method: http.MethodPost, path: "/api/conversations/" + escape(id) + "/events", body: req}, nil)
 }
 
 // FinalResponse returns the text the agent finished the conversation
 // with ("" while it has not finished).
 func (a *Agent) FinalResponse(ctx context.Context, id string) (string, error) {
-	var out wire.FinalResponse
+	var out agentwire.FinalResponse
 	err := a.get(ctx, "/api/conversations/"+escape(id)+"/agent_final_response", nil, &out)
 	return out.Response, err
 }
@@ -124,8 +123,8 @@ func (a *Agent) CountEvents(ctx context.Context, convID string, f Filter) (int, 
 
 // ExecuteBash runs a command in the sandbox and waits for it (bounded by
 // its timeout). It is never retried.
-func (a *Agent) ExecuteBash(ctx context.Context, req *bashapi.ExecuteBashRequest) (bashapi.BashOutput, error) {
-	var out bashapi.BashOutput
+func (a *Agent) ExecuteBash(ctx context.Context, req *agentwire.ExecuteBashRequest) (agentwire.BashOutput, error) {
+	var out agentwire.BashOutput
 	err := a.t.call(ctx, request{method: http.MethodPost, path: "/api/bash/execute_bash_command", body: req}, &out)
 	return out, err
 }
@@ -200,7 +199,7 @@ func (a *Agent) Subscribe(ctx context.Context, convID string, o SubscribeOptions
 			u := strings.Replace(a.t.base, "http", "ws", 1) + "/sockets/events/" + escape(convID) + "?" + q.Encode()
 			h := http.Header{}
 			if a.key != "" {
-				h.Set("X-Session-API-Key", a.key)
+				h.Set(agentwire.SessionKeyHeader, a.key)
 			}
 			conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: h})
 			if err == nil {

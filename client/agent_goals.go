@@ -4,19 +4,19 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // StartGoal starts a goal loop in a conversation: the agent works toward
 // objective, a judge audits each run, until the objective is complete or
 // maxIterations rounds ran (0: the server's default, 10; at most
-// wire.MaxGoalIterations). The loop's progress is the conversation's goal
+// agentwire.MaxGoalIterations). The loop's progress is the conversation's goal
 // (ConversationInfo.Goal) and its "goal" state-update events. A 400 for an
 // empty objective, 422 for maxIterations out of range, 409 while a run or
 // goal loop is in progress, 404 for an unknown conversation. It is never
 // retried.
 func (a *Agent) StartGoal(ctx context.Context, convID, objective string, maxIterations int) error {
-	req := wire.StartGoalRequest{Objective: objective}
+	req := agentwire.StartGoalRequest{Objective: objective}
 	if maxIterations != 0 {
 		req.MaxIterations = &maxIterations
 	}
@@ -39,9 +39,9 @@ func (a *Agent) StopGoal(ctx context.Context, convID string) error {
 // eventID, or to the empty tree when eventID is nil: the next turn branches
 // from there. It returns the conversation's info; a 404 for an unknown
 // conversation or event.
-func (a *Agent) Navigate(ctx context.Context, convID string, eventID *string) (wire.ConversationInfo, error) {
-	var out wire.ConversationInfo
+func (a *Agent) Navigate(ctx context.Context, convID string, eventID *string) (agentwire.ConversationInfo, error) {
+	var out agentwire.ConversationInfo
 	err := a.t.call(ctx, request{method: http.MethodPost, path: "/api/conversations/" + escape(convID) + "/navigate",
-		body: &wire.NavigateConversationRequest{EventID: eventID}, idempotent: true}, &out)
+		body: &agentwire.NavigateConversationRequest{EventID: eventID}, idempotent: true}, &out)
 	return out, err
 }

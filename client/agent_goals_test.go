@@ -13,8 +13,8 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // newScriptedAgentServer is newAgentServer with the LLM's script given.
@@ -39,9 +39,9 @@ func isGoalJudge(r *llmtest.Request) bool {
 }
 
 // waitConversation polls the conversation until ok accepts it.
-func waitConversation(t *testing.T, a *client.Agent, id string, ok func(wire.ConversationInfo) bool) wire.ConversationInfo {
+func waitConversation(t *testing.T, a *client.Agent, id string, ok func(agentwire.ConversationInfo) bool) agentwire.ConversationInfo {
 	t.Helper()
-	var info wire.ConversationInfo
+	var info agentwire.ConversationInfo
 	if !testwait.Until(20*time.Second, func() bool {
 		var err error
 		info, err = a.GetConversation(context.Background(), id)
@@ -74,9 +74,9 @@ func TestAgentGoalEndToEnd(t *testing.T) {
 	if err := a.StartGoal(ctx, conv.ID, "Write a poem with a title", 3); err != nil {
 		t.Fatal(err)
 	}
-	info := waitConversation(t, a, conv.ID, func(i wire.ConversationInfo) bool { return i.Goal != nil && !i.Goal.Active })
+	info := waitConversation(t, a, conv.ID, func(i agentwire.ConversationInfo) bool { return i.Goal != nil && !i.Goal.Active })
 	g := info.Goal
-	if g.Status != wire.GoalComplete || g.Iteration != 2 || g.MaxIterations != 3 || g.Verdict == nil || !g.Verdict.Complete {
+	if g.Status != agentwire.GoalComplete || g.Iteration != 2 || g.MaxIterations != 3 || g.Verdict == nil || !g.Verdict.Complete {
 		t.Fatalf("goal: %+v", g)
 	}
 	var statuses []string
@@ -85,7 +85,7 @@ func TestAgentGoalEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		if su, ok := ev.(*events.ConversationStateUpdateEvent); ok && su.Key == "goal" {
-			var st wire.GoalStatus
+			var st agentwire.GoalStatus
 			if err := json.Unmarshal(su.Value, &st); err != nil {
 				t.Fatal(err)
 			}
@@ -114,11 +114,11 @@ func TestAgentNavigateEndToEnd(t *testing.T) {
 	}
 	turn := func(text string) string {
 		t.Helper()
-		if err := a.SendMessage(ctx, conv.ID, &wire.SendMessageRequest{Role: events.RoleUser,
+		if err := a.SendMessage(ctx, conv.ID, &agentwire.SendMessageRequest{Role: events.RoleUser,
 			Content: []events.Content{events.TextItem(text)}, Run: true}); err != nil {
 			t.Fatal(err)
 		}
-		info := waitConversation(t, a, conv.ID, func(i wire.ConversationInfo) bool { return i.ExecutionStatus == wire.StatusFinished })
+		info := waitConversation(t, a, conv.ID, func(i agentwire.ConversationInfo) bool { return i.ExecutionStatus == agentwire.StatusFinished })
 		return *info.LeafEventID
 	}
 	first := turn("one")

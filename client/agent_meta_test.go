@@ -13,9 +13,9 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/agentwire"
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -67,7 +67,7 @@ func TestAgentMetadataProfilesAndSwitching(t *testing.T) {
 	key := "sk-client-profile-key-42"
 	cfg := llmconfig.Default()
 	cfg.Model, cfg.BaseURL, cfg.APIKey, cfg.NumRetries = "openai/profile-model", &llm.URL, &key, 0
-	if m, err := a.SaveProfile(ctx, "main", &wire.SaveProfileRequest{LLM: cfg}); err != nil || m.Name != "main" {
+	if m, err := a.SaveProfile(ctx, "main", &agentwire.SaveProfileRequest{LLM: cfg}); err != nil || m.Name != "main" {
 		t.Fatalf("save %+v %v", m, err)
 	}
 	if _, err := a.ActivateProfile(ctx, "main"); err != nil {
@@ -119,7 +119,7 @@ func TestAgentMetadataProfilesAndSwitching(t *testing.T) {
 	}
 	if !testwait.Until(10*time.Second, func() bool {
 		got, err := a.GetConversation(ctx, info.ID)
-		return err == nil && got.Agent.LLM.Model == "openai/profile-model" && got.ExecutionStatus != wire.StatusRunning
+		return err == nil && got.Agent.LLM.Model == "openai/profile-model" && got.ExecutionStatus != agentwire.StatusRunning
 	}) {
 		t.Fatal("switch_profile not shown")
 	}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/acs-project/acs/sandbox/skills"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // GetBashEvents returns the bash events with the given ids (32 hex digits
@@ -36,22 +36,11 @@ func (a *Agent) DownloadTrajectory(ctx context.Context, convID string) ([]byte, 
 	return a.t.bytes(ctx, request{method: http.MethodGet, path: "/api/file/download-trajectory/" + escape(convID), idempotent: true})
 }
 
-// InstallSkillRequest is the body of InstallSkill: Source is an absolute
-// path in the sandbox, a git URL or github:owner/repo[/path]; Ref a branch
-// or tag; RepoPath the skill's directory in the repository; Force replaces
-// an installed skill of the same name.
-type InstallSkillRequest struct {
-	Source   string  `json:"source"`
-	Ref      *string `json:"ref,omitempty"`
-	RepoPath *string `json:"repo_path,omitempty"`
-	Force    bool    `json:"force"`
-}
-
 // InstallSkill installs a skill on the agent server (409 when installed
 // and not Force, 400 when the source cannot be fetched, 422 without a valid
 // SKILL.md). It is never retried.
-func (a *Agent) InstallSkill(ctx context.Context, req InstallSkillRequest) (skills.InstalledSkill, error) {
-	var out skills.InstalledSkill
+func (a *Agent) InstallSkill(ctx context.Context, req agentwire.InstallSkillRequest) (agentwire.InstalledSkill, error) {
+	var out agentwire.InstalledSkill
 	body, err := json.Marshal(req)
 	if err != nil {
 		return out, err
@@ -61,17 +50,17 @@ func (a *Agent) InstallSkill(ctx context.Context, req InstallSkillRequest) (skil
 }
 
 // InstalledSkills lists the installed skills, sorted by name.
-func (a *Agent) InstalledSkills(ctx context.Context) ([]skills.InstalledSkill, error) {
+func (a *Agent) InstalledSkills(ctx context.Context) ([]agentwire.InstalledSkill, error) {
 	var out struct {
-		Skills []skills.InstalledSkill `json:"skills"`
+		Skills []agentwire.InstalledSkill `json:"skills"`
 	}
 	err := a.get(ctx, "/api/skills/installed", nil, &out)
 	return out.Skills, err
 }
 
 // InstalledSkill returns one installed skill (404 when not installed).
-func (a *Agent) InstalledSkill(ctx context.Context, name string) (skills.InstalledSkill, error) {
-	var out skills.InstalledSkill
+func (a *Agent) InstalledSkill(ctx context.Context, name string) (agentwire.InstalledSkill, error) {
+	var out agentwire.InstalledSkill
 	err := a.get(ctx, "/api/skills/installed/"+escape(name), nil, &out)
 	return out, err
 }
@@ -90,9 +79,9 @@ func (a *Agent) UninstallSkill(ctx context.Context, name string) error {
 
 // RefreshSkill fetches an installed skill again from its source and
 // returns it as now installed (404 when not installed).
-func (a *Agent) RefreshSkill(ctx context.Context, name string) (skills.InstalledSkill, error) {
+func (a *Agent) RefreshSkill(ctx context.Context, name string) (agentwire.InstalledSkill, error) {
 	var out struct {
-		Skill skills.InstalledSkill `json:"skill"`
+		Skill agentwire.InstalledSkill `json:"skill"`
 	}
 	err := a.t.call(ctx, request{method: http.MethodPost, path: "/api/skills/installed/" + escape(name) + "/refresh"}, &out)
 	return out.Skill, err

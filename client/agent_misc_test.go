@@ -15,7 +15,7 @@ import (
 
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/testwait"
-	"github.com/acs-project/acs/sandbox/bashapi"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // TestAgentGetBashEvents runs a command through the typed client and reads
@@ -24,7 +24,7 @@ func TestAgentGetBashEvents(t *testing.T) {
 	ag, _, _ := newAgentServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	out, err := ag.ExecuteBash(ctx, &bashapi.ExecuteBashRequest{Command: "echo batch", Timeout: 30})
+	out, err := ag.ExecuteBash(ctx, &agentwire.ExecuteBashRequest{Command: "echo batch", Timeout: 30})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +128,11 @@ func TestAgentInstalledSkills(t *testing.T) {
 		}
 	}
 	write("first")
-	sk, err := ag.InstallSkill(ctx, client.InstallSkillRequest{Source: src})
+	sk, err := ag.InstallSkill(ctx, agentwire.InstallSkillRequest{Source: src})
 	if err != nil || sk.Name != "note-taking" || !sk.Enabled || sk.Description != "first" {
 		t.Fatalf("install: %+v %v", sk, err)
 	}
-	if _, err := ag.InstallSkill(ctx, client.InstallSkillRequest{Source: src}); client.StatusOf(err) != 409 {
+	if _, err := ag.InstallSkill(ctx, agentwire.InstallSkillRequest{Source: src}); client.StatusOf(err) != 409 {
 		t.Fatalf("install twice: %v", err)
 	}
 	if err := ag.SetSkillEnabled(ctx, "note-taking", false); err != nil {

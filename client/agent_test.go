@@ -17,8 +17,8 @@ import (
 	"github.com/acs-project/acs/internal/netdrop"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 const sessionKey = "client-test-session-key"
@@ -42,9 +42,9 @@ func newAgentServer(t *testing.T) (*client.Agent, string, *llmtest.Server) {
 }
 
 // startRequestFor is an agent server start request using llm.
-func startRequestFor(t *testing.T, llm *llmtest.Server, workdir string) *wire.StartConversationRequest {
+func startRequestFor(t *testing.T, llm *llmtest.Server, workdir string) *agentwire.StartConversationRequest {
 	t.Helper()
-	var req wire.StartConversationRequest
+	var req agentwire.StartConversationRequest
 	body := `{"agent":{"kind":"Agent","tools":[],"llm":{"model":"openai/test-model","base_url":"` + llm.URL +
 		`","api_key":"sk-test","num_retries":0,"usage_id":"agent"}},"workspace":{"working_dir":"` + workdir + `"}}`
 	if err := strictjson.Unmarshal([]byte(body), &req); err != nil {

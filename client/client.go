@@ -1,7 +1,7 @@
 // Package client is a typed Go client of ACS: the V1 API of the control
 // plane (Client, under /api/v1) and the API of the agent server that runs in
 // each sandbox (Agent). Requests and responses are the types the servers
-// use (shared/v1wire, sandbox/wire, events), never copies; every method
+// use (shared/v1wire, sandbox/agentwire, events), never copies; every method
 // takes a context first.
 //
 // An error answer becomes an *Error whose cause is the domain error

@@ -10,9 +10,9 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/boltstore"
@@ -105,8 +105,8 @@ func ctxFor(t *testing.T, d time.Duration) context.Context {
 }
 
 // message is a user message of text.
-func message(text string) *wire.SendMessageRequest {
-	return &wire.SendMessageRequest{Role: "user", Content: []events.Content{&events.TextContent{Text: text}}, Run: true}
+func message(text string) *agentwire.SendMessageRequest {
+	return &agentwire.SendMessageRequest{Role: "user", Content: []events.Content{&events.TextContent{Text: text}}, Run: true}
 }
 
 // startRequest starts a conversation with an initial message.

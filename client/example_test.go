@@ -8,7 +8,7 @@ import (
 
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -17,7 +17,7 @@ import (
 func example(ctx context.Context, apiKey string) error {
 	c := client.New("http://localhost:3000", apiKey) // the V1 API, as the key's user
 	task, err := c.StartConversationAndWait(ctx, &v1wire.StartRequest{
-		InitialMessage: &wire.SendMessageRequest{Role: "user", Run: true,
+		InitialMessage: &agentwire.SendMessageRequest{Role: "user", Run: true,
 			Content: []events.Content{&events.TextContent{Text: "Create hello.txt"}}},
 	}, time.Second) // streams the start until READY (polling each second if the stream ends early; ERROR: client.ErrStartFailed)
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/acs-project/acs/sandbox/wire/settingsschema"
+	"github.com/acs-project/acs/sandbox/agentwire/settingsschema"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acs-project/acs/sandbox/gitreview"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -312,8 +311,8 @@ func (c *Client) ReadFile(ctx context.Context, id, path string) (string, error) 
 
 // GitChanges lists the changed files of the conversation's repository at
 // path ("" for its project directory).
-func (c *Client) GitChanges(ctx context.Context, id, path string) ([]gitreview.Change, error) {
-	var out []gitreview.Change
+func (c *Client) GitChanges(ctx context.Context, id, path string) ([]agentwire.GitChange, error) {
+	var out []agentwire.GitChange
 	var q url.Values
 	if path != "" {
 		q = url.Values{"path": {path}}
@@ -323,8 +322,8 @@ func (c *Client) GitChanges(ctx context.Context, id, path string) ([]gitreview.C
 }
 
 // GitDiff returns the diff of one file of the conversation's repository.
-func (c *Client) GitDiff(ctx context.Context, id, path string) (gitreview.Diff, error) {
-	var out gitreview.Diff
+func (c *Client) GitDiff(ctx context.Context, id, path string) (agentwire.GitDiff, error) {
+	var out agentwire.GitDiff
 	err := c.get(ctx, "/app-conversations/"+escape(id)+"/git/diff", url.Values{"path": {path}}, &out)
 	return out, err
 }
@@ -509,7 +508,7 @@ func (c *Client) RevokeSessions(ctx context.Context, userID string) (int, error)
 }
 
 // Success is the answer of the routes that answer {"success": true}.
-type Success = wire.Success
+type Success = agentwire.Success
 
 // pages yields the items of every page get returns, following
 // next_page_id; f's own page_id is where it starts.

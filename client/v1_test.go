@@ -12,7 +12,7 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
-	"github.com/acs-project/acs/sandbox/bashapi"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -131,7 +131,7 @@ func TestConversationThroughTheClient(t *testing.T) {
 	if l, err := agent.GetConversations(ctx, id); err != nil || len(l) != 1 || l[0] == nil {
 		t.Fatalf("agent GetConversations: %v %v", l, err)
 	}
-	out, err := agent.ExecuteBash(ctx, &bashapi.ExecuteBashRequest{Command: "mkdir -p notes && printf 'from bash' > notes/a.txt && pwd", Timeout: 30})
+	out, err := agent.ExecuteBash(ctx, &agentwire.ExecuteBashRequest{Command: "mkdir -p notes && printf 'from bash' > notes/a.txt && pwd", Timeout: 30})
 	if err != nil || out.ExitCode == nil || *out.ExitCode != 0 || out.Stdout == nil {
 		t.Fatalf("ExecuteBash: %+v %v", out, err)
 	}

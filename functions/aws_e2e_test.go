@@ -24,8 +24,8 @@ import (
 	"github.com/acs-project/acs/client"
 	acsevents "github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/api"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -83,8 +83,8 @@ func stepsOf(tk acs.StartTask) string {
 	return strings.Join(s, ",")
 }
 
-func msg(text string) *wire.SendMessageRequest {
-	return &wire.SendMessageRequest{Role: "user", Content: []acsevents.Content{&acsevents.TextContent{Text: text}}, Run: true}
+func msg(text string) *agentwire.SendMessageRequest {
+	return &agentwire.SendMessageRequest{Role: "user", Content: []acsevents.Content{&acsevents.TextContent{Text: text}}, Run: true}
 }
 
 // TestAWSEndToEnd drives the AWS deployment through API Gateway: start →

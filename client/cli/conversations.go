@@ -15,7 +15,7 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -76,8 +76,8 @@ func (s secretFlags) Set(v string) error {
 	return nil
 }
 
-func textMessage(text string, run bool) *wire.SendMessageRequest {
-	return &wire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(text)}, Run: run}
+func textMessage(text string, run bool) *agentwire.SendMessageRequest {
+	return &agentwire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(text)}, Run: run}
 }
 
 func runStart(ctx context.Context, a *app, args []string) error {

@@ -17,8 +17,8 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // The crash-recovery rule of the agent server (issue 3): after the process
@@ -233,7 +233,7 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var start wire.StartConversationRequest // decoded as the server decodes it
+	var start agentwire.StartConversationRequest // decoded as the server decodes it
 	if err := strictjson.Unmarshal(req, &start); err != nil {
 		t.Fatal(err)
 	}
@@ -342,7 +342,7 @@ func TestAgentServerSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// 5. The conversation continues: a new message runs it to finished.
-	err = s2.api.SendMessage(t.Context(), id, &wire.SendMessageRequest{Role: "user",
+	err = s2.api.SendMessage(t.Context(), id, &agentwire.SendMessageRequest{Role: "user",
 		Content: []events.Content{events.TextItem("The server restarted; please wrap up.")}, Run: true})
 	s2.ok(err, 200, "send message after the restart")
 	testwait.For(t, 30*time.Second, "the conversation to finish after the restart", func() bool { return s2.status(id) == "finished" })

@@ -18,7 +18,7 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/internal/testwait"
-	"github.com/acs-project/acs/sandbox/bashapi"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/sandbox/tools/mcp/mcptest"
 )
@@ -160,7 +160,7 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	// 3. The bash API (what a client's IDE terminal and the setup step use).
 	// Its output may come in several events: join them.
 	agent := client.NewAgent(agentBase, key, client.WithHTTPClient(&http.Client{Timeout: 60 * time.Second}))
-	final, err := agent.ExecuteBash(t.Context(), &bashapi.ExecuteBashRequest{Command: credProbe, Timeout: bashapi.DefaultTimeout})
+	final, err := agent.ExecuteBash(t.Context(), &agentwire.ExecuteBashRequest{Command: credProbe, Timeout: agentwire.DefaultBashTimeout})
 	if err != nil {
 		t.Fatalf("bash API: %v", err)
 	}
@@ -168,7 +168,7 @@ func TestSandboxToolsNeverSeeTheSessionKey(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bash events of the probe: %v", err)
 	}
-	outputs := make([]bashapi.BashOutput, len(page.Items))
+	outputs := make([]agentwire.BashOutput, len(page.Items))
 	for i, raw := range page.Items {
 		if err := json.Unmarshal(raw, &outputs[i]); err != nil {
 			t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
-	"github.com/acs-project/acs/sandbox/bashapi"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // pid1Sandbox is `acs agent-server` run as the sandbox image runs it: the
@@ -148,7 +148,7 @@ func (s *pid1Sandbox) sh(script string) string {
 	s.t.Helper()
 	out := filepath.Join(s.work, fmt.Sprintf("out-%d.txt", time.Now().UnixNano()))
 	agent := client.NewAgent(s.base, s.key, client.WithHTTPClient(&http.Client{Timeout: 90 * time.Second}))
-	final, err := agent.ExecuteBash(s.t.Context(), &bashapi.ExecuteBashRequest{Command: "{\n" + script + "\n} > " + out + " 2>&1", Timeout: 60})
+	final, err := agent.ExecuteBash(s.t.Context(), &agentwire.ExecuteBashRequest{Command: "{\n" + script + "\n} > " + out + " 2>&1", Timeout: 60})
 	if err != nil {
 		s.t.Fatalf("bash API: %v; log:\n%s", err, s.logText())
 	}

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/acs-project/acs/sandbox/gitreview"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 )
 
@@ -132,7 +132,7 @@ func TestReviewRoutesBadPaths(t *testing.T) {
 	list, err := s.api(apiKey).GitChanges(t.Context(), conv, "")
 	s.ok(err, 200, "git changes")
 	hasPath := func(p string) bool {
-		return slices.ContainsFunc(list, func(c gitreview.Change) bool { return c.Path == p })
+		return slices.ContainsFunc(list, func(c agentwire.GitChange) bool { return c.Path == p })
 	}
 	if !hasPath("big.bin") || !hasPath("adir/notes.txt") {
 		t.Fatalf("git changes: %+v", list)

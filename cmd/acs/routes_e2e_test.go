@@ -13,7 +13,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/gittest"
 	"github.com/acs-project/acs/internal/testwait"
-	"github.com/acs-project/acs/sandbox/gitreview"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -319,7 +319,7 @@ func TestConversationRoutes(t *testing.T) {
 	}
 	changes, err := admin.GitChanges(ctx, id, "")
 	s.ok(err, 200, "git changes")
-	if !slices.ContainsFunc(changes, func(c gitreview.Change) bool { return strings.Contains(c.Path, "main.go") }) {
+	if !slices.ContainsFunc(changes, func(c agentwire.GitChange) bool { return strings.Contains(c.Path, "main.go") }) {
 		t.Fatalf("git changes %+v", changes)
 	}
 	diff, err := admin.GitDiff(ctx, id, "main.go")

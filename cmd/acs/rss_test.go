@@ -17,8 +17,8 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 func rssMB(pid int) float64 {
@@ -176,7 +176,7 @@ func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
 	agent := client.NewAgent(base, "k")
 	ids := make([]string, n)
 	for i := range ids {
-		var req wire.StartConversationRequest // decoded as the server decodes it
+		var req agentwire.StartConversationRequest // decoded as the server decodes it
 		body := fmt.Sprintf(`{"agent":{"llm":{"model":"m","base_url":%q,"num_retries":0},"tools":[{"name":"terminal"},{"name":"file_editor"}]},`+
 			`"workspace":{"working_dir":%q},"initial_message":{"role":"user","content":[{"type":"text","text":"hello"}]}}`,
 			llm.URL, filepath.Join(dir, "w", fmt.Sprint(i)))
@@ -191,7 +191,7 @@ func agentServerRSS(tb testing.TB, n int) (idle, loaded float64) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
-		var info wire.ConversationInfo
+		var info agentwire.ConversationInfo
 		var err error
 		testwait.Until(time.Until(deadline), func() bool {
 			info, err = agent.GetConversation(context.Background(), id)

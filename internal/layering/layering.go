@@ -12,7 +12,7 @@
 //     adapter, and nothing imports the wiring;
 //   - the two halves meet only in neutral packages, events/... and
 //     internal/... (which import nothing of shared/, sandbox/ or the
-//     wiring), and in the agent-server wire types, sandbox/wire/... (the
+//     wiring), and in the agent-server wire types, sandbox/agentwire/... (the
 //     one part of sandbox/ the control plane may import; types only,
 //     without net/http);
 //   - sandbox/... imports nothing of shared/ or the wiring, and no AWS or
@@ -39,7 +39,7 @@ var Adapters = []string{
 
 // SharedWire are the sandbox packages the control plane may import: the
 // agent server's wire types.
-var SharedWire = []string{"sandbox/wire"}
+var SharedWire = []string{"sandbox/agentwire"}
 
 // foreignToSandbox are import-path prefixes of the AWS and Kubernetes
 // packages sandbox/... may not link.

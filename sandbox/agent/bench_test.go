@@ -11,9 +11,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // BenchmarkLoopOverheadPerStep measures what one agent step costs besides
@@ -33,22 +33,22 @@ import (
 func BenchmarkLoopOverheadPerStep(b *testing.B) {
 	b.Run("no-secrets", func(b *testing.B) { loopOverhead(b, nil) })
 	b.Run("with-secrets", func(b *testing.B) {
-		loopOverhead(b, map[string]wire.SecretSource{
+		loopOverhead(b, map[string]agentwire.SecretSource{
 			"A": {Kind: "StaticSecret", Value: "alpha-secret-value-1"}, "B": {Kind: "StaticSecret", Value: "bravo-secret-value-2"},
 			"C": {Kind: "StaticSecret", Value: "charlie-secret-3"}, "D": {Kind: "StaticSecret", Value: "delta-secret-value-4"},
 			"E": {Kind: "StaticSecret", Value: "echo-secret-value-5"}})
 	})
 }
 
-func loopOverhead(b *testing.B, secrets map[string]wire.SecretSource) {
+func loopOverhead(b *testing.B, secrets map[string]agentwire.SecretSource) {
 	srv := llmtest.New(llmtest.Reply{Repeat: true, ToolCalls: []llmtest.ToolCall{{Name: "think", Arguments: map[string]any{"thought": "step"}}}})
 	defer srv.Close()
 	cfg := llm.DefaultConfig()
 	cfg.BaseURL, cfg.NumRetries = &srv.URL, 0
 	dir := b.TempDir()
 	steps := b.N
-	req := wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: steps, StuckDetection: false,
+	req := agentwire.StartConversationRequest{Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: steps, StuckDetection: false,
 		Secrets: secrets}
 	c, err := Create(context.Background(), uuid.New(), req, Options{Dir: filepath.Join(dir, "conv")})
 	if err != nil {
@@ -58,7 +58,7 @@ func loopOverhead(b *testing.B, secrets map[string]wire.SecretSource) {
 	floor := fsyncFloor(b, dir)
 	b.ResetTimer()
 	start := time.Now()
-	if _, err := c.SendMessage(context.Background(), wire.SendMessageRequest{Role: "user",
+	if _, err := c.SendMessage(context.Background(), agentwire.SendMessageRequest{Role: "user",
 		Content: []events.Content{events.TextItem("loop")}, Run: true}); err != nil {
 		b.Fatal(err)
 	}

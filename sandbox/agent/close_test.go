@@ -16,9 +16,9 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // slowReceiver is how long each OnChange and OnSecrets call takes in
@@ -32,7 +32,7 @@ type callbacks struct {
 	inFlight, most, afterClose atomic.Int32
 	closed                     *atomic.Bool
 	mu                         sync.Mutex
-	seen                       []wire.ExecutionStatus
+	seen                       []agentwire.ExecutionStatus
 }
 
 func (cb *callbacks) call(c *agent.Conversation) {
@@ -49,7 +49,7 @@ func (cb *callbacks) call(c *agent.Conversation) {
 	time.Sleep(slowReceiver)
 }
 
-func (cb *callbacks) last() wire.ExecutionStatus {
+func (cb *callbacks) last() agentwire.ExecutionStatus {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
 	if len(cb.seen) == 0 {
@@ -74,9 +74,9 @@ func TestCloseWaitsForEverythingItStarted(t *testing.T) {
 	cfg := llm.DefaultConfig()
 	cfg.BaseURL, cfg.NumRetries = &srv.URL, 0
 	dir := t.TempDir()
-	req := wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg, Tools: []wire.ToolRef{{Name: "terminal"}}},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10,
-		Secrets: map[string]wire.SecretSource{"FIRST": {Kind: "StaticSecret", Value: "first-secret-value"}}}
+	req := agentwire.StartConversationRequest{Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg, Tools: []agentwire.ToolRef{{Name: "terminal"}}},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10,
+		Secrets: map[string]agentwire.SecretSource{"FIRST": {Kind: "StaticSecret", Value: "first-secret-value"}}}
 	var closed atomic.Bool
 	changes, secrets := &callbacks{closed: &closed}, &callbacks{closed: &closed}
 	c, err := agent.Create(ctx, uuid.New(), req, agent.Options{Dir: filepath.Join(dir, "conv"),
@@ -84,7 +84,7 @@ func TestCloseWaitsForEverythingItStarted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SendMessage(ctx, wire.SendMessageRequest{Role: "user",
+	if _, err := c.SendMessage(ctx, agentwire.SendMessageRequest{Role: "user",
 		Content: []events.Content{events.TextItem("go")}, Run: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,13 +93,13 @@ func TestCloseWaitsForEverythingItStarted(t *testing.T) {
 	if err := c.WaitIdle(wctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Status(); s != wire.StatusFinished {
+	if s := c.Status(); s != agentwire.StatusFinished {
 		t.Fatalf("status %s after the run, want finished", s)
 	}
 	testwait.For(t, 10*time.Second, "an OnChange call that sees the finished status", func() bool {
-		return changes.inFlight.Load() == 0 && changes.last() == wire.StatusFinished
+		return changes.inFlight.Load() == 0 && changes.last() == agentwire.StatusFinished
 	})
-	if err := c.UpdateSecrets(ctx, map[string]wire.SecretSource{"SECOND": {Kind: "StaticSecret", Value: "second-secret-value"}}); err != nil {
+	if err := c.UpdateSecrets(ctx, map[string]agentwire.SecretSource{"SECOND": {Kind: "StaticSecret", Value: "second-secret-value"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Close(); err != nil {

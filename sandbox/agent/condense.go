@@ -8,15 +8,15 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/sandbox/agent/history"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // ErrNoCondenser is returned by RequestCondensation without a condenser.
 var ErrNoCondenser = errors.New("this conversation has no condenser configured")
 
 // condenser returns the summarizing condenser, or nil.
-func (c *Conversation) condenser() *wire.Condenser {
+func (c *Conversation) condenser() *agentwire.Condenser {
 	cd := c.meta.Request.Agent.Condenser
 	if cd == nil || cd.Kind != "LLMSummarizingCondenser" || cd.LLM == nil {
 		return nil

@@ -11,9 +11,9 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Two condensations asked for at once of an idle conversation condense
@@ -33,17 +33,17 @@ func TestConcurrentCondensationsCondenseOnce(t *testing.T) {
 	summarizer := cfg
 	summarizer.Model = "summarizer"
 	dir := t.TempDir()
-	c, err := agent.Create(ctx, uuid.New(), wire.StartConversationRequest{
-		Agent: &wire.Agent{Kind: "Agent", LLM: cfg,
-			Condenser: &wire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer, MaxSize: 100, KeepFirst: 2}},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10},
+	c, err := agent.Create(ctx, uuid.New(), agentwire.StartConversationRequest{
+		Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg,
+			Condenser: &agentwire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer, MaxSize: 100, KeepFirst: 2}},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10},
 		agent.Options{Dir: filepath.Join(dir, "conv")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	for range 4 {
-		if _, err := c.SendMessage(ctx, wire.SendMessageRequest{Role: "user", Run: true,
+		if _, err := c.SendMessage(ctx, agentwire.SendMessageRequest{Role: "user", Run: true,
 			Content: []events.Content{events.TextItem("hello")}}); err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 	"errors"
 
 	"github.com/acs-project/acs/events"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // ErrNotWaiting is returned when a confirmation answer arrives while nothing
@@ -81,7 +81,7 @@ func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, r
 		if c.closed {
 			return ErrClosed
 		}
-		if c.st.ExecutionStatus != wire.StatusWaitingForConfirmation {
+		if c.st.ExecutionStatus != agentwire.StatusWaitingForConfirmation {
 			if accept && c.running {
 				return nil
 			}
@@ -103,13 +103,13 @@ func (c *Conversation) RespondToConfirmation(ctx context.Context, accept bool, r
 		if err := c.emit(ctx, rejections...); err != nil {
 			return err
 		}
-		return c.setStatus(ctx, wire.StatusIdle)
+		return c.setStatus(ctx, agentwire.StatusIdle)
 	})
 }
 
 // SetConfirmationPolicy changes the policy at once; the change is persisted
 // and emitted as a confirmation_policy state update.
-func (c *Conversation) SetConfirmationPolicy(ctx context.Context, p wire.ConfirmationPolicy) error {
+func (c *Conversation) SetConfirmationPolicy(ctx context.Context, p agentwire.ConfirmationPolicy) error {
 	return call(c, func() error {
 		if c.closed {
 			return ErrClosed

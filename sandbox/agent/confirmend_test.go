@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // A confirmation accepted while the run that waits for it is ending (it
@@ -25,10 +25,10 @@ func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
 	defer srv.Close()
 	cfg := llm.DefaultConfig()
 	cfg.BaseURL, cfg.NumRetries = &srv.URL, 0
-	always := wire.ConfirmationPolicy{Kind: "AlwaysConfirm"}
+	always := agentwire.ConfirmationPolicy{Kind: "AlwaysConfirm"}
 	dir := t.TempDir()
-	c, err := Create(ctx, uuid.New(), wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10, ConfirmationPolicy: &always},
+	c, err := Create(ctx, uuid.New(), agentwire.StartConversationRequest{Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10, ConfirmationPolicy: &always},
 		Options{Dir: filepath.Join(dir, "conv")})
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
 	if err := c.WaitIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if s := c.Status(); s != wire.StatusWaitingForConfirmation {
+	if s := c.Status(); s != agentwire.StatusWaitingForConfirmation {
 		t.Fatalf("status %s, want waiting_for_confirmation", s)
 	}
 	// The waiting run in its last moment.
@@ -66,7 +66,7 @@ func TestConfirmationAcceptedAsTheWaitingRunEnds(t *testing.T) {
 			}
 		}
 	})
-	if len(results) != 2 || results["call_1_1"] != 1 || results["call_1_2"] != 1 || c.Status() != wire.StatusFinished {
+	if len(results) != 2 || results["call_1_1"] != 1 || results["call_1_2"] != 1 || c.Status() != agentwire.StatusFinished {
 		t.Fatalf("observations per tool call %v, status %s; want one for each of call_1_1 and call_1_2, finished", results, c.Status())
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agent/history"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/hooks"
@@ -31,7 +32,6 @@ import (
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Errors returned by conversation operations.
@@ -50,11 +50,11 @@ const (
 
 // meta is what a conversation was created with, plus its editable metadata.
 type meta struct {
-	ID        string                        `json:"id"`
-	Request   wire.StartConversationRequest `json:"request"`
-	Title     *string                       `json:"title"`
-	Tags      map[string]string             `json:"tags"`
-	CreatedAt events.Time                   `json:"created_at"`
+	ID        string                             `json:"id"`
+	Request   agentwire.StartConversationRequest `json:"request"`
+	Title     *string                            `json:"title"`
+	Tags      map[string]string                  `json:"tags"`
+	CreatedAt events.Time                        `json:"created_at"`
 	// ForkedFrom and ForkedFromEvent record where a fork came from.
 	ForkedFrom      *string `json:"forked_from"`
 	ForkedFromEvent *string `json:"forked_from_event"`
@@ -65,27 +65,27 @@ type meta struct {
 
 // state is the mutable runtime state.
 type state struct {
-	ExecutionStatus          wire.ExecutionStatus    `json:"execution_status"`
-	ConfirmationPolicy       wire.ConfirmationPolicy `json:"confirmation_policy"`
-	LastUserMessageID        *string                 `json:"last_user_message_id"`
-	Stats                    wire.Stats              `json:"stats"`
-	ActivatedKnowledgeSkills []string                `json:"activated_knowledge_skills"`
-	SystemPromptEmitted      bool                    `json:"system_prompt_emitted"`
-	DynamicContext           string                  `json:"dynamic_context"`
-	LastPromptTokens         int64                   `json:"last_prompt_tokens"`
-	NudgedFor                string                  `json:"nudged_for"`
-	SecurityAnalyzer         json.RawMessage         `json:"security_analyzer" acs:"nullable"`
-	AgentState               map[string]string       `json:"agent_state"`
-	BlockedActions           map[string]string       `json:"blocked_actions" acs:"nullable"`
-	BlockedMessages          map[string]string       `json:"blocked_messages" acs:"nullable"`
-	UpdatedAt                events.Time             `json:"updated_at"`
+	ExecutionStatus          agentwire.ExecutionStatus    `json:"execution_status"`
+	ConfirmationPolicy       agentwire.ConfirmationPolicy `json:"confirmation_policy"`
+	LastUserMessageID        *string                      `json:"last_user_message_id"`
+	Stats                    agentwire.Stats              `json:"stats"`
+	ActivatedKnowledgeSkills []string                     `json:"activated_knowledge_skills"`
+	SystemPromptEmitted      bool                         `json:"system_prompt_emitted"`
+	DynamicContext           string                       `json:"dynamic_context"`
+	LastPromptTokens         int64                        `json:"last_prompt_tokens"`
+	NudgedFor                string                       `json:"nudged_for"`
+	SecurityAnalyzer         json.RawMessage              `json:"security_analyzer" acs:"nullable"`
+	AgentState               map[string]string            `json:"agent_state"`
+	BlockedActions           map[string]string            `json:"blocked_actions" acs:"nullable"`
+	BlockedMessages          map[string]string            `json:"blocked_messages" acs:"nullable"`
+	UpdatedAt                events.Time                  `json:"updated_at"`
 
 	// UnannouncedSecrets are the names of secrets added after the system
 	// prompt was sent; the next user message tells the LLM about them.
 	UnannouncedSecrets []string `json:"unannounced_secrets"`
 
 	// Goal is the status of the goal loop (see goal.go).
-	Goal *wire.GoalStatus `json:"goal"`
+	Goal *agentwire.GoalStatus `json:"goal"`
 }
 
 // Transient is a frame sent to live subscribers only (never persisted).
@@ -200,7 +200,7 @@ type Conversation struct {
 
 	// snapshot is what Info and Status return, published after each op:
 	// they read it without asking the owner.
-	snapshot atomic.Pointer[wire.ConversationInfo]
+	snapshot atomic.Pointer[agentwire.ConversationInfo]
 
 	// goroutines runs every goroutine the conversation starts (goAsync);
 	// Close waits for them.
@@ -225,7 +225,7 @@ func (e *WorkingDirError) Unwrap() error { return e.Err }
 // Create makes a new conversation in opts.Dir from req (already validated)
 // and returns it idle. The directory must not hold a conversation yet. A
 // working directory that cannot be created is a *WorkingDirError.
-func Create(ctx context.Context, id uuid.UUID, req wire.StartConversationRequest, opts Options) (*Conversation, error) {
+func Create(ctx context.Context, id uuid.UUID, req agentwire.StartConversationRequest, opts Options) (*Conversation, error) {
 	if err := os.MkdirAll(req.Workspace.WorkingDir, 0o755); err != nil {
 		return nil, &WorkingDirError{Err: err}
 	}
@@ -382,7 +382,7 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 		return nil, err
 	}
 	if c.st.Stats.UsageToMetrics == nil {
-		c.st.Stats.UsageToMetrics = map[string]*wire.Metrics{}
+		c.st.Stats.UsageToMetrics = map[string]*agentwire.Metrics{}
 	}
 	if c.st.AgentState == nil {
 		c.st.AgentState = map[string]string{}
@@ -409,13 +409,13 @@ func Load(ctx context.Context, opts Options) (*Conversation, error) {
 
 // initialState is the state of a conversation created from req at now:
 // idle, with the request's confirmation policy and security analyzer.
-func initialState(req wire.StartConversationRequest, now events.Time) state {
-	policy := wire.NeverConfirm()
+func initialState(req agentwire.StartConversationRequest, now events.Time) state {
+	policy := agentwire.NeverConfirm()
 	if req.ConfirmationPolicy != nil {
 		policy = *req.ConfirmationPolicy
 	}
-	return state{ExecutionStatus: wire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
-		Stats: wire.Stats{UsageToMetrics: map[string]*wire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
+	return state{ExecutionStatus: agentwire.StatusIdle, ConfirmationPolicy: policy, UpdatedAt: now,
+		Stats: agentwire.Stats{UsageToMetrics: map[string]*agentwire.Metrics{}}, SecurityAnalyzer: req.SecurityAnalyzer,
 		AgentState: map[string]string{}, BlockedActions: map[string]string{}, BlockedMessages: map[string]string{}}
 }
 
@@ -518,7 +518,7 @@ func (c *Conversation) recover(ctx context.Context) error {
 }
 
 func (c *Conversation) recoverRun(ctx context.Context) error {
-	if c.st.ExecutionStatus != wire.StatusRunning {
+	if c.st.ExecutionStatus != agentwire.StatusRunning {
 		return nil
 	}
 	var orphans []events.Event
@@ -529,19 +529,19 @@ func (c *Conversation) recoverRun(ctx context.Context) error {
 	if err := c.emit(ctx, orphans...); err != nil {
 		return err
 	}
-	return c.setStatus(ctx, wire.StatusError)
+	return c.setStatus(ctx, agentwire.StatusError)
 }
 
 // Request returns a copy of the request the conversation was created with
 // (secrets included: never serve it).
-func (c *Conversation) Request() wire.StartConversationRequest {
+func (c *Conversation) Request() agentwire.StartConversationRequest {
 	return call(c, c.request)
 }
 
-func (c *Conversation) request() wire.StartConversationRequest {
+func (c *Conversation) request() agentwire.StartConversationRequest {
 	r := c.meta.Request
 	if r.Secrets != nil {
-		s := make(map[string]wire.SecretSource, len(r.Secrets))
+		s := make(map[string]agentwire.SecretSource, len(r.Secrets))
 		for k, v := range r.Secrets {
 			s[k] = v
 		}
@@ -579,7 +579,7 @@ func (c *Conversation) Dir() string { return c.dir }
 func (c *Conversation) Log() *eventlog.Log { return c.log }
 
 // Status returns the execution status. It does not wait for the owner.
-func (c *Conversation) Status() wire.ExecutionStatus { return c.snapshot.Load().ExecutionStatus }
+func (c *Conversation) Status() agentwire.ExecutionStatus { return c.snapshot.Load().ExecutionStatus }
 
 // Running reports whether a run is in progress.
 func (c *Conversation) Running() bool {
@@ -656,7 +656,7 @@ func (c *Conversation) emitState(ctx context.Context, key string, value any) err
 
 // setStatus changes the execution status, persists it and emits the
 // state update. No-op when unchanged.
-func (c *Conversation) setStatus(ctx context.Context, s wire.ExecutionStatus) error {
+func (c *Conversation) setStatus(ctx context.Context, s agentwire.ExecutionStatus) error {
 	if c.st.ExecutionStatus == s {
 		return nil
 	}
@@ -709,12 +709,12 @@ func (c *Conversation) replay(ev events.Event) {
 	case *events.ConversationStateUpdateEvent:
 		switch e.Key {
 		case "execution_status":
-			var v wire.ExecutionStatus
+			var v agentwire.ExecutionStatus
 			if decodeJSON(e.Value, &v) == nil {
 				c.st.ExecutionStatus = v
 			}
 		case "stats":
-			var v wire.Stats
+			var v agentwire.Stats
 			if decodeJSON(e.Value, &v) == nil && v.UsageToMetrics != nil {
 				c.st.Stats = v
 			}
@@ -724,7 +724,7 @@ func (c *Conversation) replay(ev events.Event) {
 				c.st.LastUserMessageID = &v
 			}
 		case "confirmation_policy":
-			var v wire.ConfirmationPolicy
+			var v agentwire.ConfirmationPolicy
 			if decodeJSON(e.Value, &v) == nil {
 				c.st.ConfirmationPolicy = v
 			}
@@ -749,7 +749,7 @@ func (c *Conversation) replay(ev events.Event) {
 				}
 			}
 		case "goal":
-			var v wire.GoalStatus
+			var v agentwire.GoalStatus
 			if decodeJSON(e.Value, &v) == nil {
 				c.st.Goal = &v
 			}
@@ -801,11 +801,11 @@ func (c *Conversation) broadcastFullState() {
 // Info returns the conversation's info with secrets redacted. It does
 // not wait for the owner. Its maps and slices are shared with other
 // callers: do not change them.
-func (c *Conversation) Info() wire.ConversationInfo { return *c.snapshot.Load() }
+func (c *Conversation) Info() agentwire.ConversationInfo { return *c.snapshot.Load() }
 
 // buildInfo is the info of the state as it is. Everything in it that
 // the state changes in place is a copy.
-func (c *Conversation) buildInfo() wire.ConversationInfo {
+func (c *Conversation) buildInfo() agentwire.ConversationInfo {
 	req := c.meta.Request
 	agentCfg := req.Agent.Redact()
 	combined := c.st.Stats.Combined()
@@ -814,7 +814,7 @@ func (c *Conversation) buildInfo() wire.ConversationInfo {
 		lastEvent = &head
 	}
 	tags := copyMap(c.meta.Tags)
-	info := wire.ConversationInfo{
+	info := agentwire.ConversationInfo{
 		ID: c.id.String(), Agent: agentCfg, Workspace: req.Workspace, PersistenceDir: c.dir,
 		MaxIterations: req.MaxIterations, StuckDetection: req.StuckDetection,
 		ExecutionStatus: c.st.ExecutionStatus, ConfirmationPolicy: c.st.ConfirmationPolicy,
@@ -823,7 +823,7 @@ func (c *Conversation) buildInfo() wire.ConversationInfo {
 		BlockedActions: copyMap(c.st.BlockedActions), BlockedMessages: copyMap(c.st.BlockedMessages),
 		LastUserMessageID: c.st.LastUserMessageID, LeafEventID: lastEvent,
 		Stats:          c.st.Stats.Clone(),
-		SecretRegistry: wire.SecretRegistry{SecretSources: wire.RedactSecrets(req.Secrets)},
+		SecretRegistry: agentwire.SecretRegistry{SecretSources: agentwire.RedactSecrets(req.Secrets)},
 		AgentState:     copyMap(c.st.AgentState), HookConfig: req.HookConfig, Goal: copyGoal(c.st.Goal),
 		Title: c.meta.Title, Metrics: &combined,
 		CreatedAt: c.meta.CreatedAt, UpdatedAt: c.st.UpdatedAt, Tags: tags,
@@ -833,10 +833,10 @@ func (c *Conversation) buildInfo() wire.ConversationInfo {
 		ClientTools: req.ClientTools,
 	}
 	if info.SecretRegistry.SecretSources == nil {
-		info.SecretRegistry.SecretSources = map[string]wire.SecretSource{}
+		info.SecretRegistry.SecretSources = map[string]agentwire.SecretSource{}
 	}
 	if req.ObservabilitySpanName != nil || req.ObservabilityTags != nil || req.ObservabilityMetadata != nil {
-		info.Observability = &wire.ObservabilityInfo{SpanName: req.ObservabilitySpanName, Tags: req.ObservabilityTags, Metadata: req.ObservabilityMetadata}
+		info.Observability = &agentwire.ObservabilityInfo{SpanName: req.ObservabilitySpanName, Tags: req.ObservabilityTags, Metadata: req.ObservabilityMetadata}
 	}
 	return info
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // What is asked of a run while it is ending (after the loop's last look
@@ -29,38 +29,38 @@ func TestWhatIsAskedAsARunEndsIsDone(t *testing.T) {
 		// want checks the conversation once the run that ended, and any
 		// it started, are over.
 		wantAgentReplies, wantCondensations int
-		wantStatus                          wire.ExecutionStatus
+		wantStatus                          agentwire.ExecutionStatus
 	}{
 		{name: "condensation", ask: func(t *testing.T, c *Conversation) {
 			if err := c.RequestCondensation(ctx); err != nil {
 				t.Fatal(err)
 			}
-		}, wantAgentReplies: 1, wantCondensations: 1, wantStatus: wire.StatusFinished},
+		}, wantAgentReplies: 1, wantCondensations: 1, wantStatus: agentwire.StatusFinished},
 		{name: "message that runs", ask: func(t *testing.T, c *Conversation) { sendRun(t, c, "and again") },
-			wantAgentReplies: 2, wantStatus: wire.StatusFinished},
+			wantAgentReplies: 2, wantStatus: agentwire.StatusFinished},
 		{name: "message that runs, then a condensation", ask: func(t *testing.T, c *Conversation) {
 			sendRun(t, c, "and again")
 			if err := c.RequestCondensation(ctx); err != nil {
 				t.Fatal(err)
 			}
-		}, wantAgentReplies: 2, wantCondensations: 1, wantStatus: wire.StatusFinished},
+		}, wantAgentReplies: 2, wantCondensations: 1, wantStatus: agentwire.StatusFinished},
 		{name: "message, then a pause", ask: func(t *testing.T, c *Conversation) {
 			sendRun(t, c, "and again")
 			if err := c.Pause(ctx); err != nil {
 				t.Fatal(err)
 			}
-		}, wantAgentReplies: 1, wantStatus: wire.StatusPaused},
+		}, wantAgentReplies: 1, wantStatus: agentwire.StatusPaused},
 		{name: "pause, then a message that runs", ask: func(t *testing.T, c *Conversation) {
 			// The run is paused as it runs (a finished one is not).
-			c.do(func() { c.st.ExecutionStatus = wire.StatusRunning })
+			c.do(func() { c.st.ExecutionStatus = agentwire.StatusRunning })
 			if err := c.Pause(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if c.Status() != wire.StatusPaused {
+			if c.Status() != agentwire.StatusPaused {
 				t.Fatalf("status %s after the pause", c.Status())
 			}
 			sendRun(t, c, "and again")
-		}, wantAgentReplies: 2, wantStatus: wire.StatusFinished},
+		}, wantAgentReplies: 2, wantStatus: agentwire.StatusFinished},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := finishedConversation(t)
@@ -108,9 +108,9 @@ func finishedConversation(t *testing.T) *Conversation {
 	summarizer := cfg
 	summarizer.Model = "summarizer"
 	dir := t.TempDir()
-	req := wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg,
-		Condenser: &wire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer, MaxSize: 100, KeepFirst: 2}},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10}
+	req := agentwire.StartConversationRequest{Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg,
+		Condenser: &agentwire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer, MaxSize: 100, KeepFirst: 2}},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10}
 	c, err := Create(context.Background(), uuid.New(), req, Options{Dir: filepath.Join(dir, "conv")})
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +125,7 @@ func finishedConversation(t *testing.T) *Conversation {
 
 func sendRun(t *testing.T, c *Conversation, text string) {
 	t.Helper()
-	if _, err := c.SendMessage(context.Background(), wire.SendMessageRequest{Role: "user",
+	if _, err := c.SendMessage(context.Background(), agentwire.SendMessageRequest{Role: "user",
 		Content: []events.Content{events.TextItem(text)}, Run: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,11 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/pathguard"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/procenv"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools/mcp"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Extensions: plugins, skills, hooks and MCP tool servers, prepared by the
@@ -33,7 +33,7 @@ const PluginFetchTimeout = 2 * time.Minute
 // extensions: hook_config, agent.mcp_config, the plugins' mcp_servers and
 // inline skills. Errors are located under "body" like strict decoding
 // errors, so the API answers them with 422.
-func ValidateExtensions(req wire.StartConversationRequest) strictjson.Errors {
+func ValidateExtensions(req agentwire.StartConversationRequest) strictjson.Errors {
 	var errs strictjson.Errors
 	prefix := func(base []any, err error) {
 		var se strictjson.Errors
@@ -77,13 +77,13 @@ func ValidateExtensions(req wire.StartConversationRequest) strictjson.Errors {
 
 // setupPlan is what the setup needs from the request, read on the owner.
 type setupPlan struct {
-	lookups  map[string]wire.SecretSource
+	lookups  map[string]agentwire.SecretSource
 	secrets  map[string]string // static values known at open
-	plugins  []wire.Plugin
+	plugins  []agentwire.Plugin
 	mcp      json.RawMessage
 	hookCfg  json.RawMessage
 	workDir  string
-	ctx      wire.AgentContext
+	ctx      agentwire.AgentContext
 	hasAgent bool
 }
 
@@ -92,11 +92,11 @@ func (p *setupPlan) slow() bool {
 	return len(p.lookups) > 0 || len(p.plugins) > 0 || (len(p.mcp) > 0 && string(p.mcp) != "null")
 }
 
-func (c *Conversation) plan(lookups map[string]wire.SecretSource) *setupPlan {
+func (c *Conversation) plan(lookups map[string]agentwire.SecretSource) *setupPlan {
 	req := c.meta.Request
 	p := &setupPlan{lookups: lookups, secrets: maps.Clone(c.secretVals), plugins: req.Plugins,
 		hookCfg: req.HookConfig, workDir: req.Workspace.WorkingDir,
-		ctx: wire.AgentContext{LoadUserSkills: true, LoadProjectSkills: true}}
+		ctx: agentwire.AgentContext{LoadUserSkills: true, LoadProjectSkills: true}}
 	if req.Agent != nil {
 		p.mcp = req.Agent.MCPConfig
 		if req.Agent.AgentContext != nil {
@@ -245,7 +245,7 @@ func jsonInner(s string) []byte {
 
 // fetchPlugin returns the plugin's directory: a local directory as is, a
 // git source cloned (once) into the conversation's directory.
-func (c *Conversation) fetchPlugin(ctx context.Context, i int, p wire.Plugin, workDir string) (string, error) {
+func (c *Conversation) fetchPlugin(ctx context.Context, i int, p agentwire.Plugin, workDir string) (string, error) {
 	src := p.Source
 	url := ""
 	switch {

@@ -13,9 +13,9 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // A subscriber receives full_state snapshots in the order they were
@@ -28,9 +28,9 @@ func TestFullStateSnapshotsArriveInOrder(t *testing.T) {
 	cfg := llm.DefaultConfig()
 	cfg.BaseURL = &srv.URL
 	dir := t.TempDir()
-	c, err := agent.Create(context.Background(), uuid.New(), wire.StartConversationRequest{
-		Agent:     &wire.Agent{Kind: "Agent", LLM: cfg},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10},
+	c, err := agent.Create(context.Background(), uuid.New(), agentwire.StartConversationRequest{
+		Agent:     &agentwire.Agent{Kind: "Agent", LLM: cfg},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10},
 		agent.Options{Dir: filepath.Join(dir, "conv")})
 	if err != nil {
 		t.Fatal(err)

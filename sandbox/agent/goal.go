@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // A goal loop pursues an objective inside the conversation: it sends the
@@ -73,11 +73,11 @@ func (c *Conversation) goalRunning() bool { return c.goalLoopRun != nil }
 
 // Goal returns a copy of the goal's status (nil when the conversation never
 // had a goal).
-func (c *Conversation) Goal() *wire.GoalStatus {
-	return call(c, func() *wire.GoalStatus { return copyGoal(c.st.Goal) })
+func (c *Conversation) Goal() *agentwire.GoalStatus {
+	return call(c, func() *agentwire.GoalStatus { return copyGoal(c.st.Goal) })
 }
 
-func copyGoal(g *wire.GoalStatus) *wire.GoalStatus {
+func copyGoal(g *agentwire.GoalStatus) *agentwire.GoalStatus {
 	if g == nil {
 		return nil
 	}
@@ -91,7 +91,7 @@ func copyGoal(g *wire.GoalStatus) *wire.GoalStatus {
 
 // StartGoal starts a goal loop toward objective with at most maxIterations
 // judge rounds (DefaultGoalIterations when 0, at most
-// wire.MaxGoalIterations) and returns once it is
+// agentwire.MaxGoalIterations) and returns once it is
 // started. Errors: ErrEmptyObjective, ErrGoalRunning while a run or another
 // goal loop is in progress, ErrClosed.
 func (c *Conversation) StartGoal(ctx context.Context, objective string, maxIterations int) error {
@@ -101,8 +101,8 @@ func (c *Conversation) StartGoal(ctx context.Context, objective string, maxItera
 	if maxIterations == 0 {
 		maxIterations = DefaultGoalIterations
 	}
-	if maxIterations < 1 || maxIterations > wire.MaxGoalIterations {
-		return fmt.Errorf("start goal: max_iterations must be 1 to %d", wire.MaxGoalIterations)
+	if maxIterations < 1 || maxIterations > agentwire.MaxGoalIterations {
+		return fmt.Errorf("start goal: max_iterations must be 1 to %d", agentwire.MaxGoalIterations)
 	}
 	if err := c.awaitSetup(ctx); err != nil {
 		return err
@@ -111,7 +111,7 @@ func (c *Conversation) StartGoal(ctx context.Context, objective string, maxItera
 		if err := c.goalStartable(); err != nil {
 			return err
 		}
-		st := &wire.GoalStatus{Active: true, Status: wire.GoalRunning, MaxIterations: maxIterations, Objective: objective}
+		st := &agentwire.GoalStatus{Active: true, Status: agentwire.GoalRunning, MaxIterations: maxIterations, Objective: objective}
 		return c.startGoal(ctx, st, objective)
 	})
 }
@@ -129,11 +129,11 @@ func (c *Conversation) ResumeGoal(ctx context.Context) error {
 			return err
 		}
 		g := c.st.Goal
-		if g == nil || g.Status == wire.GoalComplete || g.Status == wire.GoalCapped {
+		if g == nil || g.Status == agentwire.GoalComplete || g.Status == agentwire.GoalCapped {
 			return ErrNoResumableGoal
 		}
 		st := copyGoal(g)
-		st.Active, st.Status = true, wire.GoalRunning
+		st.Active, st.Status = true, agentwire.GoalRunning
 		return c.startGoal(ctx, st, resumePrompt)
 	})
 }
@@ -173,7 +173,7 @@ func (c *Conversation) goalStartable() error {
 
 // startGoal records st and starts the loop, whose first message is
 // first.
-func (c *Conversation) startGoal(ctx context.Context, st *wire.GoalStatus, first string) error {
+func (c *Conversation) startGoal(ctx context.Context, st *agentwire.GoalStatus, first string) error {
 	if err := c.setGoal(ctx, st); err != nil {
 		return err
 	}
@@ -186,7 +186,7 @@ func (c *Conversation) startGoal(ctx context.Context, st *wire.GoalStatus, first
 
 // setGoal stores the goal's status and emits it as a "goal" state
 // update.
-func (c *Conversation) setGoal(ctx context.Context, st *wire.GoalStatus) error {
+func (c *Conversation) setGoal(ctx context.Context, st *agentwire.GoalStatus) error {
 	c.st.Goal = copyGoal(st)
 	if err := c.saveState(); err != nil {
 		return err
@@ -210,7 +210,7 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 		close(g.done)
 	}()
 	// update changes the goal's status unless the conversation is closing.
-	update := func(f func(*wire.GoalStatus)) {
+	update := func(f func(*agentwire.GoalStatus)) {
 		c.do(func() {
 			if c.closed || c.st.Goal == nil {
 				return
@@ -222,10 +222,10 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 	}
 	interrupted := func(why string, err error) {
 		c.lg.Info("goal loop interrupted", "reason", why, "error", err)
-		update(func(st *wire.GoalStatus) { st.Active, st.Status = false, wire.GoalInterrupted })
+		update(func(st *agentwire.GoalStatus) { st.Active, st.Status = false, agentwire.GoalInterrupted })
 	}
 	for {
-		req := wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(message)}}
+		req := agentwire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(message)}}
 		if _, err := c.sendMessage(ctx, req); err != nil {
 			interrupted("send message", err)
 			return
@@ -243,7 +243,7 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 			return
 		}
 		switch s := c.Status(); s {
-		case wire.StatusPaused, wire.StatusError, wire.StatusWaitingForConfirmation:
+		case agentwire.StatusPaused, agentwire.StatusError, agentwire.StatusWaitingForConfirmation:
 			interrupted("run ended "+string(s), nil)
 			return
 		}
@@ -255,15 +255,15 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 		}
 		var round, limit int
 		done := false
-		update(func(st *wire.GoalStatus) {
+		update(func(st *agentwire.GoalStatus) {
 			st.Iteration++
 			round, limit = st.Iteration, st.MaxIterations
 			st.Verdict = &verdict
 			switch {
 			case verdict.Complete:
-				st.Active, st.Status, done = false, wire.GoalComplete, true
+				st.Active, st.Status, done = false, agentwire.GoalComplete, true
 			case st.Iteration >= st.MaxIterations:
-				st.Active, st.Status, done = false, wire.GoalCapped, true
+				st.Active, st.Status, done = false, agentwire.GoalCapped, true
 			}
 		})
 		if done || round == 0 {
@@ -281,7 +281,7 @@ func (c *Conversation) goalLoop(ctx context.Context, g *goalRun, message string)
 // judgeGoal asks the judge whether the objective is complete, from the
 // transcript of the active branch. Its usage is added to the stats under
 // goalJudgeUsageID.
-func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.GoalVerdict, error) {
+func (c *Conversation) judgeGoal(ctx context.Context, objective string) (agentwire.GoalVerdict, error) {
 	var (
 		view []events.Message
 		cfg  llm.Config
@@ -294,7 +294,7 @@ func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.Go
 		{Role: events.RoleUser, Content: []events.Content{events.TextItem(prompt)}}}}, nil)
 	endLLMSpan(span, resp, err)
 	if err != nil {
-		return wire.GoalVerdict{}, fmt.Errorf("goal judge: %w", err)
+		return agentwire.GoalVerdict{}, fmt.Errorf("goal judge: %w", err)
 	}
 	uerr := call(c, func() error {
 		usage, uerr := c.usageEvents(cfg, resp)
@@ -302,7 +302,7 @@ func (c *Conversation) judgeGoal(ctx context.Context, objective string) (wire.Go
 		return uerr
 	})
 	if err = errors.Join(err, uerr); err != nil {
-		return wire.GoalVerdict{}, err
+		return agentwire.GoalVerdict{}, err
 	}
 	return parseVerdict(resp.Content), nil
 }
@@ -331,15 +331,15 @@ var jsonObject = regexp.MustCompile(`(?s)\{.*\}`)
 
 // parseVerdict reads the judge's JSON answer (alone or inside other text).
 // An answer that cannot be read is a conservative "not complete".
-func parseVerdict(text string) wire.GoalVerdict {
+func parseVerdict(text string) agentwire.GoalVerdict {
 	var data map[string]any
 	text = strings.TrimSpace(text)
 	if json.Unmarshal([]byte(text), &data) != nil {
 		if m := jsonObject.FindString(text); m == "" || json.Unmarshal([]byte(m), &data) != nil {
-			return wire.GoalVerdict{Missing: "Judge verdict could not be parsed."}
+			return agentwire.GoalVerdict{Missing: "Judge verdict could not be parsed."}
 		}
 	}
-	v := wire.GoalVerdict{}
+	v := agentwire.GoalVerdict{}
 	if s, ok := data["score"].(float64); ok {
 		v.Score = min(1, max(0, s))
 	}
@@ -359,7 +359,7 @@ func parseVerdict(text string) wire.GoalVerdict {
 func (c *Conversation) recoverGoal(ctx context.Context) error {
 	if g := c.st.Goal; g != nil && g.Active {
 		st := copyGoal(g)
-		st.Active, st.Status = false, wire.GoalInterrupted
+		st.Active, st.Status = false, agentwire.GoalInterrupted
 		return c.setGoal(ctx, st)
 	}
 	return nil

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/hooks"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Hooks run at these points (reference semantics):
@@ -129,7 +129,7 @@ func (c *Conversation) tryFinish(ctx context.Context) reaction {
 	if c.kit.hooked(hooks.Stop) && c.stopDenials < maxStopDenials {
 		return reaction{stopHook: true, final: c.hist.FinalResponse()}
 	}
-	return reaction{done: true, finished: true, err: c.setStatus(ctx, wire.StatusFinished)}
+	return reaction{done: true, finished: true, err: c.setStatus(ctx, agentwire.StatusFinished)}
 }
 
 // askStopHooks runs the stop hooks on final, the agent's final response,
@@ -145,6 +145,6 @@ func (c *Conversation) askStopHooks(ctx context.Context, final string) (bool, er
 				LLMMessage: events.Message{Role: events.RoleUser, Content: []events.Content{events.TextItem(
 					"A stop hook asked you to continue before finishing: " + res.Reason)}}})
 		}
-		return true, c.setStatus(ctx, wire.StatusFinished)
+		return true, c.setStatus(ctx, agentwire.StatusFinished)
 	})
 }

@@ -12,9 +12,9 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Info and Status, read without asking the owner, equal the info of the state
@@ -30,8 +30,8 @@ func TestInfoIsPublishedAfterEveryChange(t *testing.T) {
 	cfg := llm.DefaultConfig()
 	cfg.BaseURL, cfg.NumRetries = &srv.URL, 0
 	dir := t.TempDir()
-	req := wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg, Tools: []wire.ToolRef{{Name: "terminal"}}},
-		Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10}
+	req := agentwire.StartConversationRequest{Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg, Tools: []agentwire.ToolRef{{Name: "terminal"}}},
+		Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "work")}, MaxIterations: 10}
 	opts := Options{Dir: filepath.Join(dir, "conv")}
 	c, err := Create(ctx, uuid.New(), req, opts)
 	if err != nil {
@@ -47,12 +47,12 @@ func TestInfoIsPublishedAfterEveryChange(t *testing.T) {
 	}
 	send := func(text string, run bool) func(t *testing.T) error {
 		return func(t *testing.T) error {
-			_, err := c.SendMessage(ctx, wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(text)}, Run: run})
+			_, err := c.SendMessage(ctx, agentwire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(text)}, Run: run})
 			idle(t)
 			return err
 		}
 	}
-	title, always := "a title", wire.ConfirmationPolicy{Kind: "AlwaysConfirm"}
+	title, always := "a title", agentwire.ConfirmationPolicy{Kind: "AlwaysConfirm"}
 	for _, op := range []struct {
 		name string
 		do   func(t *testing.T) error
@@ -60,7 +60,7 @@ func TestInfoIsPublishedAfterEveryChange(t *testing.T) {
 		{"create", func(*testing.T) error { return nil }},
 		{"message that runs", send("go", true)},
 		{"update", func(*testing.T) error {
-			return c.Update(ctx, wire.UpdateConversationRequest{Title: &title, Tags: map[string]string{"k": "v"}})
+			return c.Update(ctx, agentwire.UpdateConversationRequest{Title: &title, Tags: map[string]string{"k": "v"}})
 		}},
 		{"confirmation policy", func(*testing.T) error { return c.SetConfirmationPolicy(ctx, always) }},
 		{"security analyzer", func(*testing.T) error {
@@ -72,14 +72,14 @@ func TestInfoIsPublishedAfterEveryChange(t *testing.T) {
 			return c.SwitchLLM(ctx, next)
 		}},
 		{"secrets", func(*testing.T) error {
-			return c.UpdateSecrets(ctx, map[string]wire.SecretSource{"TOKEN": {Kind: "StaticSecret", Value: "token-value-123"}})
+			return c.UpdateSecrets(ctx, map[string]agentwire.SecretSource{"TOKEN": {Kind: "StaticSecret", Value: "token-value-123"}})
 		}},
 		{"mark forked", func(*testing.T) error { return c.MarkForked(uuid.NewString(), "", nil) }},
 		{"message", send("later", false)},
 		{"navigate", func(*testing.T) error { return c.Navigate(ctx, nil) }},
 		{"pause", func(*testing.T) error { return c.Pause(ctx) }},
 		{"interrupt", func(*testing.T) error { return c.Interrupt(ctx) }},
-		{"never confirm", func(*testing.T) error { return c.SetConfirmationPolicy(ctx, wire.NeverConfirm()) }},
+		{"never confirm", func(*testing.T) error { return c.SetConfirmationPolicy(ctx, agentwire.NeverConfirm()) }},
 		{"goal", func(t *testing.T) error {
 			if err := c.StartGoal(ctx, "say the goal is met", 1); err != nil {
 				return err

@@ -12,11 +12,11 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agent/history"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/hooks"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/skills"
 	"github.com/acs-project/acs/sandbox/tools"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // SendMessage appends a user message. A finished or stuck conversation
@@ -25,7 +25,7 @@ import (
 //
 // A goal loop in progress is stopped first: the user's message supersedes
 // it (it can be resumed).
-func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequest) (*events.MessageEvent, error) {
+func (c *Conversation) SendMessage(ctx context.Context, req agentwire.SendMessageRequest) (*events.MessageEvent, error) {
 	if err := c.StopGoal(ctx); err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func (c *Conversation) SendMessage(ctx context.Context, req wire.SendMessageRequ
 
 // sendMessage is SendMessage without stopping the goal loop (the loop's own
 // messages).
-func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequest) (*events.MessageEvent, error) {
+func (c *Conversation) sendMessage(ctx context.Context, req agentwire.SendMessageRequest) (*events.MessageEvent, error) {
 	if err := c.awaitSetup(ctx); err != nil {
 		return nil, err
 	}
@@ -103,8 +103,8 @@ func (c *Conversation) sendMessage(ctx context.Context, req wire.SendMessageRequ
 			c.markChanged()
 			return msg, nil
 		}
-		if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
-			if err := c.setStatus(ctx, wire.StatusIdle); err != nil {
+		if s := c.st.ExecutionStatus; s == agentwire.StatusFinished || s == agentwire.StatusStuck {
+			if err := c.setStatus(ctx, agentwire.StatusIdle); err != nil {
 				return nil, err
 			}
 		}
@@ -134,7 +134,7 @@ func (c *Conversation) Run(ctx context.Context) error {
 		if c.running {
 			return ErrAlreadyRunning
 		}
-		if c.st.ExecutionStatus == wire.StatusFinished {
+		if c.st.ExecutionStatus == agentwire.StatusFinished {
 			return nil
 		}
 		if err := c.ensureSystemPrompt(ctx); err != nil {
@@ -162,7 +162,7 @@ func (c *Conversation) pause(ctx context.Context) (bool, error) {
 		return false, ErrClosed
 	}
 	s := c.st.ExecutionStatus
-	if s != wire.StatusIdle && s != wire.StatusRunning {
+	if s != agentwire.StatusIdle && s != agentwire.StatusRunning {
 		return false, nil
 	}
 	if err := c.emit(ctx, &events.PauseEvent{}); err != nil {
@@ -172,7 +172,7 @@ func (c *Conversation) pause(ctx context.Context) (bool, error) {
 		// The pause wins over a message that asked to run before it.
 		c.pauseAsked, c.rerun = true, false
 	}
-	return true, c.setStatus(ctx, wire.StatusPaused)
+	return true, c.setStatus(ctx, agentwire.StatusPaused)
 }
 
 // WaitIdle blocks until no run is in progress or ctx ends.
@@ -240,7 +240,7 @@ func (c *Conversation) secretNames() []string {
 }
 
 func (c *Conversation) startRun(ctx context.Context) error {
-	if err := c.setStatus(ctx, wire.StatusRunning); err != nil {
+	if err := c.setStatus(ctx, agentwire.StatusRunning); err != nil {
 		return err
 	}
 	c.stopDenials = 0
@@ -314,8 +314,8 @@ func (c *Conversation) nextStep(ctx context.Context, after, finished bool, itera
 			// un-pauses, as it starts a run on a paused conversation.
 			c.rerun, c.pauseAsked = false, false
 			*iteration = 0
-			c.logErr(c.setStatus(ctx, wire.StatusRunning))
-		} else if finished || c.st.ExecutionStatus != wire.StatusRunning {
+			c.logErr(c.setStatus(ctx, agentwire.StatusRunning))
+		} else if finished || c.st.ExecutionStatus != agentwire.StatusRunning {
 			return stepPlan{stop: true}
 		}
 	}
@@ -344,7 +344,7 @@ func (c *Conversation) beforeStep(ctx context.Context, iteration int) bool {
 		s := c.hist.Stuck()
 		if s.Stuck {
 			c.lg.Info("agent is stuck", "reason", s.Reason)
-			c.logErr(c.setStatus(ctx, wire.StatusStuck))
+			c.logErr(c.setStatus(ctx, agentwire.StatusStuck))
 			return false
 		}
 		if s.Nudge != "" && s.NudgeKey != c.st.NudgedFor {
@@ -392,7 +392,7 @@ func (c *Conversation) endRun(ctx context.Context, done chan struct{}) {
 // markRunEnded is endRun's part on the owner. It returns the plan of a
 // condensation left to do, or nil.
 func (c *Conversation) markRunEnded(ctx context.Context, done chan struct{}) *history.Plan {
-	if err := c.awaitSync(); err != nil && c.st.ExecutionStatus != wire.StatusError {
+	if err := c.awaitSync(); err != nil && c.st.ExecutionStatus != agentwire.StatusError {
 		// The last step's events were never stored: the run ends in
 		// error, as a failed emit ends it.
 		c.logErr(c.fail(context.WithoutCancel(ctx), errorCode(err), errorDetail(err)))
@@ -428,7 +428,7 @@ func (c *Conversation) logErr(err error) {
 // disk is full): the run is over and must not read running.
 func (c *Conversation) fail(ctx context.Context, code, detail string) error {
 	ev := &events.ConversationErrorEvent{Base: events.Base{Source: events.SourceEnvironment}, Code: code, Detail: detail}
-	return errors.Join(c.emit(ctx, ev), c.setStatus(ctx, wire.StatusError))
+	return errors.Join(c.emit(ctx, ev), c.setStatus(ctx, agentwire.StatusError))
 }
 
 // errorDetail is the ConversationErrorEvent detail of a run-loop failure:
@@ -640,7 +640,7 @@ func (c *Conversation) confirmFirst(ctx context.Context, actions []*events.Actio
 		}
 	}
 	if len(unblocked) > 0 && c.needsConfirmation(unblocked) {
-		return true, c.setStatus(ctx, wire.StatusWaitingForConfirmation)
+		return true, c.setStatus(ctx, agentwire.StatusWaitingForConfirmation)
 	}
 	return false, nil
 }
@@ -867,7 +867,7 @@ func errOr(err error, s string) string {
 func (c *Conversation) usageEvents(cfg llm.Config, resp *llm.Response) ([]events.Event, error) {
 	m := c.st.Stats.UsageToMetrics[cfg.UsageID]
 	if m == nil {
-		m = &wire.Metrics{ModelName: cfg.Model, MaxBudgetPerTask: cfg.MaxBudgetPerTask}
+		m = &agentwire.Metrics{ModelName: cfg.Model, MaxBudgetPerTask: cfg.MaxBudgetPerTask}
 		c.st.Stats.UsageToMetrics[cfg.UsageID] = m
 	}
 	m.AccumulatedCost += resp.Cost

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Interrupt cancels the run in progress, including an LLM call or tool in
@@ -62,7 +62,7 @@ func (c *Conversation) Interrupt(ctx context.Context) error {
 func (c *Conversation) recordInterrupt(ctx context.Context) error {
 	var orphans []events.Event
 	for _, a := range c.hist.Unanswered() {
-		if c.st.ExecutionStatus == wire.StatusWaitingForConfirmation {
+		if c.st.ExecutionStatus == agentwire.StatusWaitingForConfirmation {
 			break // waiting actions never started; they stay pending
 		}
 		orphans = append(orphans, &events.AgentErrorEvent{ToolName: a.ToolName, ToolCallID: a.ToolCallID,
@@ -71,13 +71,13 @@ func (c *Conversation) recordInterrupt(ctx context.Context) error {
 	if err := c.emit(ctx, append(orphans, &events.PauseEvent{})...); err != nil {
 		return err
 	}
-	return c.setStatus(ctx, wire.StatusPaused)
+	return c.setStatus(ctx, agentwire.StatusPaused)
 }
 
 // Update changes the title and (replacing them all) the tags. Each change is
 // persisted and emitted as a state update. A title holding a secret's value
 // is a *TitleSecretError and changes nothing.
-func (c *Conversation) Update(ctx context.Context, req wire.UpdateConversationRequest) error {
+func (c *Conversation) Update(ctx context.Context, req agentwire.UpdateConversationRequest) error {
 	return call(c, func() error {
 		if c.closed {
 			return ErrClosed
@@ -174,7 +174,7 @@ func (c *Conversation) Import(ctx context.Context, raw [][]byte, keepStats bool)
 				}
 			case *events.ConversationStateUpdateEvent:
 				if e.Key == "stats" && keepStats {
-					var st wire.Stats
+					var st agentwire.Stats
 					if err := decodeJSON(e.Value, &st); err == nil && st.UsageToMetrics != nil {
 						c.st.Stats = st
 					}

@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/tools"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Secret handling. A conversation's secrets are the request's secrets and
@@ -50,7 +50,7 @@ func (e *SecretsError) Unwrap() error { return e.Err }
 // mapSecretFields returns a copy of req in which f has rewritten every
 // secret value: secret values and lookup headers, and the LLM credentials
 // (of the agent and of the condenser). An error from f stops the walk.
-func mapSecretFields(req wire.StartConversationRequest, f func(name, v string) (string, error)) (wire.StartConversationRequest, error) {
+func mapSecretFields(req agentwire.StartConversationRequest, f func(name, v string) (string, error)) (agentwire.StartConversationRequest, error) {
 	var firstErr error
 	fv := func(name, v string) string {
 		if firstErr != nil || v == "" {
@@ -63,11 +63,11 @@ func mapSecretFields(req wire.StartConversationRequest, f func(name, v string) (
 		}
 		return out
 	}
-	mapSources := func(in map[string]wire.SecretSource) map[string]wire.SecretSource {
+	mapSources := func(in map[string]agentwire.SecretSource) map[string]agentwire.SecretSource {
 		if in == nil {
 			return nil
 		}
-		out := make(map[string]wire.SecretSource, len(in))
+		out := make(map[string]agentwire.SecretSource, len(in))
 		for k, s := range in {
 			s.Value = fv(k, s.Value)
 			if s.Headers != nil {
@@ -112,7 +112,7 @@ func mapSecretFields(req wire.StartConversationRequest, f func(name, v string) (
 
 // secretValues lists every secret value in req (static values, lookup
 // headers, LLM credentials).
-func secretValues(req wire.StartConversationRequest) []string {
+func secretValues(req agentwire.StartConversationRequest) []string {
 	var out []string
 	_, _ = mapSecretFields(req, func(_, v string) (string, error) {
 		out = append(out, v)
@@ -123,7 +123,7 @@ func secretValues(req wire.StartConversationRequest) []string {
 
 // sealRequest prepares req for meta.json: values sealed with c, or emptied
 // when there is no cipher.
-func sealRequest(req wire.StartConversationRequest, c *secrets.Cipher) (wire.StartConversationRequest, string) {
+func sealRequest(req agentwire.StartConversationRequest, c *secrets.Cipher) (agentwire.StartConversationRequest, string) {
 	if c == nil {
 		out, _ := mapSecretFields(req, func(string, string) (string, error) { return llm.Redacted, nil })
 		return out, schemeRedacted
@@ -134,7 +134,7 @@ func sealRequest(req wire.StartConversationRequest, c *secrets.Cipher) (wire.Sta
 
 // unsealRequest reverses sealRequest. Values that do not open are dropped
 // (returned as names in lost).
-func unsealRequest(req wire.StartConversationRequest, scheme string, c *secrets.Cipher) (wire.StartConversationRequest, []string) {
+func unsealRequest(req agentwire.StartConversationRequest, scheme string, c *secrets.Cipher) (agentwire.StartConversationRequest, []string) {
 	var lost []string
 	switch scheme {
 	case schemePlain:
@@ -166,14 +166,14 @@ func unsealRequest(req wire.StartConversationRequest, scheme string, c *secrets.
 
 // openEncryptedRequest decrypts the values of a request sent with
 // secrets_encrypted: every secret value must be sealed with the server's key.
-func openEncryptedRequest(req wire.StartConversationRequest, c *secrets.Cipher) (wire.StartConversationRequest, error) {
+func openEncryptedRequest(req agentwire.StartConversationRequest, c *secrets.Cipher) (agentwire.StartConversationRequest, error) {
 	if req.SecretsEncrypted == nil || !*req.SecretsEncrypted {
 		return req, nil
 	}
 	if c == nil {
 		return req, &SecretsError{Name: "*", Err: errors.New("secrets_encrypted is set but the server has no OH_SECRET_KEY")}
 	}
-	open := func(in map[string]wire.SecretSource) (map[string]wire.SecretSource, error) {
+	open := func(in map[string]agentwire.SecretSource) (map[string]agentwire.SecretSource, error) {
 		out := maps.Clone(in)
 		for k, s := range out {
 			if s.Kind == "LookupSecret" {
@@ -250,8 +250,8 @@ func (c *Conversation) checkTitle(title string) error {
 
 // secretSources merges the agent context's secrets and the request's
 // (which win).
-func (c *Conversation) secretSources() map[string]wire.SecretSource {
-	out := map[string]wire.SecretSource{}
+func (c *Conversation) secretSources() map[string]agentwire.SecretSource {
+	out := map[string]agentwire.SecretSource{}
 	if ac := c.meta.Request.Agent.AgentContext; ac != nil {
 		maps.Copy(out, ac.Secrets)
 	}
@@ -286,9 +286,9 @@ func (c *Conversation) secret(name string) (string, bool) {
 
 // resolveStatic records the static secrets and masks every known
 // value; it returns the lookup secrets still to fetch.
-func (c *Conversation) resolveStatic() map[string]wire.SecretSource {
+func (c *Conversation) resolveStatic() map[string]agentwire.SecretSource {
 	c.masker.Add(secretValues(c.meta.Request)...)
-	lookups := map[string]wire.SecretSource{}
+	lookups := map[string]agentwire.SecretSource{}
 	for name, s := range c.secretSources() {
 		if s.Kind == "LookupSecret" {
 			if _, done := c.secretVals[name]; !done {
@@ -303,7 +303,7 @@ func (c *Conversation) resolveStatic() map[string]wire.SecretSource {
 
 // lookupSecrets fetches lookup secrets concurrently (each bounded by
 // secrets.LookupTimeout); values are masked before they are returned.
-func (c *Conversation) lookupSecrets(ctx context.Context, srcs map[string]wire.SecretSource) (map[string]string, []string) {
+func (c *Conversation) lookupSecrets(ctx context.Context, srcs map[string]agentwire.SecretSource) (map[string]string, []string) {
 	type result struct {
 		name, value string
 		err         error
@@ -356,9 +356,9 @@ func (c *Conversation) export(ctx context.Context, vals map[string]string) {
 // persisted sealed. Values are never emitted; the secret_registry change is
 // not an event (as in the reference). An unavailable lookup secret is an
 // error naming it; the other secrets are still applied.
-func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.SecretSource) error {
-	c.masker.Add(secretValues(wire.StartConversationRequest{Secrets: in})...)
-	lookups := map[string]wire.SecretSource{}
+func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]agentwire.SecretSource) error {
+	c.masker.Add(secretValues(agentwire.StartConversationRequest{Secrets: in})...)
+	lookups := map[string]agentwire.SecretSource{}
 	static := map[string]string{}
 	for k, s := range in {
 		if s.Kind == "LookupSecret" {
@@ -387,7 +387,7 @@ func (c *Conversation) UpdateSecrets(ctx context.Context, in map[string]wire.Sec
 			}
 		}
 		if c.meta.Request.Secrets == nil {
-			c.meta.Request.Secrets = map[string]wire.SecretSource{}
+			c.meta.Request.Secrets = map[string]agentwire.SecretSource{}
 		}
 		maps.Copy(c.meta.Request.Secrets, in)
 		maps.Copy(static, fetched)

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/hooks"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // A conversation's setup is the work that makes the agent ready beyond its
@@ -32,7 +32,7 @@ type setupProblem struct {
 
 // startSetup runs the setup: inline when nothing in it can be slow, else in
 // the background. Called from open, before the conversation is shared.
-func (c *Conversation) startSetup(ctx context.Context, lookups map[string]wire.SecretSource) {
+func (c *Conversation) startSetup(ctx context.Context, lookups map[string]agentwire.SecretSource) {
 	c.setupDone = make(chan struct{})
 	plan := c.plan(lookups)
 	if !plan.slow() {

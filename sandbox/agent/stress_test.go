@@ -21,9 +21,9 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // The stress test's size. ACS_STRESS_SEED replays a run's commands and
@@ -173,13 +173,13 @@ func newStress(t *testing.T, seed uint64, srv *llmtest.Server, dir, work string)
 	a.Model = "stress-a"
 	b.Model, b.Stream = "stress-b", true
 	summarizer.Model = "stress-summarizer"
-	risky := wire.ConfirmationPolicy{Kind: "ConfirmRisky"}
-	req := wire.StartConversationRequest{
-		Agent: &wire.Agent{Kind: "Agent", LLM: a,
-			Tools: []wire.ToolRef{{Name: "terminal"}, {Name: "write_file"}},
-			Condenser: &wire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer,
+	risky := agentwire.ConfirmationPolicy{Kind: "ConfirmRisky"}
+	req := agentwire.StartConversationRequest{
+		Agent: &agentwire.Agent{Kind: "Agent", LLM: a,
+			Tools: []agentwire.ToolRef{{Name: "terminal"}, {Name: "write_file"}},
+			Condenser: &agentwire.Condenser{Kind: "LLMSummarizingCondenser", LLM: &summarizer,
 				MaxSize: 40, KeepFirst: 2}},
-		Workspace:          wire.Workspace{WorkingDir: work},
+		Workspace:          agentwire.Workspace{WorkingDir: work},
 		MaxIterations:      50,
 		ConfirmationPolicy: &risky,
 	}
@@ -216,9 +216,9 @@ func (s *stress) phase(p, n int) {
 
 // stressPolicies are the confirmation policies the commands switch among:
 // none waits, all wait, UNKNOWN risk waits, every risk waits.
-var stressPolicies = func() []wire.ConfirmationPolicy {
+var stressPolicies = func() []agentwire.ConfirmationPolicy {
 	low := events.RiskLow
-	return []wire.ConfirmationPolicy{wire.NeverConfirm(), {Kind: "AlwaysConfirm"}, {Kind: "ConfirmRisky"},
+	return []agentwire.ConfirmationPolicy{agentwire.NeverConfirm(), {Kind: "AlwaysConfirm"}, {Kind: "ConfirmRisky"},
 		{Kind: "ConfirmRisky", Threshold: &low}}
 }()
 
@@ -256,7 +256,7 @@ func (s *stress) do(w, n int, rng *rand.Rand, start time.Time, calm bool) {
 		run := rng.IntN(10) > 0 // one message in ten only waits for a run
 		arg = fmt.Sprintf("%s run=%t", token, run)
 		var msg *events.MessageEvent
-		msg, err = s.c.SendMessage(ctx, wire.SendMessageRequest{Role: "user", Run: run,
+		msg, err = s.c.SendMessage(ctx, agentwire.SendMessageRequest{Role: "user", Run: run,
 			Content: []events.Content{events.TextItem("please look at " + token)}})
 		if err == nil && run {
 			s.mu.Lock()
@@ -339,19 +339,19 @@ func (s *stress) quiesce() {
 // waits is accepted, and one last message must be answered.
 func (s *stress) drain() {
 	ctx := context.Background()
-	if err := s.c.SetConfirmationPolicy(ctx, wire.NeverConfirm()); err != nil {
+	if err := s.c.SetConfirmationPolicy(ctx, agentwire.NeverConfirm()); err != nil {
 		s.t.Fatal(err)
 	}
 	for range 10 {
 		s.quiesce()
-		if s.c.Status() != wire.StatusWaitingForConfirmation {
+		if s.c.Status() != agentwire.StatusWaitingForConfirmation {
 			break
 		}
 		if err := s.c.RespondToConfirmation(ctx, true, ""); err != nil {
 			s.t.Fatal(err)
 		}
 	}
-	msg, err := s.c.SendMessage(ctx, wire.SendMessageRequest{Role: "user", Run: true,
+	msg, err := s.c.SendMessage(ctx, agentwire.SendMessageRequest{Role: "user", Run: true,
 		Content: []events.Content{events.TextItem("last one [final]")}})
 	if err != nil {
 		s.t.Fatal(err)
@@ -370,7 +370,7 @@ func (s *stress) checkQuiescent(final bool) {
 	evs := readLog(t, s.c)
 	status := s.c.Status()
 	info := s.c.Info()
-	last := wire.StatusIdle
+	last := agentwire.StatusIdle
 	for _, ev := range evs {
 		if su, ok := ev.(*events.ConversationStateUpdateEvent); ok && su.Key == "execution_status" {
 			if err := json.Unmarshal(su.Value, &last); err != nil {
@@ -389,10 +389,10 @@ func (s *stress) checkQuiescent(final bool) {
 	if status != last || info.ExecutionStatus != status {
 		fail("status %s, info %s, last execution_status event %s", status, info.ExecutionStatus, last)
 	}
-	if status == wire.StatusRunning {
+	if status == agentwire.StatusRunning {
 		fail("status running with no run in progress")
 	}
-	if status == wire.StatusError {
+	if status == agentwire.StatusError {
 		fail("status error: %s", lastError(evs))
 	}
 	for _, msg := range checkOrder(evs[s.checked:], evs[:s.checked]) {
@@ -505,7 +505,7 @@ func checkResults(evs []events.Event) []string {
 // or a UserRejectObservation after it, or a navigation away while its run
 // waited for confirmation. Otherwise it must still wait for confirmation
 // (never when final).
-func (s *stress) checkMessages(evs []events.Event, status wire.ExecutionStatus, final bool) []string {
+func (s *stress) checkMessages(evs []events.Event, status agentwire.ExecutionStatus, final bool) []string {
 	pos := make(map[string]int, len(evs))
 	for i, ev := range evs {
 		pos[ev.EventBase().ID] = i
@@ -525,7 +525,7 @@ func (s *stress) checkMessages(evs []events.Event, status wire.ExecutionStatus, 
 		}
 		how := resolution(evs, p, m, reqs)
 		if how == "" {
-			if !final && status == wire.StatusWaitingForConfirmation {
+			if !final && status == agentwire.StatusWaitingForConfirmation {
 				continue
 			}
 			out = append(out, fmt.Sprintf("message %s at log position %d: no answer, pause or rejection after it (status %s)%s",
@@ -541,7 +541,7 @@ func (s *stress) checkMessages(evs []events.Event, status wire.ExecutionStatus, 
 // was not).
 func resolution(evs []events.Event, p int, m sentMessage, reqs []*llmtest.Request) string {
 	forgotten := false
-	status := wire.StatusIdle
+	status := agentwire.StatusIdle
 	for _, ev := range evs[p+1:] {
 		switch e := ev.(type) {
 		case *events.MessageEvent:
@@ -562,7 +562,7 @@ func resolution(evs []events.Event, p int, m sentMessage, reqs []*llmtest.Reques
 			case "execution_status":
 				_ = json.Unmarshal(e.Value, &status)
 			case "leaf_event_id":
-				if status == wire.StatusWaitingForConfirmation {
+				if status == agentwire.StatusWaitingForConfirmation {
 					return "navigated away while waiting"
 				}
 			}

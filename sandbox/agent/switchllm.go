@@ -3,8 +3,8 @@ package agent
 import (
 	"context"
 
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // SwitchLLM makes the conversation's next LLM calls use cfg (a call in
@@ -15,12 +15,12 @@ import (
 // accumulating, a new one starts its own entry. It returns ErrClosed for a
 // closed conversation.
 func (c *Conversation) SwitchLLM(ctx context.Context, cfg llm.Config) error {
-	c.masker.Add(secretValues(wire.StartConversationRequest{Agent: &wire.Agent{LLM: cfg}})...)
+	c.masker.Add(secretValues(agentwire.StartConversationRequest{Agent: &agentwire.Agent{LLM: cfg}})...)
 	return call(c, func() error {
 		if c.closed {
 			return ErrClosed
 		}
-		a := wire.Agent{}
+		a := agentwire.Agent{}
 		if c.meta.Request.Agent != nil {
 			a = *c.meta.Request.Agent
 		}

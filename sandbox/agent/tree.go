@@ -7,8 +7,8 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/sandbox/agent/history"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/eventlog"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // The conversation tree is c.hist (see package history): it is derived from
@@ -70,9 +70,9 @@ func (c *Conversation) Navigate(ctx context.Context, eventID *string) error {
 		if err := c.emit(ctx, history.NavigateEvent(eventID)); err != nil {
 			return err
 		}
-		if s := c.st.ExecutionStatus; s == wire.StatusFinished || s == wire.StatusStuck {
+		if s := c.st.ExecutionStatus; s == agentwire.StatusFinished || s == agentwire.StatusStuck {
 			// The branch the status described is no longer the active one.
-			if err := c.setStatus(ctx, wire.StatusIdle); err != nil {
+			if err := c.setStatus(ctx, agentwire.StatusIdle); err != nil {
 				return err
 			}
 		}

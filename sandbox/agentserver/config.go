@@ -8,9 +8,9 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 	"github.com/acs-project/acs/sandbox/secrets"
 	"github.com/acs-project/acs/sandbox/skills"
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
 	"os"
 	"path/filepath"
 	"sort"

@@ -13,15 +13,17 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/eventlog"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // The rest of the conversation API: delete, update, interrupt, secrets,
 // confirmation, security analyzer, ask_agent, condense, final response, fork
 // and batch event get.
 
-func ok(w http.ResponseWriter) { httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true}) }
+func ok(w http.ResponseWriter) {
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
+}
 
 // withBody decodes the request body strictly into T, runs op on the
 // conversation and answers {"success": true} (or the mapped error).
@@ -57,8 +59,8 @@ func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *a
 	s.mu.Unlock()
 	s.push.Unwatch(c.ID())
 	info := c.Info()
-	info.ExecutionStatus = wire.StatusDeleting
-	s.push.NotifyInfo(c.ID(), func() *wire.ConversationInfo { return &info })
+	info.ExecutionStatus = agentwire.StatusDeleting
+	s.push.NotifyInfo(c.ID(), func() *agentwire.ConversationInfo { return &info })
 	if err := c.Close(); err != nil {
 		slog.Warn("delete conversation: close", "conversation", c.ID(), "error", err)
 	}
@@ -71,7 +73,7 @@ func (s *Server) deleteConversation(w http.ResponseWriter, _ *http.Request, c *a
 }
 
 func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.AskAgentRequest
+	var req agentwire.AskAgentRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -81,18 +83,18 @@ func (s *Server) askAgent(w http.ResponseWriter, r *http.Request, c *agent.Conve
 		httpjson.WriteDetail(w, http.StatusBadGateway, "The LLM could not answer: "+err.Error())
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.FinalResponse{Response: answer})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.FinalResponse{Response: answer})
 }
 
 func (s *Server) finalResponse(w http.ResponseWriter, _ *http.Request, c *agent.Conversation) {
-	httpjson.WriteJSON(w, http.StatusOK, wire.FinalResponse{Response: c.FinalResponse()})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.FinalResponse{Response: c.FinalResponse()})
 }
 
 // fork creates a conversation from the source's history (up to and including
 // from_event_id when given) with the same agent and workspace. A title
 // holding a secret's value is a 422.
 func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.ForkRequest
+	var req agentwire.ForkRequest
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}
@@ -118,7 +120,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 	}
 	id := uuid.New()
 	if req.ID != nil {
-		id, _ = wire.ParseID(*req.ID)
+		id, _ = agentwire.ParseID(*req.ID)
 	}
 	start := c.Request()
 	dashed := id.String()
@@ -132,7 +134,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request, c *agent.Conversat
 		httpjson.WriteDetail(w, http.StatusConflict, "Conversation id already in use: "+id.String())
 		return
 	}
-	fork, err := agent.Create(r.Context(), id, start, s.convOptions(filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))))
+	fork, err := agent.Create(r.Context(), id, start, s.convOptions(filepath.Join(s.cfg.ConversationsDir, agentwire.Hex(id))))
 	if err != nil {
 		s.mu.Unlock()
 		conversationError(w, err)

@@ -14,8 +14,8 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // BenchmarkSocketFanout measures delivering 10k events to 10 WebSocket
@@ -35,8 +35,8 @@ func BenchmarkSocketFanout(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		id := uuid.New()
-		c, err := agent.Create(context.Background(), id, wire.StartConversationRequest{Agent: &wire.Agent{Kind: "Agent", LLM: cfg},
-			Workspace: wire.Workspace{WorkingDir: filepath.Join(dir, "w")}, MaxIterations: 1}, agent.Options{Dir: filepath.Join(dir, "c", wire.Hex(id))})
+		c, err := agent.Create(context.Background(), id, agentwire.StartConversationRequest{Agent: &agentwire.Agent{Kind: "Agent", LLM: cfg},
+			Workspace: agentwire.Workspace{WorkingDir: filepath.Join(dir, "w")}, MaxIterations: 1}, agent.Options{Dir: filepath.Join(dir, "c", agentwire.Hex(id))})
 		if err != nil {
 			b.Fatal(err)
 		}

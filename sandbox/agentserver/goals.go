@@ -6,7 +6,7 @@ import (
 
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // The goal routes (POST /api/conversations/{id}/goal, .../goal/resume,
@@ -14,7 +14,7 @@ import (
 // /api/conversations/{id}/navigate). See sandbox/agent's goal.go and tree.go.
 
 func (s *Server) startGoal(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.StartGoalRequest
+	var req agentwire.StartGoalRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -31,7 +31,7 @@ func (s *Server) startGoal(w http.ResponseWriter, r *http.Request, c *agent.Conv
 
 // navigate moves the conversation's head and answers its info.
 func (s *Server) navigate(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.NavigateConversationRequest
+	var req agentwire.NavigateConversationRequest
 	if !httpjson.DecodeBody(w, r, &req, true) {
 		return
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // isJudge recognises the goal judge's LLM request.
@@ -301,12 +301,12 @@ func TestGoalBadRequests(t *testing.T) {
 }
 
 // TestGoalMaxIterationsIsBounded: a goal's max_iterations is a whole
-// number from 1 to wire.MaxGoalIterations; anything else is a 422 at
+// number from 1 to agentwire.MaxGoalIterations; anything else is a 422 at
 // body.max_iterations and starts nothing.
 func TestGoalMaxIterationsIsBounded(t *testing.T) {
 	e := newEnv(t, agentReply("ok"))
-	max := strconv.Itoa(wire.MaxGoalIterations)
-	over := strconv.Itoa(wire.MaxGoalIterations + 1)
+	max := strconv.Itoa(agentwire.MaxGoalIterations)
+	over := strconv.Itoa(agentwire.MaxGoalIterations + 1)
 	cases := []struct {
 		name, value string
 		ok          bool
@@ -336,8 +336,8 @@ func TestGoalMaxIterationsIsBounded(t *testing.T) {
 			if r.status != 200 {
 				t.Fatalf("max_iterations %s: %d %s, want 200", tc.value, r.status, r.body)
 			}
-			if g := e.goal(id); g == nil || g.MaxIterations != wire.MaxGoalIterations {
-				t.Fatalf("goal %+v, want max_iterations %d", g, wire.MaxGoalIterations)
+			if g := e.goal(id); g == nil || g.MaxIterations != agentwire.MaxGoalIterations {
+				t.Fatalf("goal %+v, want max_iterations %d", g, agentwire.MaxGoalIterations)
 			}
 			if r := e.call("POST", "/api/conversations/"+id+"/goal/stop", `{}`); r.status != 200 {
 				t.Fatalf("stop: %d %s", r.status, r.body)

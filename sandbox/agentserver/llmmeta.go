@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
-	"github.com/acs-project/acs/sandbox/wire/settingsschema"
+	"github.com/acs-project/acs/sandbox/agentwire"
+	"github.com/acs-project/acs/sandbox/agentwire/settingsschema"
 )
 
 // Server metadata: GET /api/llm/providers, /api/llm/models[?provider=],
@@ -42,7 +42,7 @@ func (s *Server) metaRoutes(api func(string, http.HandlerFunc)) {
 	})
 	api("GET /api/vscode/status", func(w http.ResponseWriter, _ *http.Request) {
 		msg := "VSCode is not available in this sandbox"
-		httpjson.WriteJSON(w, http.StatusOK, wire.VSCodeStatus{Message: &msg})
+		httpjson.WriteJSON(w, http.StatusOK, agentwire.VSCodeStatus{Message: &msg})
 	})
 	api("GET /api/desktop/url", func(w http.ResponseWriter, _ *http.Request) {
 		if s.cfg.DesktopURL == "" {
@@ -50,7 +50,7 @@ func (s *Server) metaRoutes(api func(string, http.HandlerFunc)) {
 			return
 		}
 		u := s.cfg.DesktopURL
-		httpjson.WriteJSON(w, http.StatusOK, wire.DesktopURL{URL: &u})
+		httpjson.WriteJSON(w, http.StatusOK, agentwire.DesktopURL{URL: &u})
 	})
 }
 
@@ -96,7 +96,7 @@ func (s *Server) llmProviders(w http.ResponseWriter, r *http.Request) {
 		out = append(out, p)
 	}
 	slices.Sort(out)
-	httpjson.WriteJSON(w, http.StatusOK, wire.ProvidersResponse{Providers: slices.Compact(out)})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ProvidersResponse{Providers: slices.Compact(out)})
 }
 
 func (s *Server) llmModels(w http.ResponseWriter, r *http.Request) {
@@ -111,7 +111,7 @@ func (s *Server) llmModels(w http.ResponseWriter, r *http.Request) {
 			out = append(out, m)
 		}
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.ModelsResponse{Models: out})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ModelsResponse{Models: out})
 }
 
 func (s *Server) llmVerifiedModels(w http.ResponseWriter, _ *http.Request) {
@@ -125,7 +125,7 @@ func (s *Server) llmVerifiedModels(w http.ResponseWriter, _ *http.Request) {
 	for _, v := range out {
 		slices.Sort(v)
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.VerifiedModelsResponse{Models: out})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.VerifiedModelsResponse{Models: out})
 }
 
 // modelsTTL is how long an endpoint's model list is reused.

@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/sandbox/agentserver"
+	"github.com/acs-project/acs/sandbox/agentwire/settingsschema"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire/settingsschema"
 )
 
 // TestServerMetadata covers /api/llm/*, the settings schemas, VS Code and

@@ -11,8 +11,8 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/gitreview"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // prewarmTools are the tools the throwaway conversation of Prewarm is
@@ -35,19 +35,19 @@ func (s *Server) Prewarm(ctx context.Context) {
 	}
 	defer os.RemoveAll(dir)
 	work := filepath.Join(dir, "work")
-	tools := make([]wire.ToolRef, 0, len(prewarmTools))
+	tools := make([]agentwire.ToolRef, 0, len(prewarmTools))
 	for _, name := range prewarmTools {
-		tools = append(tools, wire.ToolRef{Name: name, Params: []byte("{}")})
+		tools = append(tools, agentwire.ToolRef{Name: name, Params: []byte("{}")})
 	}
-	raw, err := json.Marshal(wire.StartConversationRequest{
-		Agent:     &wire.Agent{Kind: "Agent", Tools: tools},
-		Workspace: wire.Workspace{WorkingDir: work}, MaxIterations: 1,
+	raw, err := json.Marshal(agentwire.StartConversationRequest{
+		Agent:     &agentwire.Agent{Kind: "Agent", Tools: tools},
+		Workspace: agentwire.Workspace{WorkingDir: work}, MaxIterations: 1,
 	})
 	if err != nil {
 		slog.Warn("agent server: prewarm", "error", err)
 		return
 	}
-	var req wire.StartConversationRequest
+	var req agentwire.StartConversationRequest
 	if err := strictjson.Unmarshal(raw, &req); err != nil {
 		slog.Warn("agent server: prewarm", "error", err)
 		return

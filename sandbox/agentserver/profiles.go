@@ -16,10 +16,10 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 	"github.com/acs-project/acs/sandbox/atomicfile"
 	"github.com/acs-project/acs/sandbox/secrets"
-	"github.com/acs-project/acs/sandbox/wire"
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
 )
 
 // LLM profiles: named LLM configurations saved on the agent server
@@ -64,7 +64,7 @@ func (p *profileStore) names() []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && wire.ValidProfileName(n) {
+		if n, ok := strings.CutSuffix(e.Name(), ".json"); ok && !e.IsDir() && agentwire.ValidProfileName(n) {
 			out = append(out, n)
 		}
 	}
@@ -82,7 +82,7 @@ func (p *profileStore) load(name string) (llmconfig.Config, error) {
 
 func (p *profileStore) loadLocked(name string) (llmconfig.Config, error) {
 	var c llmconfig.Config
-	if !wire.ValidProfileName(name) {
+	if !agentwire.ValidProfileName(name) {
 		return c, errProfileNotFound
 	}
 	b, err := os.ReadFile(p.path(name))
@@ -299,8 +299,8 @@ func (s *Server) profileRoutes(api func(string, http.HandlerFunc)) {
 // profileName returns the {name} path value, or answers 422.
 func profileName(w http.ResponseWriter, r *http.Request) (string, bool) {
 	name := r.PathValue("name")
-	if !wire.ValidProfileName(name) {
-		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "name"}, Msg: wire.ProfileNameMsg, Type: "string_pattern_mismatch"}})
+	if !agentwire.ValidProfileName(name) {
+		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "name"}, Msg: agentwire.ProfileNameMsg, Type: "string_pattern_mismatch"}})
 		return "", false
 	}
 	return name, true
@@ -320,14 +320,14 @@ func profileError(w http.ResponseWriter, name string, err error) {
 }
 
 func (s *Server) listProfiles(w http.ResponseWriter, _ *http.Request) {
-	out := wire.ProfileList{Profiles: []wire.ProfileInfo{}}
+	out := agentwire.ProfileList{Profiles: []agentwire.ProfileInfo{}}
 	for _, n := range s.profiles.names() {
 		c, err := s.profiles.load(n)
 		if err != nil {
 			slog.Warn("agent server: unreadable profile left out of the list", "profile", n, "error", err)
 			continue
 		}
-		info := wire.ProfileInfo{Name: n, BaseURL: c.BaseURL, APIKeySet: c.APIKey != nil && strings.TrimSpace(*c.APIKey) != ""}
+		info := agentwire.ProfileInfo{Name: n, BaseURL: c.BaseURL, APIKeySet: c.APIKey != nil && strings.TrimSpace(*c.APIKey) != ""}
 		if c.Model != "" {
 			m := c.Model
 			info.Model = &m
@@ -386,7 +386,7 @@ func (s *Server) getProfile(w http.ResponseWriter, r *http.Request) {
 		profileError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.ProfileDetail{Name: name, Config: cfg, APIKeySet: keySet})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ProfileDetail{Name: name, Config: cfg, APIKeySet: keySet})
 }
 
 // openSealed replaces credentials sealed by this server (as GET with
@@ -417,7 +417,7 @@ func (s *Server) saveProfile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req wire.SaveProfileRequest
+	var req agentwire.SaveProfileRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -433,7 +433,7 @@ func (s *Server) saveProfile(w http.ResponseWriter, r *http.Request) {
 		profileError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusCreated, wire.ProfileMutation{Name: name, Message: fmt.Sprintf("Profile '%s' saved", name)})
+	httpjson.WriteJSON(w, http.StatusCreated, agentwire.ProfileMutation{Name: name, Message: fmt.Sprintf("Profile '%s' saved", name)})
 }
 
 func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request) {
@@ -445,7 +445,7 @@ func (s *Server) deleteProfile(w http.ResponseWriter, r *http.Request) {
 		profileError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.ProfileMutation{Name: name, Message: fmt.Sprintf("Profile '%s' deleted", name)})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ProfileMutation{Name: name, Message: fmt.Sprintf("Profile '%s' deleted", name)})
 }
 
 func (s *Server) activateProfile(w http.ResponseWriter, r *http.Request) {
@@ -457,7 +457,7 @@ func (s *Server) activateProfile(w http.ResponseWriter, r *http.Request) {
 		profileError(w, name, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.ActivateProfileResponse{Name: name,
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ActivateProfileResponse{Name: name,
 		Message: fmt.Sprintf("Profile '%s' activated and applied to current settings", name), LLMApplied: true})
 }
 
@@ -466,7 +466,7 @@ func (s *Server) renameProfile(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var req wire.RenameProfileRequest
+	var req agentwire.RenameProfileRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -483,14 +483,14 @@ func (s *Server) renameProfile(w http.ResponseWriter, r *http.Request) {
 	if name == req.NewName {
 		msg = fmt.Sprintf("Profile '%s' unchanged (same name)", name)
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.ProfileMutation{Name: req.NewName, Message: msg})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ProfileMutation{Name: req.NewName, Message: msg})
 }
 
 // switchProfile makes the conversation's next LLM calls use a saved
 // profile; the agent's usage_id is kept, so its metrics go on accumulating
 // under the same key.
 func (s *Server) switchProfile(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.SwitchProfileRequest
+	var req agentwire.SwitchProfileRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -513,7 +513,7 @@ func (s *Server) switchProfile(w http.ResponseWriter, r *http.Request, c *agent.
 // configuration (credentials sealed by this server are opened first). The
 // caller owns usage_id: metrics are kept by it.
 func (s *Server) switchLLM(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.SwitchLLMRequest
+	var req agentwire.SwitchLLMRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -530,7 +530,7 @@ func (s *Server) switchLLM(w http.ResponseWriter, r *http.Request, c *agent.Conv
 // switchACPModel switches the model of an ACP conversation. ACS runs no
 // ACP agents, so every conversation answers 400.
 func (s *Server) switchACPModel(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.SwitchACPModelRequest
+	var req agentwire.SwitchACPModelRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/acs-project/acs/internal/openapi"
 	"github.com/acs-project/acs/internal/wsarchive"
 	"github.com/acs-project/acs/sandbox/agent"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/bashapi"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/fileapi"
@@ -37,7 +38,6 @@ import (
 	"github.com/acs-project/acs/sandbox/spare"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/webhook"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Server serves one sandbox's conversations.
@@ -250,8 +250,8 @@ func (s *Server) onChange(c *agent.Conversation) {
 }
 
 // infoOf reads c's info when its report is sent.
-func infoOf(c *agent.Conversation) func() *wire.ConversationInfo {
-	return func() *wire.ConversationInfo {
+func infoOf(c *agent.Conversation) func() *agentwire.ConversationInfo {
+	return func() *agentwire.ConversationInfo {
 		info := c.Info()
 		return &info
 	}
@@ -293,19 +293,19 @@ func (s *Server) routes() {
 	api("GET /api/conversations/{id}/events/count", s.withConversation(s.countEvents))
 	api("GET /api/conversations/{id}/events/{event_id}", s.withConversation(s.getEvent))
 	api("GET /api/conversations/{id}/events", s.withConversation(s.batchGetEvents))
-	api("POST /api/conversations/{id}/events/respond_to_confirmation", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.ConfirmationResponse) error {
+	api("POST /api/conversations/{id}/events/respond_to_confirmation", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b agentwire.ConfirmationResponse) error {
 		return c.RespondToConfirmation(ctx, b.Accept, b.Reason)
 	})))
 	api("DELETE /api/conversations/{id}", s.withConversation(s.deleteConversation))
 	api("PATCH /api/conversations/{id}", s.withConversation(withBody((*agent.Conversation).Update)))
 	api("POST /api/conversations/{id}/interrupt", s.withConversation(noBody((*agent.Conversation).Interrupt)))
-	api("POST /api/conversations/{id}/secrets", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.UpdateSecretsRequest) error {
+	api("POST /api/conversations/{id}/secrets", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b agentwire.UpdateSecretsRequest) error {
 		return c.UpdateSecrets(ctx, b.Secrets)
 	})))
-	api("POST /api/conversations/{id}/confirmation_policy", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.SetConfirmationPolicyRequest) error {
+	api("POST /api/conversations/{id}/confirmation_policy", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b agentwire.SetConfirmationPolicyRequest) error {
 		return c.SetConfirmationPolicy(ctx, b.Policy)
 	})))
-	api("POST /api/conversations/{id}/security_analyzer", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b wire.SetSecurityAnalyzerRequest) error {
+	api("POST /api/conversations/{id}/security_analyzer", s.withConversation(withBody(func(c *agent.Conversation, ctx context.Context, b agentwire.SetSecurityAnalyzerRequest) error {
 		return c.SetSecurityAnalyzer(ctx, b.SecurityAnalyzer)
 	})))
 	api("POST /api/conversations/{id}/ask_agent", s.withConversation(s.askAgent))
@@ -351,7 +351,7 @@ func (s *Server) keyOK(key string) bool {
 
 func (s *Server) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !s.keyOK(r.Header.Get("X-Session-API-Key")) {
+		if !s.keyOK(r.Header.Get(agentwire.SessionKeyHeader)) {
 			httpjson.WriteDetail(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
@@ -361,7 +361,7 @@ func (s *Server) auth(h http.HandlerFunc) http.Handler {
 }
 
 func (s *Server) serverInfo(w http.ResponseWriter, _ *http.Request) {
-	info := wire.ServerInfo{
+	info := agentwire.ServerInfo{
 		Uptime: int64(time.Since(s.started).Seconds()), IdleTime: int64(time.Since(time.Unix(0, s.active.Load())).Seconds()),
 		Title: "OpenHands Agent Server", Version: Version, SDKVersion: Version, ToolsVersion: Version, WorkspaceVersion: Version,
 		BuildGitSHA: s.cfg.BuildSHA, BuildGitRef: s.cfg.BuildRef, GoVersion: runtime.Version(),
@@ -503,7 +503,7 @@ func (s *Server) lookup(id uuid.UUID) *agent.Conversation {
 // for an unknown conversation.
 func (s *Server) withConversation(h func(http.ResponseWriter, *http.Request, *agent.Conversation)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		id, err := wire.ParseID(r.PathValue("id"))
+		id, err := agentwire.ParseID(r.PathValue("id"))
 		if err != nil {
 			httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"path", "conversation_id"}, Msg: err.Error(), Type: "uuid_parsing"}})
 			return
@@ -518,7 +518,7 @@ func (s *Server) withConversation(h func(http.ResponseWriter, *http.Request, *ag
 }
 
 func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
-	var req wire.StartConversationRequest
+	var req agentwire.StartConversationRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -540,7 +540,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	id := uuid.New()
 	if req.ConversationID != nil {
-		id, _ = wire.ParseID(*req.ConversationID)
+		id, _ = agentwire.ParseID(*req.ConversationID)
 	}
 	s.mu.Lock()
 	if c, ok := s.convs[id]; ok {
@@ -561,7 +561,7 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request) {
 	}
 	gitInit := sync.OnceValue(func() error { return <-gitDone })
 	defer gitInit()
-	dir := filepath.Join(s.cfg.ConversationsDir, wire.Hex(id))
+	dir := filepath.Join(s.cfg.ConversationsDir, agentwire.Hex(id))
 	tookDir := s.convDirs.Take(dir)
 	c, err := agent.Create(r.Context(), id, req, s.convOptions(dir))
 	if err != nil {
@@ -629,9 +629,9 @@ func (s *Server) batchGetConversations(w http.ResponseWriter, r *http.Request) {
 	if len(ids) > 100 {
 		q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "ids"}, Msg: "List should have at most 100 items", Type: "too_long"})
 	}
-	out := make([]*wire.ConversationInfo, len(ids))
+	out := make([]*agentwire.ConversationInfo, len(ids))
 	for i, raw := range ids {
-		id, err := wire.ParseID(raw)
+		id, err := agentwire.ParseID(raw)
 		if err != nil {
 			q.Errs = append(q.Errs, strictjson.Error{Loc: []any{"query", "ids", i}, Msg: err.Error(), Type: "uuid_parsing"})
 			continue
@@ -649,10 +649,10 @@ func (s *Server) batchGetConversations(w http.ResponseWriter, r *http.Request) {
 
 var conversationSorts = []string{"CREATED_AT", "UPDATED_AT", "CREATED_AT_DESC", "UPDATED_AT_DESC"}
 
-func (s *Server) filteredConversations(q *httpjson.Query) []wire.ConversationInfo {
-	status := q.Enum("status", "", wire.ExecutionStatus("").EnumValues())
+func (s *Server) filteredConversations(q *httpjson.Query) []agentwire.ConversationInfo {
+	status := q.Enum("status", "", agentwire.ExecutionStatus("").EnumValues())
 	s.mu.RLock()
-	var infos []wire.ConversationInfo
+	var infos []agentwire.ConversationInfo
 	for _, c := range s.convs {
 		info := c.Info()
 		if status == "" || string(info.ExecutionStatus) == status {
@@ -672,7 +672,7 @@ func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	key := func(i wire.ConversationInfo) time.Time {
+	key := func(i agentwire.ConversationInfo) time.Time {
 		if strings.HasPrefix(order, "UPDATED_AT") {
 			return i.UpdatedAt.Time
 		}
@@ -700,7 +700,7 @@ func (s *Server) searchConversations(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	end := min(len(infos), start+limit)
-	page := wire.ConversationPage{Items: infos[start:end]}
+	page := agentwire.ConversationPage{Items: infos[start:end]}
 	if end < len(infos) {
 		next := strings.ReplaceAll(infos[end].ID, "-", "")
 		page.NextPageID = &next
@@ -718,7 +718,7 @@ func (s *Server) countConversations(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *agent.Conversation) {
-	var req wire.SendMessageRequest
+	var req agentwire.SendMessageRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -726,7 +726,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *agent.Co
 		conversationError(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, 200, wire.Success{Success: true})
+	httpjson.WriteJSON(w, 200, agentwire.Success{Success: true})
 }
 
 // diskFullDetail is the detail of a 507: the sandbox's disk (or quota) is

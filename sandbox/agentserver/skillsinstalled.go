@@ -8,16 +8,9 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/skills"
 )
-
-// installSkillRequest is the body of POST /api/skills/install.
-type installSkillRequest struct {
-	Source   string  `json:"source" acs:"required"`
-	Ref      *string `json:"ref"`
-	RepoPath *string `json:"repo_path"`
-	Force    bool    `json:"force"`
-}
 
 // setSkillEnabledRequest is the body of PATCH /api/skills/installed/{name}.
 type setSkillEnabledRequest struct {
@@ -86,7 +79,7 @@ func writeSkillError(w http.ResponseWriter, name string, err error) {
 }
 
 func (s *Server) installSkill(w http.ResponseWriter, r *http.Request) {
-	var req installSkillRequest
+	var req agentwire.InstallSkillRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agent"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/wsauth"
 )
 
@@ -57,7 +57,7 @@ func (s *Server) eventsSocket(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	id, err := wire.ParseID(r.PathValue("id"))
+	id, err := agentwire.ParseID(r.PathValue("id"))
 	var c *agent.Conversation
 	if err == nil {
 		c = s.lookup(id)
@@ -167,7 +167,7 @@ func (s *Server) readSocket(ctx context.Context, cancel context.CancelFunc, conn
 		if wsauth.IsFrame(data) {
 			continue
 		}
-		var msg wire.SendMessageRequest
+		var msg agentwire.SendMessageRequest
 		if err := strictjson.Unmarshal(data, &msg); err != nil {
 			sendServerError(ctx, out, "ValidationError", err.Error())
 			continue

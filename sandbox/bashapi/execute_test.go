@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/bashapi"
 )
 
@@ -176,9 +177,9 @@ func TestBadCwd(t *testing.T) {
 		t.Fatalf("a command was recorded: %+v", cmds)
 	}
 	// The Go API returns the BashError as the error.
-	_, err := e.svc.Execute(context.Background(), bashapi.ExecuteBashRequest{Command: "true", Cwd: ptr("/no/such/dir")})
-	var be *bashapi.BashError
-	if !errors.As(err, &be) || be.Code != bashapi.CodeInvalidCwd {
+	_, err := e.svc.Execute(context.Background(), agentwire.ExecuteBashRequest{Command: "true", Cwd: ptr("/no/such/dir")})
+	var be *agentwire.BashError
+	if !errors.As(err, &be) || be.Code != agentwire.CodeInvalidCwd {
 		t.Fatalf("Execute error %v", err)
 	}
 }
@@ -349,7 +350,7 @@ func TestExecuteContextAndClose(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	if _, err := e.svc.Execute(ctx, bashapi.ExecuteBashRequest{Command: "sleep 0.6; echo late"}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := e.svc.Execute(ctx, agentwire.ExecuteBashRequest{Command: "sleep 0.6; echo late"}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Execute error %v", err)
 	}
 	// The command carries on.
@@ -366,7 +367,7 @@ func TestExecuteContextAndClose(t *testing.T) {
 	}
 
 	// Close kills running commands and records their end.
-	run, err := e.svc.Start(context.Background(), bashapi.ExecuteBashRequest{Command: "sleep 300 & echo $!; wait", Timeout: 600})
+	run, err := e.svc.Start(context.Background(), agentwire.ExecuteBashRequest{Command: "sleep 300 & echo $!; wait", Timeout: 600})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +390,7 @@ func TestExecuteContextAndClose(t *testing.T) {
 	if code := *outs[len(outs)-1].ExitCode; code != -1 {
 		t.Fatalf("exit code after Close %d", code)
 	}
-	if _, err := e.svc.Start(context.Background(), bashapi.ExecuteBashRequest{Command: "true"}); !errors.Is(err, bashapi.ErrClosed) {
+	if _, err := e.svc.Start(context.Background(), agentwire.ExecuteBashRequest{Command: "true"}); !errors.Is(err, bashapi.ErrClosed) {
 		t.Fatalf("Start after Close: %v", err)
 	}
 	if st, b := e.do("POST", "/api/bash/execute_bash_command", `{"command":"true"}`); st != 503 {

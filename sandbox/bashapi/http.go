@@ -9,6 +9,7 @@ import (
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/diskfull"
 	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // Routes mounts the bash HTTP API on mux, each handler wrapped with wrap (the
@@ -38,7 +39,7 @@ func (s *Service) Routes(mux Mux, wrap func(http.HandlerFunc) http.Handler) {
 }
 
 func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) {
-	var req ExecuteBashRequest
+	var req agentwire.ExecuteBashRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -51,7 +52,7 @@ func (s *Service) handleStart(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
-	var req ExecuteBashRequest
+	var req agentwire.ExecuteBashRequest
 	if !httpjson.DecodeBody(w, r, &req, false) {
 		return
 	}
@@ -67,9 +68,9 @@ func (s *Service) handleExecute(w http.ResponseWriter, r *http.Request) {
 }
 
 func writeStartError(w http.ResponseWriter, err error) {
-	var be *BashError
+	var be *agentwire.BashError
 	switch {
-	case errors.As(err, &be) && be.Code == CodeInvalidCwd:
+	case errors.As(err, &be) && be.Code == agentwire.CodeInvalidCwd:
 		// An unusable cwd is an invalid field.
 		httpjson.WriteValidation(w, strictjson.Errors{{Loc: []any{"body", "cwd"}, Msg: "Value error, " + be.Detail, Type: "value_error"}})
 	case errors.As(err, &be):
@@ -92,7 +93,7 @@ func writeStartError(w http.ResponseWriter, err error) {
 func (s *Service) handleSearch(w http.ResponseWriter, r *http.Request) {
 	q := httpjson.NewQuery(r)
 	var sq SearchQuery
-	sq.Kind = q.Enum("kind__eq", "", Kinds)
+	sq.Kind = q.Enum("kind__eq", "", agentwire.BashKinds)
 	if v := q.String("command_id__eq"); v != nil {
 		id, ok := normalizeID(*v)
 		if ok {
@@ -196,12 +197,7 @@ func (s *Service) handleBatchGet(w http.ResponseWriter, r *http.Request) {
 
 func (s *Service) handleClear(w http.ResponseWriter, r *http.Request) {
 	n := s.Clear()
-	httpjson.WriteJSON(w, http.StatusOK, ClearResponse{ClearedCount: n})
-}
-
-// ClearResponse answers DELETE /api/bash/bash_events.
-type ClearResponse struct {
-	ClearedCount int `json:"cleared_count"`
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.ClearBashResponse{ClearedCount: n})
 }
 
 // Mux is where Routes registers its handlers (an *http.ServeMux, or a

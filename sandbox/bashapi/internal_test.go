@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 func TestCut(t *testing.T) {
@@ -63,7 +65,7 @@ func TestEmitChunkNeverSplitsRunes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	r := &runner{s: s, p: &process{cmd: &BashCommand{ID: newID()}}}
+	r := &runner{s: s, p: &process{cmd: &agentwire.BashCommand{ID: newID()}}}
 	data := "x" + strings.Repeat("é", maxChunk)
 	var got strings.Builder
 	for i := 0; i < len(data); i += 4097 {

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/procenv"
 )
 
@@ -33,12 +34,12 @@ const (
 // process is a running command. cmd is the event as stored (its text
 // masked); command and cwd are what actually runs.
 type process struct {
-	cmd     *BashCommand
+	cmd     *agentwire.BashCommand
 	command string
 	cwd     string
 	env     []string      // the request's secrets as NAME=value
 	done    chan struct{} // closed after the final event is stored
-	final   *BashOutput
+	final   *agentwire.BashOutput
 }
 
 // Start validates req, records a BashCommand and runs the command in the
@@ -46,7 +47,7 @@ type process struct {
 // that does not exist or is not a directory yields a stored and published
 // BashError, returned as the error (a *BashError). After Close it returns
 // ErrClosed.
-func (s *Service) Start(ctx context.Context, req ExecuteBashRequest) (*BashCommand, error) {
+func (s *Service) Start(ctx context.Context, req agentwire.ExecuteBashRequest) (*agentwire.BashCommand, error) {
 	p, err := s.start(req)
 	if err != nil {
 		return nil, err
@@ -57,7 +58,7 @@ func (s *Service) Start(ctx context.Context, req ExecuteBashRequest) (*BashComma
 // Execute starts the command like Start and waits for it; it returns the
 // final BashOutput (the one with exit_code; -1 on timeout). If ctx ends first
 // it returns ctx.Err() and the command carries on in the background.
-func (s *Service) Execute(ctx context.Context, req ExecuteBashRequest) (*BashOutput, error) {
+func (s *Service) Execute(ctx context.Context, req agentwire.ExecuteBashRequest) (*agentwire.BashOutput, error) {
 	p, err := s.start(req)
 	if err != nil {
 		return nil, err
@@ -70,9 +71,9 @@ func (s *Service) Execute(ctx context.Context, req ExecuteBashRequest) (*BashOut
 	}
 }
 
-func (s *Service) start(req ExecuteBashRequest) (*process, error) {
+func (s *Service) start(req agentwire.ExecuteBashRequest) (*process, error) {
 	if req.Timeout <= 0 {
-		req.Timeout = DefaultTimeout
+		req.Timeout = agentwire.DefaultBashTimeout
 	}
 	s.mu.Lock()
 	closed := s.closed
@@ -96,7 +97,7 @@ func (s *Service) start(req ExecuteBashRequest) (*process, error) {
 				detail = "cwd is not accessible: " + cwd + ": " + err.Error()
 			}
 		}
-		be := &BashError{Code: CodeInvalidCwd, Detail: detail}
+		be := &agentwire.BashError{Code: agentwire.CodeInvalidCwd, Detail: detail}
 		_, _ = s.emit(be, nil)
 		return nil, be
 	}
@@ -104,7 +105,7 @@ func (s *Service) start(req ExecuteBashRequest) (*process, error) {
 	// request's own secrets are known to the masker); the command runs with
 	// the real text.
 	shownCwd := cwd
-	cmd := &BashCommand{Command: req.Command, Cwd: &shownCwd, Timeout: req.Timeout}
+	cmd := &agentwire.BashCommand{Command: req.Command, Cwd: &shownCwd, Timeout: req.Timeout}
 	p := &process{cmd: cmd, command: req.Command, cwd: cwd, done: make(chan struct{})}
 	if len(req.Secrets) > 0 {
 		values := make([]string, 0, len(req.Secrets))
@@ -130,7 +131,7 @@ func (s *Service) start(req ExecuteBashRequest) (*process, error) {
 		// once so it is not left without a final output.
 		code := -1
 		msg := "service closed"
-		p.final = &BashOutput{CommandID: cmd.ID, Order: 0, ExitCode: &code, Stderr: &msg}
+		p.final = &agentwire.BashOutput{CommandID: cmd.ID, Order: 0, ExitCode: &code, Stderr: &msg}
 		_, _ = s.emit(p.final, nil)
 		close(p.done)
 		return nil, startErr
@@ -419,7 +420,7 @@ func (r *runner) flush() {
 // cut after its last line break, or older than partialAge. exitCode, when
 // set, makes this the final event. It returns the event (nil when nothing was
 // eligible and exitCode is nil).
-func (r *runner) emitChunk(all bool, exitCode *int) *BashOutput {
+func (r *runner) emitChunk(all bool, exitCode *int) *agentwire.BashOutput {
 	now := time.Now()
 	room := maxChunk
 	var texts [2]*string
@@ -470,7 +471,7 @@ func (r *runner) emitChunk(all bool, exitCode *int) *BashOutput {
 	if texts[0] == nil && texts[1] == nil && exitCode == nil {
 		return nil
 	}
-	ev := &BashOutput{
+	ev := &agentwire.BashOutput{
 		CommandID: r.p.cmd.ID,
 		Order:     r.order,
 		ExitCode:  exitCode,

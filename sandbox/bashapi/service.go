@@ -68,6 +68,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // ErrClosed is returned by Start and Execute after Close.
@@ -227,11 +228,11 @@ func (s *Service) load() error {
 			s.lastTS = r.ts
 		}
 		switch r.kind {
-		case KindCommand:
+		case agentwire.KindBashCommand:
 			if cmds[r.id] == nil {
 				cmds[r.id] = &cmdState{maxOrder: -1}
 			}
-		case KindOutput:
+		case agentwire.KindBashOutput:
 			c := cmds[r.commandID]
 			if c == nil {
 				c = &cmdState{maxOrder: -1}
@@ -242,20 +243,20 @@ func (s *Service) load() error {
 		}
 	}
 	for id, c := range cmds {
-		if c.final || s.byID[id] == nil || s.byID[id].kind != KindCommand {
+		if c.final || s.byID[id] == nil || s.byID[id].kind != agentwire.KindBashCommand {
 			continue
 		}
 		code := -1
-		if _, err := s.emit(&BashOutput{CommandID: id, Order: c.maxOrder + 1, ExitCode: &code}, nil); err != nil {
+		if _, err := s.emit(&agentwire.BashOutput{CommandID: id, Order: c.maxOrder + 1, ExitCode: &code}, nil); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func recordFor(name string, ev Event) *record {
+func recordFor(name string, ev agentwire.BashEvent) *record {
 	r := &record{name: name, kind: ev.Kind(), id: ev.EventID(), ts: ev.EventTime().Time}
-	if o, ok := ev.(*BashOutput); ok {
+	if o, ok := ev.(*agentwire.BashOutput); ok {
 		r.commandID = o.CommandID
 		r.order = o.Order
 		r.final = o.ExitCode != nil
@@ -264,11 +265,11 @@ func recordFor(name string, ev Event) *record {
 }
 
 // fileName returns the stored file name of ev.
-func fileName(ev Event) string {
+func fileName(ev agentwire.BashEvent) string {
 	ts := ev.EventTime().UTC().Format("20060102150405.000000")
 	ts = strings.Replace(ts, ".", "", 1)
 	parts := []string{ts, ev.Kind()}
-	if o, ok := ev.(*BashOutput); ok {
+	if o, ok := ev.(*agentwire.BashOutput); ok {
 		parts = append(parts, o.CommandID)
 	}
 	parts = append(parts, ev.EventID())
@@ -276,7 +277,7 @@ func fileName(ev Event) string {
 }
 
 // stamp gives ev a new id and a timestamp later than every earlier one.
-func (s *Service) stamp(ev Event) {
+func (s *Service) stamp(ev agentwire.BashEvent) {
 	s.mu.Lock()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	if !now.After(s.lastTS) {
@@ -287,11 +288,11 @@ func (s *Service) stamp(ev Event) {
 	t := events.At(now)
 	id := newID()
 	switch e := ev.(type) {
-	case *BashCommand:
+	case *agentwire.BashCommand:
 		e.ID, e.Timestamp = id, t
-	case *BashOutput:
+	case *agentwire.BashOutput:
 		e.ID, e.Timestamp = id, t
-	case *BashError:
+	case *agentwire.BashError:
 		e.ID, e.Timestamp = id, t
 	}
 }
@@ -299,7 +300,7 @@ func (s *Service) stamp(ev Event) {
 // emit stamps, stores and publishes ev. locked, when set, runs under the
 // service lock right after the event is indexed. A failure to store is
 // returned, but the event is still published.
-func (s *Service) emit(ev Event, locked func()) ([]byte, error) {
+func (s *Service) emit(ev agentwire.BashEvent, locked func()) ([]byte, error) {
 	s.stamp(ev)
 	s.maskEvent(ev)
 	b := encodeEvent(ev)
@@ -330,18 +331,18 @@ func (s *Service) emit(ev Event, locked func()) ([]byte, error) {
 
 // maskEvent masks the text fields of ev in place (output chunks are masked
 // as they are cut, see emitChunk).
-func (s *Service) maskEvent(ev Event) {
+func (s *Service) maskEvent(ev agentwire.BashEvent) {
 	if s.mask == nil {
 		return
 	}
 	switch e := ev.(type) {
-	case *BashCommand:
+	case *agentwire.BashCommand:
 		e.Command = s.mask(e.Command)
 		if e.Cwd != nil {
 			c := s.mask(*e.Cwd)
 			e.Cwd = &c
 		}
-	case *BashError:
+	case *agentwire.BashError:
 		e.Detail = s.mask(e.Detail)
 	}
 }
@@ -491,7 +492,7 @@ func (s *Service) Search(q SearchQuery) (items [][]byte, next string, err error)
 		if q.TimeLT != nil && !r.ts.Before(*q.TimeLT) {
 			continue
 		}
-		if q.OrderGT != nil && r.kind == KindOutput && r.order <= *q.OrderGT {
+		if q.OrderGT != nil && r.kind == agentwire.KindBashOutput && r.order <= *q.OrderGT {
 			continue
 		}
 		names = append(names, r.name)
@@ -533,7 +534,7 @@ func (s *Service) Clear() int {
 	var names []string
 	for name, r := range s.byName {
 		cmd := r.commandID
-		if r.kind == KindCommand {
+		if r.kind == agentwire.KindBashCommand {
 			cmd = r.id
 		}
 		if cmd != "" && s.running[cmd] != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/wsauth"
 )
 
@@ -142,24 +143,24 @@ func (s *Service) readSocket(ctx context.Context, cancel context.CancelFunc, con
 		if typ != websocket.MessageText || wsauth.IsFrame(data) {
 			continue
 		}
-		var req ExecuteBashRequest
+		var req agentwire.ExecuteBashRequest
 		if err := strictjson.Unmarshal(data, &req); err != nil {
-			sendError(ctx, out, CodeValidationError, err.Error())
+			sendError(ctx, out, agentwire.CodeValidationError, err.Error())
 			continue
 		}
 		if _, err := s.Start(ctx, req); err != nil {
-			var be *BashError
+			var be *agentwire.BashError
 			if errors.As(err, &be) {
 				continue // stored and published to every subscriber
 			}
-			sendError(ctx, out, CodeStartError, err.Error())
+			sendError(ctx, out, agentwire.CodeStartError, err.Error())
 		}
 	}
 }
 
 // sendError queues a BashError frame for this socket only.
 func sendError(ctx context.Context, out chan<- []byte, code, detail string) {
-	ev := &BashError{ID: newID(), Code: code, Detail: detail}
+	ev := &agentwire.BashError{ID: newID(), Code: code, Detail: detail}
 	ev.Timestamp = events.Now()
 	select {
 	case out <- encodeEvent(ev):

@@ -31,8 +31,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/procenv"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Change statuses.
@@ -42,13 +42,6 @@ const (
 	StatusUpdated = "UPDATED"
 	StatusMoved   = "MOVED"
 )
-
-// Change is one changed file of a work tree (a wire type: the control
-// plane describes it too).
-type Change = wire.GitChange
-
-// Diff is the original and the modified content of one file.
-type Diff = wire.GitDiff
 
 // Limits.
 const (
@@ -457,7 +450,7 @@ func addSafeDirectory(ctx context.Context, dir string) error {
 // A path outside any work tree yields an empty list and no error. An
 // unknown ref is ErrUnknownRevision (wrapped); any other git failure (git
 // missing, dubious ownership, timeout) is returned as an error.
-func Changes(ctx context.Context, path, ref string) ([]Change, error) {
+func Changes(ctx context.Context, path, ref string) ([]agentwire.GitChange, error) {
 	if err := checkRef(ref); err != nil {
 		return nil, err
 	}
@@ -470,7 +463,7 @@ func Changes(ctx context.Context, path, ref string) ([]Change, error) {
 		return nil, fmt.Errorf("gitreview: changes: %w", err)
 	}
 	if !ok {
-		return []Change{}, nil
+		return []agentwire.GitChange{}, nil
 	}
 	base := ref
 	if base == "" {
@@ -509,9 +502,9 @@ func Changes(ctx context.Context, path, ref string) ([]Change, error) {
 			byPath[p] = StatusAdded
 		}
 	}
-	out := make([]Change, 0, len(byPath))
+	out := make([]agentwire.GitChange, 0, len(byPath))
 	for p, s := range byPath {
-		out = append(out, Change{Status: s, Path: p})
+		out = append(out, agentwire.GitChange{Status: s, Path: p})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
@@ -574,52 +567,52 @@ func parseNameStatus(b []byte, into map[string]string) error {
 // sides nil and no error. The work-tree file is never opened unless it is
 // a regular file, and then without blocking, so a FIFO cannot hold the
 // call.
-func FileDiff(ctx context.Context, path, ref, commit string) (Diff, error) {
+func FileDiff(ctx context.Context, path, ref, commit string) (agentwire.GitDiff, error) {
 	if ref != "" && commit != "" {
-		return Diff{}, ErrRefAndCommit
+		return agentwire.GitDiff{}, ErrRefAndCommit
 	}
 	base := commit
 	if base == "" {
 		base = ref
 	}
 	if err := checkRef(base); err != nil {
-		return Diff{}, err
+		return agentwire.GitDiff{}, err
 	}
 	if !filepath.IsAbs(path) {
-		return Diff{}, fmt.Errorf("gitreview: diff: path %q is not absolute", path)
+		return agentwire.GitDiff{}, fmt.Errorf("gitreview: diff: path %q is not absolute", path)
 	}
 	path = filepath.Clean(path)
 	modified, err := readWorkTree(path)
 	if err != nil {
-		return Diff{}, fmt.Errorf("gitreview: diff: %w", err)
+		return agentwire.GitDiff{}, fmt.Errorf("gitreview: diff: %w", err)
 	}
 	dir, err := existingDir(filepath.Dir(path))
 	if err != nil {
-		return Diff{}, fmt.Errorf("gitreview: diff: %w", err)
+		return agentwire.GitDiff{}, fmt.Errorf("gitreview: diff: %w", err)
 	}
 	r, ok, err := findRepo(ctx, dir)
 	if err != nil {
-		return Diff{}, fmt.Errorf("gitreview: diff: %w", err)
+		return agentwire.GitDiff{}, fmt.Errorf("gitreview: diff: %w", err)
 	}
 	if !ok {
-		return Diff{}, nil
+		return agentwire.GitDiff{}, nil
 	}
 	below, err := filepath.Rel(dir, path)
 	if err != nil {
-		return Diff{}, fmt.Errorf("gitreview: diff: %w", err)
+		return agentwire.GitDiff{}, fmt.Errorf("gitreview: diff: %w", err)
 	}
 	rel := r.prefix + filepath.ToSlash(below)
 	if base == "" {
 		if !r.hasHead(ctx) {
-			return Diff{Modified: modified}, nil
+			return agentwire.GitDiff{Modified: modified}, nil
 		}
 		base = "HEAD"
 	}
 	original, err := r.readBlob(ctx, base, rel)
 	if err != nil {
-		return Diff{}, fmt.Errorf("gitreview: diff: %w", err)
+		return agentwire.GitDiff{}, fmt.Errorf("gitreview: diff: %w", err)
 	}
-	return Diff{Modified: modified, Original: original}, nil
+	return agentwire.GitDiff{Modified: modified, Original: original}, nil
 }
 
 // checkRevision returns ErrUnknownRevision (wrapped) unless base names a

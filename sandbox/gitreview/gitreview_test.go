@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/gitreview"
 )
 
@@ -81,8 +82,8 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-func sorted(cs []gitreview.Change) []gitreview.Change {
-	out := append([]gitreview.Change(nil), cs...)
+func sorted(cs []agentwire.GitChange) []agentwire.GitChange {
+	out := append([]agentwire.GitChange(nil), cs...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
@@ -96,7 +97,7 @@ func show(p *string) string {
 	return fmt.Sprintf("%q", *p)
 }
 
-func sameDiff(t *testing.T, got, want gitreview.Diff) {
+func sameDiff(t *testing.T, got, want agentwire.GitDiff) {
 	t.Helper()
 	if show(got.Original) != show(want.Original) || show(got.Modified) != show(want.Modified) {
 		t.Errorf("diff = {original %s, modified %s}, want {original %s, modified %s}",
@@ -116,7 +117,7 @@ func TestEmptyRepoUntracked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gitreview.Change{
+	want := []agentwire.GitChange{
 		{Status: "ADDED", Path: "a.txt"},
 		{Status: "ADDED", Path: "staged.txt"},
 		{Status: "ADDED", Path: "sub/deep/b.txt"},
@@ -129,12 +130,12 @@ func TestEmptyRepoUntracked(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		path string
-		want gitreview.Diff
+		want agentwire.GitDiff
 	}{
-		{"untracked", filepath.Join(dir, "a.txt"), gitreview.Diff{Modified: ptr("A\n")}},
-		{"staged", filepath.Join(dir, "staged.txt"), gitreview.Diff{Modified: ptr("staged\n")}},
-		{"nested", filepath.Join(dir, "sub", "deep", "b.txt"), gitreview.Diff{Modified: ptr("B\n")}},
-		{"missing", filepath.Join(dir, "nope", "x.txt"), gitreview.Diff{}},
+		{"untracked", filepath.Join(dir, "a.txt"), agentwire.GitDiff{Modified: ptr("A\n")}},
+		{"staged", filepath.Join(dir, "staged.txt"), agentwire.GitDiff{Modified: ptr("staged\n")}},
+		{"nested", filepath.Join(dir, "sub", "deep", "b.txt"), agentwire.GitDiff{Modified: ptr("B\n")}},
+		{"missing", filepath.Join(dir, "nope", "x.txt"), agentwire.GitDiff{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d, err := gitreview.FileDiff(ctx, tc.path, "", "")
@@ -182,7 +183,7 @@ func committedRepo(t *testing.T) (string, string) {
 
 func TestChangesCommitted(t *testing.T) {
 	dir, first := committedRepo(t)
-	wantHead := []gitreview.Change{
+	wantHead := []agentwire.GitChange{
 		{Status: "DELETED", Path: "del.txt"},
 		{Status: "ADDED", Path: "dir/日本 語.md"},
 		{Status: "ADDED", Path: "line\nbreak.txt"},
@@ -195,7 +196,7 @@ func TestChangesCommitted(t *testing.T) {
 		name string
 		path string
 		ref  string
-		want []gitreview.Change
+		want []agentwire.GitChange
 	}{
 		{"root", dir, "", wantHead},
 		{"explicit HEAD", dir, "HEAD", wantHead},
@@ -247,22 +248,22 @@ func TestFileDiff(t *testing.T) {
 		name         string
 		path         string
 		ref, commit  string
-		want         gitreview.Diff
+		want         agentwire.GitDiff
 		wantErr      error
 		wantAnyError bool
 	}{
-		{name: "modified", path: "mod.txt", want: gitreview.Diff{Original: ptr("v2\n"), Modified: ptr("v3\n")}},
-		{name: "unchanged", path: "keep.txt", want: gitreview.Diff{Original: ptr("keep\n"), Modified: ptr("keep\n")}},
-		{name: "deleted", path: "del.txt", want: gitreview.Diff{Original: ptr("delete me\n")}},
-		{name: "deleted with its directory", path: "src/gone/x.go", want: gitreview.Diff{Original: ptr("package gone\n")}},
-		{name: "nested", path: "src/lib.go", want: gitreview.Diff{Original: ptr("package src\n"), Modified: ptr("package src\n")}},
-		{name: "renamed new path", path: "neu ñame.txt", want: gitreview.Diff{Modified: ptr("rename me, long enough to be similar\n")}},
-		{name: "renamed old path", path: "old name.txt", want: gitreview.Diff{Original: ptr("rename me, long enough to be similar\n")}},
-		{name: "untracked unicode", path: "new file ü.txt", want: gitreview.Diff{Modified: ptr("new\n")}},
-		{name: "newline in name", path: "line\nbreak.txt", want: gitreview.Diff{Modified: ptr("newline\n")}},
-		{name: "ref", path: "mod.txt", ref: "HEAD~1", want: gitreview.Diff{Original: ptr("v1\n"), Modified: ptr("v3\n")}},
-		{name: "commit", path: "mod.txt", commit: first, want: gitreview.Diff{Original: ptr("v1\n"), Modified: ptr("v3\n")}},
-		{name: "glob-like name is literal", path: "*.txt", want: gitreview.Diff{}},
+		{name: "modified", path: "mod.txt", want: agentwire.GitDiff{Original: ptr("v2\n"), Modified: ptr("v3\n")}},
+		{name: "unchanged", path: "keep.txt", want: agentwire.GitDiff{Original: ptr("keep\n"), Modified: ptr("keep\n")}},
+		{name: "deleted", path: "del.txt", want: agentwire.GitDiff{Original: ptr("delete me\n")}},
+		{name: "deleted with its directory", path: "src/gone/x.go", want: agentwire.GitDiff{Original: ptr("package gone\n")}},
+		{name: "nested", path: "src/lib.go", want: agentwire.GitDiff{Original: ptr("package src\n"), Modified: ptr("package src\n")}},
+		{name: "renamed new path", path: "neu ñame.txt", want: agentwire.GitDiff{Modified: ptr("rename me, long enough to be similar\n")}},
+		{name: "renamed old path", path: "old name.txt", want: agentwire.GitDiff{Original: ptr("rename me, long enough to be similar\n")}},
+		{name: "untracked unicode", path: "new file ü.txt", want: agentwire.GitDiff{Modified: ptr("new\n")}},
+		{name: "newline in name", path: "line\nbreak.txt", want: agentwire.GitDiff{Modified: ptr("newline\n")}},
+		{name: "ref", path: "mod.txt", ref: "HEAD~1", want: agentwire.GitDiff{Original: ptr("v1\n"), Modified: ptr("v3\n")}},
+		{name: "commit", path: "mod.txt", commit: first, want: agentwire.GitDiff{Original: ptr("v1\n"), Modified: ptr("v3\n")}},
+		{name: "glob-like name is literal", path: "*.txt", want: agentwire.GitDiff{}},
 		{name: "ref and commit", path: "mod.txt", ref: "HEAD", commit: first, wantErr: gitreview.ErrRefAndCommit},
 		{name: "unknown ref", path: "mod.txt", ref: "nope", wantAnyError: true},
 		{name: "directory", path: "src", wantErr: gitreview.ErrIsDirectory},
@@ -323,7 +324,7 @@ func TestGitignoreRespected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []gitreview.Change{
+	want := []agentwire.GitChange{
 		{Status: "ADDED", Path: ".gitignore"},
 		{Status: "ADDED", Path: "keep.tmp"},
 		{Status: "ADDED", Path: "sub/.gitignore"},

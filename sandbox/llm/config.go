@@ -5,7 +5,7 @@
 // net/http (openai.go).
 package llm
 
-import "github.com/acs-project/acs/sandbox/wire/llmconfig"
+import "github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 
 // Config is the agent's "llm" object (see llmconfig).
 type Config = llmconfig.Config

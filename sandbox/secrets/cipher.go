@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // Cipher seals secret values for storage with AES-256-GCM under a key derived
@@ -89,7 +89,7 @@ const maxLookupBytes = 64 << 10
 // HTTP GET to a LookupSecret's url with its headers (bounded by
 // LookupTimeout and 64 KiB; trailing line breaks trimmed). Errors name the
 // URL without its query and never contain the header values.
-func Resolve(ctx context.Context, hc *http.Client, src wire.SecretSource) (string, error) {
+func Resolve(ctx context.Context, hc *http.Client, src agentwire.SecretSource) (string, error) {
 	if src.Kind != "LookupSecret" {
 		return src.Value, nil
 	}

@@ -12,11 +12,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // Hidden replaces every secret value.
-const Hidden = wire.SecretHidden
+const Hidden = agentwire.SecretHidden
 
 // Masker replaces known secret values with Hidden. Every value is matched in
 // the forms it takes in the server's output: as is, with line breaks as the

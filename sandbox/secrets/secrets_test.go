@@ -14,8 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/secrets"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 const (
@@ -237,15 +237,15 @@ func TestResolve(t *testing.T) {
 	ctx := context.Background()
 	cases := []struct {
 		name    string
-		src     wire.SecretSource
+		src     agentwire.SecretSource
 		want    string
 		wantErr string
 	}{
-		{"static", wire.SecretSource{Kind: "StaticSecret", Value: "v"}, "v", ""},
-		{"lookup", wire.SecretSource{Kind: "LookupSecret", URL: srv.URL + "/ok?token=q1", Headers: map[string]string{"Authorization": "Bearer lookup-cred"}}, "looked-up-value", ""},
-		{"forbidden", wire.SecretSource{Kind: "LookupSecret", URL: srv.URL + "/ok?token=q1", Headers: map[string]string{"Authorization": "Bearer wrong-cred"}}, "", "HTTP 403"},
-		{"too big", wire.SecretSource{Kind: "LookupSecret", URL: srv.URL + "/big"}, "", "longer than"},
-		{"unreachable", wire.SecretSource{Kind: "LookupSecret", URL: "http://127.0.0.1:1/x?token=q1"}, "", "request failed"},
+		{"static", agentwire.SecretSource{Kind: "StaticSecret", Value: "v"}, "v", ""},
+		{"lookup", agentwire.SecretSource{Kind: "LookupSecret", URL: srv.URL + "/ok?token=q1", Headers: map[string]string{"Authorization": "Bearer lookup-cred"}}, "looked-up-value", ""},
+		{"forbidden", agentwire.SecretSource{Kind: "LookupSecret", URL: srv.URL + "/ok?token=q1", Headers: map[string]string{"Authorization": "Bearer wrong-cred"}}, "", "HTTP 403"},
+		{"too big", agentwire.SecretSource{Kind: "LookupSecret", URL: srv.URL + "/big"}, "", "longer than"},
+		{"unreachable", agentwire.SecretSource{Kind: "LookupSecret", URL: "http://127.0.0.1:1/x?token=q1"}, "", "request failed"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // Installed manages the skills installed into a directory (OpenHands'
@@ -33,25 +35,10 @@ type Installed struct {
 // install).
 func NewInstalled(dir string) *Installed { return &Installed{dir: dir} }
 
-// InstalledSkill describes an installed skill (OpenHands'
-// InstalledSkillResponse). Source is as given to Install, except that the
-// credentials of a URL are left out (see RedactSource).
-type InstalledSkill struct {
-	Name        string  `json:"name"`
-	Version     string  `json:"version"`
-	Description string  `json:"description"`
-	Enabled     bool    `json:"enabled"`
-	Source      string  `json:"source"`
-	ResolvedRef *string `json:"resolved_ref" acs:"emitnull"`
-	RepoPath    *string `json:"repo_path" acs:"emitnull"`
-	InstalledAt string  `json:"installed_at"`
-	InstallPath string  `json:"install_path"`
-}
-
 // record is what .installed.json keeps of a skill: the source in full
 // (with credentials, for Refresh) and the requested ref.
 type record struct {
-	InstalledSkill
+	agentwire.InstalledSkill
 	FullSource   string  `json:"full_source"`
 	RequestedRef *string `json:"requested_ref"`
 }
@@ -131,7 +118,7 @@ func (m *Installed) sync(recs map[string]record) {
 
 // List returns the installed skills, sorted by name. Skills whose
 // directory was removed by hand are forgotten.
-func (m *Installed) List() ([]InstalledSkill, error) {
+func (m *Installed) List() ([]agentwire.InstalledSkill, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	recs, err := m.load()
@@ -145,7 +132,7 @@ func (m *Installed) List() ([]InstalledSkill, error) {
 			return nil, err
 		}
 	}
-	out := make([]InstalledSkill, 0, len(recs))
+	out := make([]agentwire.InstalledSkill, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, r.InstalledSkill)
 	}
@@ -154,17 +141,17 @@ func (m *Installed) List() ([]InstalledSkill, error) {
 }
 
 // Get returns one installed skill, or ErrNotInstalled.
-func (m *Installed) Get(name string) (InstalledSkill, error) {
+func (m *Installed) Get(name string) (agentwire.InstalledSkill, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	recs, err := m.load()
 	if err != nil {
-		return InstalledSkill{}, err
+		return agentwire.InstalledSkill{}, err
 	}
 	m.sync(recs)
 	r, ok := recs[name]
 	if !ok {
-		return InstalledSkill{}, ErrNotInstalled
+		return agentwire.InstalledSkill{}, ErrNotInstalled
 	}
 	return r.InstalledSkill, nil
 }
@@ -214,7 +201,7 @@ func (m *Installed) Uninstall(name string) error {
 // ErrAlreadyInstalled (a skill of that name is installed
 // and force is false; with force it is replaced, keeping its enabled
 // state), or an I/O error.
-func (m *Installed) Install(ctx context.Context, source string, ref, repoPath *string, force bool) (InstalledSkill, error) {
+func (m *Installed) Install(ctx context.Context, source string, ref, repoPath *string, force bool) (agentwire.InstalledSkill, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.installLocked(ctx, source, ref, repoPath, force, "")
@@ -224,42 +211,42 @@ func (m *Installed) Install(ctx context.Context, source string, ref, repoPath *s
 // replaces it, keeping its enabled state. Errors: ErrNotInstalled, those
 // of Install, and ErrInvalidSkill when the source now holds a skill of
 // another name.
-func (m *Installed) Refresh(ctx context.Context, name string) (InstalledSkill, error) {
+func (m *Installed) Refresh(ctx context.Context, name string) (agentwire.InstalledSkill, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	recs, err := m.load()
 	if err != nil {
-		return InstalledSkill{}, err
+		return agentwire.InstalledSkill{}, err
 	}
 	m.sync(recs)
 	r, ok := recs[name]
 	if !ok {
-		return InstalledSkill{}, ErrNotInstalled
+		return agentwire.InstalledSkill{}, ErrNotInstalled
 	}
 	return m.installLocked(ctx, r.FullSource, r.RequestedRef, r.RepoPath, true, name)
 }
 
-func (m *Installed) installLocked(ctx context.Context, source string, ref, repoPath *string, force bool, mustName string) (InstalledSkill, error) {
+func (m *Installed) installLocked(ctx context.Context, source string, ref, repoPath *string, force bool, mustName string) (agentwire.InstalledSkill, error) {
 	tmp, err := os.MkdirTemp("", "acs-skill-fetch-")
 	if err != nil {
-		return InstalledSkill{}, fmt.Errorf("fetch a skill: %w", err)
+		return agentwire.InstalledSkill{}, fmt.Errorf("fetch a skill: %w", err)
 	}
 	defer os.RemoveAll(tmp)
 	fetched, resolved, err := m.fetch(ctx, source, ref, repoPath, tmp)
 	if err != nil {
-		return InstalledSkill{}, err
+		return agentwire.InstalledSkill{}, err
 	}
 	md := findSkillMD(fetched)
 	if md == "" {
-		return InstalledSkill{}, ErrInvalidSkill
+		return agentwire.InstalledSkill{}, ErrInvalidSkill
 	}
 	sk, err := loadSkillFile(md, true)
 	if err != nil || !ValidName(sk.Name) || (mustName != "" && sk.Name != mustName) {
-		return InstalledSkill{}, ErrInvalidSkill
+		return agentwire.InstalledSkill{}, ErrInvalidSkill
 	}
 	recs, err := m.load()
 	if err != nil {
-		return InstalledSkill{}, err
+		return agentwire.InstalledSkill{}, err
 	}
 	m.sync(recs)
 	dest := filepath.Join(m.dir, sk.Name)
@@ -268,41 +255,41 @@ func (m *Installed) installLocked(ctx context.Context, source string, ref, repoP
 		exists = true
 	}
 	if exists && !force {
-		return InstalledSkill{}, ErrAlreadyInstalled
+		return agentwire.InstalledSkill{}, ErrAlreadyInstalled
 	}
 	if err := os.MkdirAll(m.dir, 0o700); err != nil {
-		return InstalledSkill{}, fmt.Errorf("create the installed skills directory: %w", err)
+		return agentwire.InstalledSkill{}, fmt.Errorf("create the installed skills directory: %w", err)
 	}
 	staged, err := os.MkdirTemp(m.dir, ".staging-")
 	if err != nil {
-		return InstalledSkill{}, fmt.Errorf("install skill %s: %w", sk.Name, err)
+		return agentwire.InstalledSkill{}, fmt.Errorf("install skill %s: %w", sk.Name, err)
 	}
 	defer os.RemoveAll(staged)
 	if err := os.CopyFS(staged, os.DirFS(fetched)); err != nil {
 		if errors.Is(err, fs.ErrInvalid) {
 			// A special file (a FIFO, a device): not a skill to install.
-			return InstalledSkill{}, ErrInvalidSkill
+			return agentwire.InstalledSkill{}, ErrInvalidSkill
 		}
-		return InstalledSkill{}, fmt.Errorf("install skill %s: copy: %w", sk.Name, err)
+		return agentwire.InstalledSkill{}, fmt.Errorf("install skill %s: copy: %w", sk.Name, err)
 	}
 	os.RemoveAll(filepath.Join(staged, ".git"))
 	if err := os.RemoveAll(dest); err != nil {
-		return InstalledSkill{}, fmt.Errorf("install skill %s: remove the old copy: %w", sk.Name, err)
+		return agentwire.InstalledSkill{}, fmt.Errorf("install skill %s: remove the old copy: %w", sk.Name, err)
 	}
 	if err := os.Rename(staged, dest); err != nil {
-		return InstalledSkill{}, fmt.Errorf("install skill %s: %w", sk.Name, err)
+		return agentwire.InstalledSkill{}, fmt.Errorf("install skill %s: %w", sk.Name, err)
 	}
 	enabled := true
 	if old.Name != "" {
 		enabled = old.Enabled
 	}
-	r := record{InstalledSkill: InstalledSkill{Name: sk.Name, Description: sk.Description, Enabled: enabled,
+	r := record{InstalledSkill: agentwire.InstalledSkill{Name: sk.Name, Description: sk.Description, Enabled: enabled,
 		Source: RedactSource(source), ResolvedRef: resolved, RepoPath: repoPath,
 		InstalledAt: time.Now().UTC().Format(time.RFC3339Nano), InstallPath: dest},
 		FullSource: source, RequestedRef: ref}
 	recs[sk.Name] = r
 	if err := m.save(recs); err != nil {
-		return InstalledSkill{}, err
+		return agentwire.InstalledSkill{}, err
 	}
 	return r.InstalledSkill, nil
 }

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/tools"
 	"github.com/acs-project/acs/sandbox/tools/browser"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 var browserToolNames = []string{
@@ -26,7 +26,7 @@ var browserToolNames = []string{
 
 func buildBrowserTools(t *testing.T, env tools.Env) ([]tools.Tool, map[string]tools.Tool) {
 	t.Helper()
-	ts, err := tools.Build(context.Background(), env, []wire.ToolRef{{Name: "browser_tool_set"}})
+	ts, err := tools.Build(context.Background(), env, []agentwire.ToolRef{{Name: "browser_tool_set"}})
 	if err != nil {
 		t.Fatalf("Build: %v", err)
 	}

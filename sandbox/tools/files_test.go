@@ -9,17 +9,17 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/tools"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 var fileToolNames = []string{"glob", "grep", "list_directory", "read_file", "write_file", "edit", "task_tracker"}
 
 func buildFileTools(t *testing.T, env tools.Env) map[string]tools.Tool {
 	t.Helper()
-	var refs []wire.ToolRef
+	var refs []agentwire.ToolRef
 	for _, n := range fileToolNames {
-		refs = append(refs, wire.ToolRef{Name: n})
+		refs = append(refs, agentwire.ToolRef{Name: n})
 	}
 	ts, err := tools.Build(context.Background(), env, refs)
 	if err != nil {
@@ -158,7 +158,7 @@ func TestFileToolsErrors(t *testing.T) {
 	}
 
 	// A relative working directory cannot be confined.
-	if _, err := tools.Build(context.Background(), tools.Env{WorkDir: "rel", StateDir: t.TempDir()}, []wire.ToolRef{{Name: "glob"}}); err == nil {
+	if _, err := tools.Build(context.Background(), tools.Env{WorkDir: "rel", StateDir: t.TempDir()}, []agentwire.ToolRef{{Name: "glob"}}); err == nil {
 		t.Error("relative working directory accepted")
 	}
 }

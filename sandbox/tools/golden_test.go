@@ -10,8 +10,8 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/golden"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/tools"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite testdata/golden")
@@ -31,7 +31,7 @@ func registeredTools(t *testing.T) []tools.Tool {
 	seen := map[string]bool{}
 	for _, name := range tools.Names() {
 		env := tools.Env{ConversationID: "c1", WorkDir: t.TempDir(), StateDir: t.TempDir()}
-		ts, err := tools.Build(context.Background(), env, []wire.ToolRef{{Name: name}})
+		ts, err := tools.Build(context.Background(), env, []agentwire.ToolRef{{Name: name}})
 		if err != nil {
 			t.Fatalf("Build %s: %v", name, err)
 		}

@@ -19,8 +19,8 @@ import (
 	"sync"
 
 	"github.com/acs-project/acs/events"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/tools/internal/schema"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Env is what a conversation's tools may use.
@@ -143,7 +143,7 @@ func (e *UnknownToolError) Error() string {
 // Build creates the tools a conversation uses: the configured ones, in order,
 // followed by the default tools not already listed. On error the tools built
 // so far are closed.
-func Build(ctx context.Context, env Env, refs []wire.ToolRef) ([]Tool, error) {
+func Build(ctx context.Context, env Env, refs []agentwire.ToolRef) ([]Tool, error) {
 	seen := map[string]bool{}
 	var out []Tool
 	add := func(name string, params json.RawMessage) error {

@@ -25,8 +25,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/acs-project/acs/events/strictjson"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/eventlog"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // Config configures a Pusher.
@@ -67,7 +67,7 @@ type Pusher struct {
 
 	mu      sync.Mutex
 	watches map[uuid.UUID]watch
-	info    map[uuid.UUID]func() *wire.ConversationInfo
+	info    map[uuid.UUID]func() *agentwire.ConversationInfo
 	later   map[uuid.UUID]*time.Timer // NotifyInfoAfter's, not due yet
 	infoSig chan struct{}
 }
@@ -85,7 +85,7 @@ func New(cfg Config) *Pusher {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Pusher{cfg: cfg, ctx: ctx, cancel: cancel, watches: map[uuid.UUID]watch{},
-		info: map[uuid.UUID]func() *wire.ConversationInfo{}, later: map[uuid.UUID]*time.Timer{}, infoSig: make(chan struct{}, 1)}
+		info: map[uuid.UUID]func() *agentwire.ConversationInfo{}, later: map[uuid.UUID]*time.Timer{}, infoSig: make(chan struct{}, 1)}
 	if len(cfg.BaseURLs) > 0 {
 		p.wg.Add(1)
 		go p.infoLoop()
@@ -154,7 +154,7 @@ func (p *Pusher) flushTo(ctx context.Context, cursorPrefix string, target int) e
 
 // NotifyInfo schedules a push of the conversation's info; get is called when
 // sending so the latest state goes out. Repeated calls coalesce.
-func (p *Pusher) NotifyInfo(id uuid.UUID, get func() *wire.ConversationInfo) {
+func (p *Pusher) NotifyInfo(id uuid.UUID, get func() *agentwire.ConversationInfo) {
 	if !p.Enabled() {
 		return
 	}
@@ -174,7 +174,7 @@ func (p *Pusher) NotifyInfo(id uuid.UUID, get func() *wire.ConversationInfo) {
 // for the conversation stores its own record of it once the creation is
 // answered: a report before that record would be refused (retried after a
 // backoff), costing both sides a request while the start is under way.
-func (p *Pusher) NotifyInfoAfter(id uuid.UUID, get func() *wire.ConversationInfo, d time.Duration) {
+func (p *Pusher) NotifyInfoAfter(id uuid.UUID, get func() *agentwire.ConversationInfo, d time.Duration) {
 	if !p.Enabled() {
 		return
 	}
@@ -217,7 +217,7 @@ func (p *Pusher) post(ctx context.Context, url string, body []byte) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if p.cfg.SessionKey != "" {
-		req.Header.Set("X-Session-API-Key", p.cfg.SessionKey)
+		req.Header.Set(agentwire.SessionKeyHeader, p.cfg.SessionKey)
 	}
 	resp, err := p.cfg.Client.Do(req)
 	if err != nil {
@@ -247,7 +247,7 @@ func (p *Pusher) backoff(ctx context.Context, n int) bool {
 
 func (p *Pusher) pushEvents(ctx context.Context, id uuid.UUID, log *eventlog.Log, base, cursorPath string) {
 	defer p.wg.Done()
-	url := strings.TrimRight(base, "/") + "/events/" + wire.Hex(id)
+	url := strings.TrimRight(base, "/") + "/events/" + agentwire.Hex(id)
 	pos := readCursor(cursorPath)
 	lg := slog.With("conversation", id.String(), "webhook", base)
 	for {
@@ -306,7 +306,7 @@ func (p *Pusher) infoLoop() {
 		}
 		p.mu.Lock()
 		pending := p.info
-		p.info = map[uuid.UUID]func() *wire.ConversationInfo{}
+		p.info = map[uuid.UUID]func() *agentwire.ConversationInfo{}
 		p.mu.Unlock()
 		failed := false
 		for id, get := range pending {

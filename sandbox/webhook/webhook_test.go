@@ -17,9 +17,9 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/eventlog"
 	"github.com/acs-project/acs/sandbox/webhook"
-	"github.com/acs-project/acs/sandbox/wire"
 )
 
 // receiver is a control-plane stand-in recording what it is sent. failFirst
@@ -113,7 +113,7 @@ func TestEventsDeliveredInOrderThroughFailures(t *testing.T) {
 	if got := r.received(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("delivered\n%v\nwant\n%v", got, want)
 	}
-	if !r.keys["sk"] || !r.paths["/api/v1/webhooks/events/"+wire.Hex(id)] {
+	if !r.keys["sk"] || !r.paths["/api/v1/webhooks/events/"+agentwire.Hex(id)] {
 		t.Fatalf("keys %v paths %v", r.keys, r.paths)
 	}
 	if r.batches < 4 {
@@ -161,11 +161,11 @@ func TestInfoPushCoalescesAndRetries(t *testing.T) {
 	id := uuid.New()
 	title := "v1"
 	var mu sync.Mutex
-	get := func() *wire.ConversationInfo {
+	get := func() *agentwire.ConversationInfo {
 		mu.Lock()
 		defer mu.Unlock()
 		t := title
-		return &wire.ConversationInfo{ID: id.String(), Title: &t}
+		return &agentwire.ConversationInfo{ID: id.String(), Title: &t}
 	}
 	p.NotifyInfo(id, get)
 	mu.Lock()
@@ -185,8 +185,8 @@ func TestInfoPushCoalescesAndRetries(t *testing.T) {
 // conversation (a marker) shows what the first one's timer did.
 func TestInfoAfterADelay(t *testing.T) {
 	const delay = 30 * time.Millisecond
-	info := func(id uuid.UUID, title string) func() *wire.ConversationInfo {
-		return func() *wire.ConversationInfo { return &wire.ConversationInfo{ID: id.String(), Title: &title} }
+	info := func(id uuid.UUID, title string) func() *agentwire.ConversationInfo {
+		return func() *agentwire.ConversationInfo { return &agentwire.ConversationInfo{ID: id.String(), Title: &title} }
 	}
 	for _, tc := range []struct {
 		name string
@@ -247,7 +247,7 @@ func TestInfoWaitsForEarlierEvents(t *testing.T) {
 	want := appendN(t, l, 10, "e")
 	p.Watch(id, l, filepath.Join(dir, "webhook"))
 	title := "finished"
-	p.NotifyInfo(id, func() *wire.ConversationInfo { return &wire.ConversationInfo{ID: id.String(), Title: &title} })
+	p.NotifyInfo(id, func() *agentwire.ConversationInfo { return &agentwire.ConversationInfo{ID: id.String(), Title: &title} })
 	testwait.For(t, 15*time.Second, "info delivered", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()

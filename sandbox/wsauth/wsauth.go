@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // Timeout is how long a socket has to send its auth frame.
@@ -19,10 +21,10 @@ const Timeout = 10 * time.Second
 // Presented returns the key given with the upgrade request (query parameter
 // first, then header), or "".
 func Presented(r *http.Request) string {
-	if k := r.URL.Query().Get("session_api_key"); k != "" {
+	if k := r.URL.Query().Get(agentwire.SessionKeyQuery); k != "" {
 		return k
 	}
-	return r.Header.Get("X-Session-API-Key")
+	return r.Header.Get(agentwire.SessionKeyHeader)
 }
 
 // ReadFrame waits up to timeout for the auth frame and returns its key, or

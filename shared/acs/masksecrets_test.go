@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -31,8 +31,8 @@ func TestMaskSecrets(t *testing.T) {
 // TestSecretHiddenIsTheAgentServers: the control plane masks with the
 // agent server's mark.
 func TestSecretHiddenIsTheAgentServers(t *testing.T) {
-	if acs.SecretHidden != wire.SecretHidden {
-		t.Fatalf("acs.SecretHidden = %q, wire.SecretHidden = %q", acs.SecretHidden, wire.SecretHidden)
+	if acs.SecretHidden != agentwire.SecretHidden {
+		t.Fatalf("acs.SecretHidden = %q, agentwire.SecretHidden = %q", acs.SecretHidden, agentwire.SecretHidden)
 	}
 }
 

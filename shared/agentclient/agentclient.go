@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // Client calls one agent server.
@@ -126,14 +126,14 @@ func (c *Client) Alive(ctx context.Context) error {
 }
 
 // CreateConversation creates (or re-attaches to) a conversation.
-func (c *Client) CreateConversation(ctx context.Context, req *wire.StartConversationRequest) (Info, error) {
+func (c *Client) CreateConversation(ctx context.Context, req *agentwire.StartConversationRequest) (Info, error) {
 	var info Info
 	err := c.do(ctx, http.MethodPost, "/api/conversations", req, &info)
 	return info, err
 }
 
 // SendMessage appends a user message (and runs when req.Run is set).
-func (c *Client) SendMessage(ctx context.Context, conversationID string, req *wire.SendMessageRequest) error {
+func (c *Client) SendMessage(ctx context.Context, conversationID string, req *agentwire.SendMessageRequest) error {
 	return c.do(ctx, http.MethodPost, "/api/conversations/"+url.PathEscape(conversationID)+"/events", req, nil)
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/conversations"
@@ -187,7 +187,7 @@ func (a *API) deleteConversation(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }
 
 // sendMessage: POST /api/v1/app-conversations/{id}/send-message. A paused

@@ -7,8 +7,8 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/openapi"
-	"github.com/acs-project/acs/sandbox/wire"
-	"github.com/acs-project/acs/sandbox/wire/settingsschema"
+	"github.com/acs-project/acs/sandbox/agentwire"
+	"github.com/acs-project/acs/sandbox/agentwire/settingsschema"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -49,7 +49,7 @@ var v1PageQuery = []openapi.Param{{Name: "page_id", Type: ""}, {Name: "limit", T
 // may also answer 401 (no or a bad key) and 403 (a cross-site request from
 // a browser session); v1Errors adds them.
 func v1RouteDocs() map[string]routeDoc {
-	success := v1ok(wire.Success{})
+	success := v1ok(agentwire.Success{})
 	conv := v1ok(v1wire.Conversation{})
 	task := v1ok(v1wire.StartTask{})
 	mutation := v1ok(v1wire.ProfileMutation{})
@@ -76,9 +76,9 @@ func v1RouteDocs() map[string]routeDoc {
 		"read_file": {summary: "A workspace file's text", query: []openapi.Param{{Name: "file_path", Type: "", Required: true}},
 			responses: []openapi.Response{v1ok(""), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(413, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"git_changes": {summary: "Changed files of the workspace's repository", query: []openapi.Param{{Name: "path", Type: ""}},
-			responses: []openapi.Response{v1ok([]wire.GitChange(nil)), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
+			responses: []openapi.Response{v1ok([]agentwire.GitChange(nil)), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"git_diff": {summary: "A file's diff", query: []openapi.Param{{Name: "path", Type: "", Required: true}},
-			responses: []openapi.Response{v1ok(wire.GitDiff{}), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{}), v1status(413, openapi.Detail{})}},
+			responses: []openapi.Response{v1ok(agentwire.GitDiff{}), v1status(400, openapi.Detail{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{}), v1status(413, openapi.Detail{})}},
 		"list_skills":         {summary: "The conversation's skills", responses: []openapi.Response{v1ok(v1wire.SkillList{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"list_hooks":          {summary: "The conversation's hooks", responses: []openapi.Response{v1ok(v1wire.HookList{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
 		"add_pending_message": {summary: "Queue a message for a starting conversation", request: v1wire.PendingMessageRequest{}, responses: []openapi.Response{v1status(201, v1wire.PendingMessageResponse{}), v1status(404, openapi.Detail{}), v1status(409, openapi.Detail{})}},
@@ -137,7 +137,7 @@ func v1RouteDocs() map[string]routeDoc {
 		"search_git_installations": {summary: "Search the git provider installations", query: v1PageQuery, responses: []openapi.Response{v1ok(v1wire.Page[string]{})}},
 
 		"webhook_events":        {summary: "A sandbox reports a conversation's events", request: []events.Event(nil), responses: []openapi.Response{success, v1status(404, openapi.Detail{}), v1status(413, openapi.Detail{})}},
-		"webhook_conversations": {summary: "A sandbox reports a conversation's state", request: wire.ConversationInfo{}, responses: []openapi.Response{success, v1status(404, openapi.Detail{})}},
+		"webhook_conversations": {summary: "A sandbox reports a conversation's state", request: agentwire.ConversationInfo{}, responses: []openapi.Response{success, v1status(404, openapi.Detail{})}},
 	}
 }
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire/settingsschema"
+	"github.com/acs-project/acs/sandbox/agentwire/settingsschema"
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/v1wire"
 )

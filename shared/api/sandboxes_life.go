@@ -8,7 +8,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -30,7 +30,7 @@ func (a *API) pauseSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, sandboxGone(sb, err))
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }
 
 // resumeSandbox: POST /api/v1/sandboxes/{sandbox_id}/resume — starts a
@@ -51,7 +51,7 @@ func (a *API) resumeSandbox(w http.ResponseWriter, r *http.Request) {
 	// Best effort, briefly: once it answers, messages queued and
 	// conversations deleted while it was paused are dealt with.
 	a.life.Ready(r.Context(), sb, 5*time.Second)
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }
 
 // deleteSandbox: DELETE /api/v1/sandboxes/{sandbox_id} (or ?sandbox_id=, the
@@ -82,7 +82,7 @@ func (a *API) deleteSandbox(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }
 
 // sandboxGone words a MISSING sandbox's refusal for the sandbox routes.

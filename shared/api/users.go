@@ -5,7 +5,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/accounts"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -84,5 +84,5 @@ func (a *API) deleteKey(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }

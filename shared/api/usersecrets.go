@@ -8,7 +8,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -97,7 +97,7 @@ func (a *API) deleteSecret(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }
 
 // offsetPage reads page_id (a decimal offset this API issued) and limit

@@ -12,7 +12,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/conversations"
 )
@@ -59,7 +59,7 @@ func (a *API) webhookEvents(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }
 
 // UnverifiedSender marks (in "sender") a MessageEvent a sandbox reported
@@ -79,7 +79,7 @@ const (
 type conversationReport struct {
 	ID              string            `json:"id"`
 	ExecutionStatus string            `json:"execution_status"`
-	Stats           *wire.Stats       `json:"stats"`
+	Stats           *agentwire.Stats  `json:"stats"`
 	Title           *string           `json:"title"`
 	Tags            map[string]string `json:"tags"`
 	UpdatedAt       *string           `json:"updated_at"`
@@ -94,7 +94,7 @@ func (info *conversationReport) validate() (strictjson.Errors, *time.Time) {
 	var errs strictjson.Errors
 	if info.ExecutionStatus != "" && !conversations.ValidStatus(info.ExecutionStatus) {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", "execution_status"}, Type: "enum",
-			Msg: strictjson.EnumMessage(wire.ExecutionStatus("").EnumValues())})
+			Msg: strictjson.EnumMessage(agentwire.ExecutionStatus("").EnumValues())})
 	}
 	if info.Title != nil && utf8.RuneCountInString(*info.Title) > maxReportTitle {
 		errs = append(errs, strictjson.Error{Loc: []any{"body", "title"}, Type: "string_too_long",
@@ -110,7 +110,7 @@ func (info *conversationReport) validate() (strictjson.Errors, *time.Time) {
 			break
 		}
 	}
-	errs = append(errs, strictjson.Prefix((&wire.UpdateConversationRequest{Tags: info.Tags}).ValidateStrict(), "body")...)
+	errs = append(errs, strictjson.Prefix((&agentwire.UpdateConversationRequest{Tags: info.Tags}).ValidateStrict(), "body")...)
 	var updated *time.Time
 	if info.UpdatedAt != nil && *info.UpdatedAt != "" {
 		t, err := events.ParseTime(*info.UpdatedAt)
@@ -160,5 +160,5 @@ func (a *API) webhookConversations(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	httpjson.WriteJSON(w, http.StatusOK, wire.Success{Success: true})
+	httpjson.WriteJSON(w, http.StatusOK, agentwire.Success{Success: true})
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
@@ -73,7 +73,7 @@ func (s *Service) SendMessage(ctx context.Context, c acs.Conversation, content [
 	if err != nil {
 		return err
 	}
-	if err := sandboxes.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: run}); err != nil {
+	if err := sandboxes.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &agentwire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: run}); err != nil {
 		return &AgentError{err}
 	}
 	s.Life.Touch(ctx, sb, true)
@@ -140,7 +140,7 @@ func (s *Service) AddPending(ctx context.Context, user acs.User, rawID string, c
 		}
 		sb, client, err := s.Live(ctx, c)
 		if err == nil {
-			if err := sandboxes.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
+			if err := sandboxes.DeliverMessage(ctx, s.Store, client, acs.Dashed(c.ID), &agentwire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
 				return Pending{}, &AgentError{err}
 			}
 			s.Life.Touch(ctx, sb, true)

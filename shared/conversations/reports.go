@@ -13,7 +13,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/sandboxes"
 )
@@ -249,7 +249,7 @@ func claimAll(conv *acs.Conversation, claims []userMessage) []bool {
 
 // ValidStatus reports whether s is an execution status of the agent server.
 func ValidStatus(s string) bool {
-	return slices.Contains(wire.ExecutionStatus("").EnumValues(), s)
+	return slices.Contains(agentwire.ExecutionStatus("").EnumValues(), s)
 }
 
 // ApplyState applies one state update (a ConversationStateUpdateEvent's key
@@ -260,11 +260,11 @@ func ApplyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 	switch key {
 	case "execution_status":
 		var s string
-		if json.Unmarshal(value, &s) == nil && ValidStatus(s) && !ts.Before(c.ExecutionStatusAt) && s != string(wire.StatusDeleting) {
+		if json.Unmarshal(value, &s) == nil && ValidStatus(s) && !ts.Before(c.ExecutionStatusAt) && s != string(agentwire.StatusDeleting) {
 			c.ExecutionStatus, c.ExecutionStatusAt = s, ts
 		}
 	case "stats":
-		var st wire.Stats
+		var st agentwire.Stats
 		// A conversation info captured before a stats event but
 		// delivered after it must not undo it.
 		if json.Unmarshal(value, &st) == nil && st.UsageToMetrics != nil && !ts.Before(c.MetricsAt) {
@@ -288,7 +288,7 @@ func ApplyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 	case "full_state":
 		var info struct {
 			ExecutionStatus string          `json:"execution_status"`
-			Stats           wire.Stats      `json:"stats"`
+			Stats           agentwire.Stats `json:"stats"`
 			AgentState      json.RawMessage `json:"agent_state"`
 		}
 		if json.Unmarshal(value, &info) == nil {
@@ -310,7 +310,7 @@ func ApplyState(c *acs.Conversation, key string, value json.RawMessage, ts time.
 type Report struct {
 	ID              string
 	ExecutionStatus string
-	Stats           *wire.Stats
+	Stats           *agentwire.Stats
 	Title           *string
 	Tags            map[string]string
 	// UpdatedAt is when the agent server made the report (nil: unknown).
@@ -351,7 +351,7 @@ func (info *Report) Apply(c *acs.Conversation, at time.Time) {
 // dropped; otherwise it returns SandboxConversation's errors (ErrTombstone:
 // drop the report).
 func (s *Service) ReportConversation(ctx context.Context, sb acs.Sandbox, info Report, received time.Time) error {
-	if info.ExecutionStatus == string(wire.StatusDeleting) {
+	if info.ExecutionStatus == string(agentwire.StatusDeleting) {
 		return nil
 	}
 	c, err := s.SandboxConversation(ctx, sb, info.ID)

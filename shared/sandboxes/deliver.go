@@ -9,7 +9,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 )
@@ -28,7 +28,7 @@ func MessageDigest(content []events.Content) string {
 // the agent server reports for it as the user's. A record that cannot be
 // updated is logged and the message is sent anyway (it is then stored as
 // an unverified message rather than lost). The error is the send's.
-func DeliverMessage(ctx context.Context, st acs.ConversationStore, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
+func DeliverMessage(ctx context.Context, st acs.ConversationStore, client *agentclient.Client, convID string, msg *agentwire.SendMessageRequest) error {
 	RecordDelivery(ctx, st, convID, msg.Content)
 	return client.SendMessage(ctx, convID, msg)
 }
@@ -72,7 +72,7 @@ func FlushPending(ctx context.Context, st PendingStore, client *agentclient.Clie
 			var content []events.Content
 			if err := strictjson.Unmarshal(m.Content, &content); err != nil {
 				slog.Warn("sandboxes: unreadable pending message dropped", "id", m.ID, "error", err)
-			} else if err := DeliverMessage(ctx, st, client, convID, &wire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
+			} else if err := DeliverMessage(ctx, st, client, convID, &agentwire.SendMessageRequest{Role: events.RoleUser, Content: content, Run: true}); err != nil {
 				slog.Warn("sandboxes: pending message not delivered", "id", m.ID, "conversation", convID, "error", err)
 			}
 			if err := st.DeletePendingMessage(ctx, key, m.ID); err != nil {

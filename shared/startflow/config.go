@@ -3,7 +3,7 @@ package startflow
 import (
 	"time"
 
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/config"
 	"github.com/acs-project/acs/shared/sandboxes"

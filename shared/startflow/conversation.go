@@ -13,7 +13,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
@@ -73,7 +73,7 @@ func MergeSecrets(ctx context.Context, st interface {
 // the installation's LLM with the user's settings applied, the tools, the
 // secrets, the project directory, and the request's message, plugins and
 // observability settings.
-func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings acs.Settings, secrets map[string]string) (*wire.StartConversationRequest, error) {
+func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings acs.Settings, secrets map[string]string) (*agentwire.StartConversationRequest, error) {
 	cfg := w.Config
 	llmCfg := cfg.LLM
 	llmCfg.UsageID = "agent"
@@ -94,25 +94,25 @@ func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings
 	if req.LLMModel != nil && *req.LLMModel != "" {
 		llmCfg.Model = *req.LLMModel
 	}
-	agent := &wire.Agent{Kind: "Agent", LLM: llmCfg}
+	agent := &agentwire.Agent{Kind: "Agent", LLM: llmCfg}
 	tools := cfg.Tools
 	if req.AgentType == "plan" {
 		tools = []string{"terminal", "planning_file_editor", "task_tracker"}
 	}
 	for _, name := range tools {
-		agent.Tools = append(agent.Tools, wire.ToolRef{Name: name, Params: []byte("{}")})
+		agent.Tools = append(agent.Tools, agentwire.ToolRef{Name: name, Params: []byte("{}")})
 	}
-	agent.AgentContext = &wire.AgentContext{SystemMessageSuffix: req.SystemMessageSuffix,
+	agent.AgentContext = &agentwire.AgentContext{SystemMessageSuffix: req.SystemMessageSuffix,
 		LoadUserSkills: true, LoadProjectSkills: true}
 	dashed := acs.Dashed(t.ConversationID)
-	out := &wire.StartConversationRequest{
-		Agent: agent, Workspace: wire.Workspace{WorkingDir: t.ProjectDir}, ConversationID: &dashed,
+	out := &agentwire.StartConversationRequest{
+		Agent: agent, Workspace: agentwire.Workspace{WorkingDir: t.ProjectDir}, ConversationID: &dashed,
 		MaxIterations: 500, StuckDetection: true, Autotitle: true,
 		ObservabilitySpanName: req.ObservabilitySpanName, ObservabilityTags: req.ObservabilityTags,
 		ObservabilityMetadata: req.ObservabilityMetadata, Plugins: req.Plugins,
 	}
 	if len(settings.ConfirmationPolicy) > 0 {
-		var p wire.ConfirmationPolicy
+		var p agentwire.ConfirmationPolicy
 		if err := strictjson.Unmarshal(settings.ConfirmationPolicy, &p); err == nil {
 			out.ConfirmationPolicy = &p
 		}
@@ -122,9 +122,9 @@ func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings
 		out.ParentConversationID = &p
 	}
 	if len(secrets) > 0 {
-		out.Secrets = map[string]wire.SecretSource{}
+		out.Secrets = map[string]agentwire.SecretSource{}
 		for k, v := range secrets {
-			out.Secrets[k] = wire.SecretSource{Kind: "StaticSecret", Value: v}
+			out.Secrets[k] = agentwire.SecretSource{Kind: "StaticSecret", Value: v}
 		}
 	}
 	if msg := InitialMessage(req); msg != nil && msg.Run {
@@ -135,7 +135,7 @@ func (w *Worker) AgentRequest(t acs.StartTask, req v1wire.StartRequest, settings
 
 // InitialMessage is the request's initial message with the plugins'
 // parameters appended as text (the reference's behaviour), or nil.
-func InitialMessage(req v1wire.StartRequest) *wire.SendMessageRequest {
+func InitialMessage(req v1wire.StartRequest) *agentwire.SendMessageRequest {
 	if req.InitialMessage == nil {
 		return nil
 	}
@@ -152,7 +152,7 @@ func InitialMessage(req v1wire.StartRequest) *wire.SendMessageRequest {
 
 // messageText is the text of a message's text items, one per line ("" for
 // none, or no message).
-func messageText(msg *wire.SendMessageRequest) string {
+func messageText(msg *agentwire.SendMessageRequest) string {
 	if msg == nil {
 		return ""
 	}
@@ -211,7 +211,7 @@ type conversationStart struct {
 	sb     acs.Sandbox
 	client *agentclient.Client
 	conv   acs.Conversation
-	msg    *wire.SendMessageRequest
+	msg    *agentwire.SendMessageRequest
 	// create creates the conversation on the agent server.
 	create func(context.Context) error
 	// recordSkills waits for the skills' loading and returns its record.
@@ -223,7 +223,7 @@ type conversationStart struct {
 // conversationRequest is the agent server's request for t's conversation,
 // with the secrets it gets: the user's settings applied, and the browser
 // tools when sb's agent server can run them.
-func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, client *agentclient.Client) (*wire.StartConversationRequest, map[string]string, error) {
+func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, client *agentclient.Client) (*agentwire.StartConversationRequest, map[string]string, error) {
 	settings, err := w.settings(ctx, t.OwnerID)
 	if err != nil {
 		return nil, nil, err
@@ -243,7 +243,7 @@ func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req v
 }
 
 // conversationRecord is the record of t's conversation on sb.
-func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, areq *wire.StartConversationRequest, secrets map[string]string) acs.Conversation {
+func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, areq *agentwire.StartConversationRequest, secrets map[string]string) acs.Conversation {
 	now := w.now()
 	title := req.Title
 	if title == nil {
@@ -259,7 +259,7 @@ func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb
 	conv := acs.Conversation{ID: t.ConversationID, OwnerID: t.OwnerID, SandboxID: sb.ID,
 		SelectedRepository: req.SelectedRepository, SelectedBranch: req.SelectedBranch,
 		Title: title, PRNumber: req.PRNumber, LLMModel: &model, Public: req.Public,
-		WorkingDir: t.WorkDir, ProjectDir: t.ProjectDir, StartTaskID: t.ID, ExecutionStatus: string(wire.StatusIdle),
+		WorkingDir: t.WorkDir, ProjectDir: t.ProjectDir, StartTaskID: t.ID, ExecutionStatus: string(agentwire.StatusIdle),
 		CreatedAt: now, UpdatedAt: now}
 	if req.GitProvider != nil {
 		g := string(*req.GitProvider)
@@ -279,7 +279,7 @@ func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb
 // createOnAgent is the creation of the conversation on sb's agent server.
 // It notes that the agent server answered, or forgets that it did when
 // it does not; a refused request fails the start.
-func (w *Worker) createOnAgent(sb acs.Sandbox, client *agentclient.Client, areq *wire.StartConversationRequest) func(context.Context) error {
+func (w *Worker) createOnAgent(sb acs.Sandbox, client *agentclient.Client, areq *agentwire.StartConversationRequest) func(context.Context) error {
 	return func(ctx context.Context) error {
 		_, err := client.CreateConversation(ctx, areq)
 		var he *agentclient.HTTPError
@@ -450,7 +450,7 @@ func (w *Worker) createRecord(ctx context.Context, t acs.StartTask, conv acs.Con
 
 // sendOnce sends the initial message unless the conversation already has a
 // user message (a redelivered step after a successful send).
-func sendOnce(ctx context.Context, store acs.Store, client *agentclient.Client, convID string, msg *wire.SendMessageRequest) error {
+func sendOnce(ctx context.Context, store acs.Store, client *agentclient.Client, convID string, msg *agentwire.SendMessageRequest) error {
 	var count int
 	err := client.Get(ctx, "/api/conversations/"+convID+"/events/count?kind=MessageEvent&source=user", &count)
 	if err != nil {
@@ -511,11 +511,11 @@ func (b *browserCache) note(sandboxID string, c *agentclient.Client, usable bool
 }
 
 // addTool appends the named tool to the agent's tools unless it is there.
-func addTool(a *wire.Agent, name string) {
+func addTool(a *agentwire.Agent, name string) {
 	for _, t := range a.Tools {
 		if t.Name == name {
 			return
 		}
 	}
-	a.Tools = append(a.Tools, wire.ToolRef{Name: name, Params: []byte("{}")})
+	a.Tools = append(a.Tools, agentwire.ToolRef{Name: name, Params: []byte("{}")})
 }

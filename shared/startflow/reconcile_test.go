@@ -9,8 +9,8 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
-	"github.com/acs-project/acs/sandbox/wire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
@@ -54,7 +54,7 @@ func newIdleEnv(t *testing.T) *idleEnv {
 func (e *idleEnv) submit(t *testing.T, text string, run bool) acs.StartTask {
 	t.Helper()
 	tk, err := e.svc.Submit(ctx, acs.User{ID: "alice"}, v1wire.StartRequest{
-		InitialMessage: &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(text)}, Run: run}})
+		InitialMessage: &agentwire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem(text)}, Run: run}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func (e *idleEnv) agent(t *testing.T, sandboxID string) *agentclient.Client {
 
 // agentStatus waits until the agent server reports the conversation in
 // status want.
-func agentStatus(t *testing.T, c *agentclient.Client, convID string, want wire.ExecutionStatus) {
+func agentStatus(t *testing.T, c *agentclient.Client, convID string, want agentwire.ExecutionStatus) {
 	t.Helper()
 	var infos []*agentclient.Info
 	var err error
@@ -146,9 +146,9 @@ func TestReconcileSparesARunNotReportedYet(t *testing.T) {
 		{"a message sent to a started conversation", func(t *testing.T, e *idleEnv) (string, string) {
 			tk := e.stepUntil(t, e.submit(t, "wait for my go", false).ID, acs.TaskReady)
 			c := e.agent(t, *tk.SandboxID)
-			agentStatus(t, c, tk.ConversationID, wire.StatusIdle)
+			agentStatus(t, c, tk.ConversationID, agentwire.StatusIdle)
 			// What send-message does once the sandbox is ready.
-			if err := sandboxes.DeliverMessage(ctx, e.store, c, acs.Dashed(tk.ConversationID), &wire.SendMessageRequest{
+			if err := sandboxes.DeliverMessage(ctx, e.store, c, acs.Dashed(tk.ConversationID), &agentwire.SendMessageRequest{
 				Role: events.RoleUser, Content: []events.Content{events.TextItem("go")}, Run: true}); err != nil {
 				t.Fatal(err)
 			}
@@ -162,12 +162,12 @@ func TestReconcileSparesARunNotReportedYet(t *testing.T) {
 				t.Fatalf("setup: the store must not know of the run yet: %+v %v", c, err)
 			}
 			agent := e.agent(t, sandboxID)
-			agentStatus(t, agent, convID, wire.StatusRunning)
+			agentStatus(t, agent, convID, agentwire.StatusRunning)
 			if e.reconcile(t, sandboxID) {
 				t.Fatal("the sandbox was paused while its agent was running")
 			}
 			e.open()
-			agentStatus(t, agent, convID, wire.StatusFinished)
+			agentStatus(t, agent, convID, agentwire.StatusFinished)
 			if !e.reconcile(t, sandboxID) {
 				t.Fatal("the sandbox was not paused once its agent had finished")
 			}
@@ -197,14 +197,14 @@ func TestReconcileSparesAStartInProgress(t *testing.T) {
 	cur := e.stepUntil(t, tk.ID, acs.TaskStartingConversation)
 	now := time.Now().UTC()
 	if err := e.store.CreateConversation(ctx, acs.Conversation{ID: cur.ConversationID, OwnerID: "alice", SandboxID: *cur.SandboxID,
-		StartTaskID: cur.ID, ExecutionStatus: string(wire.StatusIdle), CreatedAt: now, UpdatedAt: now}); err != nil {
+		StartTaskID: cur.ID, ExecutionStatus: string(agentwire.StatusIdle), CreatedAt: now, UpdatedAt: now}); err != nil {
 		t.Fatal(err)
 	}
 	if e.reconcile(t, *cur.SandboxID) {
 		t.Fatal("the sandbox was paused while its start was creating the conversation")
 	}
 	done := e.stepUntil(t, tk.ID, acs.TaskReady)
-	agentStatus(t, e.agent(t, *done.SandboxID), done.ConversationID, wire.StatusIdle)
+	agentStatus(t, e.agent(t, *done.SandboxID), done.ConversationID, agentwire.StatusIdle)
 	if !e.reconcile(t, *done.SandboxID) {
 		t.Fatal("the sandbox was not paused once its start was READY and its agent idle")
 	}
@@ -229,7 +229,7 @@ func (s staleListing) ListAllSandboxes(ctx context.Context, opts acs.ListOptions
 func TestReconcileReadsActivityAfterTheListing(t *testing.T) {
 	e := newIdleEnv(t)
 	tk := e.stepUntil(t, e.submit(t, "wait for my go", false).ID, acs.TaskReady)
-	agentStatus(t, e.agent(t, *tk.SandboxID), tk.ConversationID, wire.StatusIdle)
+	agentStatus(t, e.agent(t, *tk.SandboxID), tk.ConversationID, agentwire.StatusIdle)
 	e.life.Store = staleListing{e.store}
 	e.life.Now = nil
 	if e.reconcile(t, *tk.SandboxID) {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -151,7 +151,7 @@ func applySuggestedTask(req *v1wire.StartRequest) {
 	if st == nil {
 		return
 	}
-	req.InitialMessage = &wire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(st.Prompt())}, Run: true}
+	req.InitialMessage = &agentwire.SendMessageRequest{Role: events.RoleUser, Content: []events.Content{events.TextItem(st.Prompt())}, Run: true}
 	trigger := v1wire.Trigger("suggested_task")
 	req.Trigger = &trigger
 	if req.SelectedRepository == nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/startflow"
@@ -71,12 +71,12 @@ func (e *env) drive(t *testing.T, id string, replay bool) acs.StartTask {
 func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		msg   *wire.SendMessageRequest
+		msg   *agentwire.SendMessageRequest
 		users int
 	}{
-		{"run=false message", &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("wait for my go")}, Run: false}, 1},
+		{"run=false message", &agentwire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("wait for my go")}, Run: false}, 1},
 		{"no message", nil, 0},
-		{"run=true message", &wire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("say hello")}, Run: true}, 1},
+		{"run=true message", &agentwire.SendMessageRequest{Role: "user", Content: []events.Content{events.TextItem("say hello")}, Run: true}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{})

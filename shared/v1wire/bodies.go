@@ -12,7 +12,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -36,7 +36,7 @@ type SendMessageRequest struct {
 
 // ValidateStrict requires a user message with content.
 func (m *SendMessageRequest) ValidateStrict() []strictjson.Error {
-	w := wire.SendMessageRequest{Role: m.Role, Content: m.Content}
+	w := agentwire.SendMessageRequest{Role: m.Role, Content: m.Content}
 	return w.ValidateStrict()
 }
 
@@ -55,7 +55,7 @@ type PendingMessageRequest struct {
 
 // ValidateStrict requires a user message with content.
 func (m *PendingMessageRequest) ValidateStrict() []strictjson.Error {
-	w := wire.SendMessageRequest{Role: m.Role, Content: m.Content}
+	w := agentwire.SendMessageRequest{Role: m.Role, Content: m.Content}
 	return w.ValidateStrict()
 }
 

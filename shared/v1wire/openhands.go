@@ -10,7 +10,7 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 // FeatureFlags are the web client's feature switches.
@@ -65,10 +65,10 @@ var ProfileNameRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 // The profile bodies of /api/v1/settings/profiles* are the agent server's
 // (OpenHands' shapes); the V1 detail's config has api_key always null.
 type (
-	ProfileInfo     = wire.ProfileInfo
-	ProfileList     = wire.ProfileList
-	ProfileDetail   = wire.ProfileDetail
-	ProfileMutation = wire.ProfileMutation
+	ProfileInfo     = agentwire.ProfileInfo
+	ProfileList     = agentwire.ProfileList
+	ProfileDetail   = agentwire.ProfileDetail
+	ProfileMutation = agentwire.ProfileMutation
 )
 
 // ActivateProfileResponse answers activating a profile.

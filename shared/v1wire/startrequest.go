@@ -11,12 +11,12 @@ import (
 
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 )
 
-// Plugin is a plugin to attach to the conversation (see wire.Plugin).
-type Plugin = wire.Plugin
+// Plugin is a plugin to attach to the conversation (see agentwire.Plugin).
+type Plugin = agentwire.Plugin
 
 // GitProvider is a code host.
 type GitProvider string
@@ -89,27 +89,27 @@ func (t *SuggestedTask) Prompt() string {
 // StartRequest is the body of POST /api/v1/app-conversations. Every field is
 // optional; {} is a valid request.
 type StartRequest struct {
-	SandboxID             *string                  `json:"sandbox_id"`
-	ConversationID        *string                  `json:"conversation_id"`
-	InitialMessage        *wire.SendMessageRequest `json:"initial_message"`
-	SystemMessageSuffix   *string                  `json:"system_message_suffix"`
-	Processors            json.RawMessage          `json:"processors" acs:"nullable"`
-	LLMModel              *string                  `json:"llm_model"`
-	SelectedRepository    *string                  `json:"selected_repository"`
-	SelectedBranch        *string                  `json:"selected_branch"`
-	GitProvider           *GitProvider             `json:"git_provider"`
-	SuggestedTask         *SuggestedTask           `json:"suggested_task"`
-	Title                 *string                  `json:"title" acs:"maxlen=200"`
-	Trigger               *Trigger                 `json:"trigger"`
-	PRNumber              []int                    `json:"pr_number"`
-	ParentConversationID  *string                  `json:"parent_conversation_id"`
-	AgentType             AgentType                `json:"agent_type" acs:"default=default"`
-	Public                *bool                    `json:"public"`
-	Plugins               []Plugin                 `json:"plugins" acs:"nullable"`
-	Secrets               map[string]string        `json:"secrets" acs:"nullable"`
-	ObservabilitySpanName *string                  `json:"observability_span_name" acs:"maxlen=200"`
-	ObservabilityTags     []string                 `json:"observability_tags" acs:"nullable"`
-	ObservabilityMetadata json.RawMessage          `json:"observability_metadata" acs:"object,nullable"`
+	SandboxID             *string                       `json:"sandbox_id"`
+	ConversationID        *string                       `json:"conversation_id"`
+	InitialMessage        *agentwire.SendMessageRequest `json:"initial_message"`
+	SystemMessageSuffix   *string                       `json:"system_message_suffix"`
+	Processors            json.RawMessage               `json:"processors" acs:"nullable"`
+	LLMModel              *string                       `json:"llm_model"`
+	SelectedRepository    *string                       `json:"selected_repository"`
+	SelectedBranch        *string                       `json:"selected_branch"`
+	GitProvider           *GitProvider                  `json:"git_provider"`
+	SuggestedTask         *SuggestedTask                `json:"suggested_task"`
+	Title                 *string                       `json:"title" acs:"maxlen=200"`
+	Trigger               *Trigger                      `json:"trigger"`
+	PRNumber              []int                         `json:"pr_number"`
+	ParentConversationID  *string                       `json:"parent_conversation_id"`
+	AgentType             AgentType                     `json:"agent_type" acs:"default=default"`
+	Public                *bool                         `json:"public"`
+	Plugins               []Plugin                      `json:"plugins" acs:"nullable"`
+	Secrets               map[string]string             `json:"secrets" acs:"nullable"`
+	ObservabilitySpanName *string                       `json:"observability_span_name" acs:"maxlen=200"`
+	ObservabilityTags     []string                      `json:"observability_tags" acs:"nullable"`
+	ObservabilityMetadata json.RawMessage               `json:"observability_metadata" acs:"object,nullable"`
 }
 
 var (
@@ -205,7 +205,7 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 		v    *string
 	}{{"conversation_id", r.ConversationID}, {"parent_conversation_id", r.ParentConversationID}} {
 		if p.v != nil {
-			if _, err := wire.ParseID(*p.v); err != nil {
+			if _, err := agentwire.ParseID(*p.v); err != nil {
 				errs = append(errs, verr([]any{p.name}, "uuid_parsing", err.Error()))
 			}
 		}
@@ -232,7 +232,7 @@ func (r *StartRequest) ValidateStrict() []strictjson.Error {
 	}
 	errs = append(errs, TitleSecretErrors(r, r.Secrets, nil)...)
 	if r.ObservabilityMetadata != nil {
-		errs = append(errs, wire.ValidateObservabilityMetadata(r.ObservabilityMetadata)...)
+		errs = append(errs, agentwire.ValidateObservabilityMetadata(r.ObservabilityMetadata)...)
 	}
 	return errs
 }

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
 )
 
@@ -131,7 +131,7 @@ func (r *SettingsRequest) Validate(body []byte) (acs.SettingsUpdate, strictjson.
 	}
 	var policy json.RawMessage
 	if r.ConfirmationPolicy.Set && !r.ConfirmationPolicy.IsNull() {
-		var p wire.ConfirmationPolicy
+		var p agentwire.ConfirmationPolicy
 		if err := strictjson.Unmarshal(r.ConfirmationPolicy.Raw, &p, "body", "confirmation_policy"); err != nil {
 			var se strictjson.Errors
 			if errors.As(err, &se) {

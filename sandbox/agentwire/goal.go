@@ -1,4 +1,4 @@
-package wire
+package agentwire
 
 // MaxGoalIterations is the most judge rounds a goal may ask for: ten times
 // the default. Each round is a whole agent run and a judge call.

@@ -1,11 +1,11 @@
-package wire
+package agentwire
 
 import (
 	"encoding/json"
 	"regexp"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 )
 
 // Server metadata, LLM profiles and model switching: the bodies of

@@ -1,4 +1,4 @@
-package wire_test
+package agentwire_test
 
 import (
 	"errors"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/acs-project/acs/events/strictjson"
-	"github.com/acs-project/acs/sandbox/wire"
+	"github.com/acs-project/acs/sandbox/agentwire"
 )
 
 func TestSecretSourceForms(t *testing.T) {
@@ -25,7 +25,7 @@ func TestSecretSourceForms(t *testing.T) {
 		{`42`, "", "", "", "s"},
 	}
 	for _, tc := range cases {
-		var m map[string]wire.SecretSource
+		var m map[string]agentwire.SecretSource
 		err := strictjson.Unmarshal([]byte(`{"s":`+tc.in+`}`), &m)
 		if tc.errLoc != "" {
 			var es strictjson.Errors
@@ -43,7 +43,7 @@ func TestSecretSourceForms(t *testing.T) {
 			t.Errorf("%s: got %+v", tc.in, s)
 		}
 	}
-	red := wire.RedactSecrets(map[string]wire.SecretSource{"A": {Kind: "StaticSecret", Value: "v"},
+	red := agentwire.RedactSecrets(map[string]agentwire.SecretSource{"A": {Kind: "StaticSecret", Value: "v"},
 		"B": {Kind: "LookupSecret", URL: "u", Headers: map[string]string{"X": "tok"}}})
 	out := string(strictjson.MustMarshal(red))
 	if strings.Contains(out, `"v"`) || strings.Contains(out, "tok") || !strings.Contains(out, "**********") {
@@ -63,7 +63,7 @@ func TestConfirmationPolicy(t *testing.T) {
 		{`{"kind":"Sometimes"}`, "kind"},
 		{`{}`, "kind"},
 	} {
-		var p wire.ConfirmationPolicy
+		var p agentwire.ConfirmationPolicy
 		err := strictjson.Unmarshal([]byte(tc.in), &p)
 		if tc.errLoc == "" {
 			if err != nil {
@@ -83,12 +83,12 @@ func TestConfirmationPolicy(t *testing.T) {
 
 func TestParseID(t *testing.T) {
 	for _, ok := range []string{"4b1e2f3a-0000-4000-8000-00000000abcd", "4b1e2f3a000040008000" + "00000000abcd"} {
-		if _, err := wire.ParseID(ok); err != nil {
+		if _, err := agentwire.ParseID(ok); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "xyz", "4b1e2f3a-0000-4000-8000", "{4b1e2f3a-0000-4000-8000-00000000abcd}", "urn:uuid:4b1e2f3a-0000-4000-8000-00000000abcd"} {
-		if _, err := wire.ParseID(bad); err == nil {
+		if _, err := agentwire.ParseID(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 )
 
 func TestRetriesWithin(t *testing.T) {

@@ -1,4 +1,4 @@
-package wire
+package agentwire
 
 // GitChange is one changed file of a work tree (GET /api/git/changes).
 type GitChange struct {

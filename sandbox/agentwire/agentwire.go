@@ -1,7 +1,7 @@
-// Package wire holds the agent server's request and response types, shared by
+// Package agentwire holds the agent server's request and response types, shared by
 // the agent server and the control plane's client. Requests decode strictly
 // with strictjson (unknown keys are 422 errors).
-package wire
+package agentwire
 
 import (
 	"encoding/json"
@@ -13,7 +13,7 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/pathguard"
-	"github.com/acs-project/acs/sandbox/wire/llmconfig"
+	"github.com/acs-project/acs/sandbox/agentwire/llmconfig"
 )
 
 // ExecutionStatus is a conversation's agent state, in the reference's
