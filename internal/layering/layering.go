@@ -16,7 +16,10 @@
 //     one part of sandbox/ the control plane may import; types only,
 //     without net/http);
 //   - sandbox/... imports nothing of shared/ or the wiring, and no AWS or
-//     Kubernetes package, not even through another package.
+//     Kubernetes package, not even through another package;
+//   - the typed client, client/..., imports wire and domain packages only
+//     (sandbox/agentwire/..., shared/acs, shared/v1wire, events/...,
+//     internal/...), never an implementation package of either half.
 package layering
 
 import (
@@ -40,6 +43,10 @@ var Adapters = []string{
 // SharedWire are the sandbox packages the control plane may import: the
 // agent server's wire types.
 var SharedWire = []string{"sandbox/agentwire"}
+
+// ClientMay are the packages outside client/ and the neutral packages that
+// the typed client may import: the wire and domain types of both servers.
+var ClientMay = append([]string{"shared/acs", "shared/v1wire"}, SharedWire...)
 
 // foreignToSandbox are import-path prefixes of the AWS and Kubernetes
 // packages sandbox/... may not link.
@@ -169,6 +176,13 @@ func Check(module string, pkgs []Package) []Violation {
 			members: func(p string) bool { return under(p, "shared") },
 			forbidden: func(p string) bool {
 				return under(p, "sandbox") && !under(p, SharedWire...)
+			},
+		},
+		{
+			text:    "client/... imports wire and domain packages only (" + strings.Join(ClientMay, ", ") + ", events/..., internal/...)",
+			members: func(p string) bool { return under(p, "client") },
+			forbidden: func(p string) bool {
+				return inModule(p) && !neutral(p) && !under(p, ClientMay...)
 			},
 		},
 	}

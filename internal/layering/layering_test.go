@@ -67,6 +67,11 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		m + "/shared/startflow":                    {m + "/shared/acs", m + "/sandbox/agentwire"},
 		m + "/sandbox/agentwire":                   {m + "/events"},
 		m + "/sandbox/agent":                       {m + "/sandbox/agentwire", m + "/internal/diskfull"},
+		m + "/sandbox/bashapi":                     {m + "/sandbox/agentwire", m + "/sandbox/procenv"},
+		m + "/sandbox/procenv":                     {"os"},
+		m + "/shared/v1wire":                       {m + "/shared/acs"},
+		m + "/client":                              {m + "/shared/v1wire", m + "/events", "net/http"},
+		m + "/client/cli":                          {m + "/client", m + "/internal/diskfull"},
 		m + "/events":                              {"encoding/json"},
 		m + "/internal/diskfull":                   {"syscall"},
 		m + "/internal/awserr":                     {"github.com/aws/smithy-go"},
@@ -77,6 +82,7 @@ func TestCheckFindsEachViolation(t *testing.T) {
 		"github.com/aws/smithy-go":                 nil,
 		"net/http":                                 {"net"},
 		"github.com/other/lib":                     {"github.com/aws/smithy-go"},
+		"github.com/other/client":                  {m + "/sandbox/bashapi"},
 	}
 	cases := []struct {
 		name  string
@@ -104,6 +110,12 @@ func TestCheckFindsEachViolation(t *testing.T) {
 			[]string{"shared/startflow imports sandbox/agentwire, which brings in sandbox/agent"}},
 		{"wire types serve HTTP", map[string][]string{m + "/sandbox/agentwire": {m + "/events", "net/http"}},
 			[]string{"sandbox/agentwire imports net/http", "HTTP helpers"}},
+		{"client imports an agent-side package", map[string][]string{m + "/client": {m + "/sandbox/agentwire", m + "/sandbox/bashapi"}},
+			[]string{"client imports sandbox/bashapi", "client/... imports wire and domain packages only"}},
+		{"client reaches an agent-side package through a library", map[string][]string{m + "/client": {m + "/shared/v1wire", "github.com/other/client"}},
+			[]string{"client imports github.com/other/client, which brings in sandbox/bashapi"}},
+		{"client imports the control plane", map[string][]string{m + "/client/cli": {m + "/client", m + "/shared/startflow"}},
+			[]string{"client/cli imports shared/startflow", "client/... imports wire and domain packages only"}},
 		{"neutral imports a half", map[string][]string{m + "/internal/diskfull": {m + "/sandbox/agentwire"}},
 			[]string{"internal/diskfull imports sandbox/agentwire", "neutral"}},
 	}
