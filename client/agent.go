@@ -122,10 +122,12 @@ func (a *Agent) CountEvents(ctx context.Context, convID string, f Filter) (int, 
 }
 
 // ExecuteBash runs a command in the sandbox and waits for it (bounded by
-// its timeout). It is never retried.
+// its timeout). An HTTP client with a timeout waits for the command's
+// timeout plus 30 s instead. It is never retried.
 func (a *Agent) ExecuteBash(ctx context.Context, req *agentwire.ExecuteBashRequest) (agentwire.BashOutput, error) {
 	var out agentwire.BashOutput
-	err := a.t.call(ctx, request{method: http.MethodPost, path: "/api/bash/execute_bash_command", body: req}, &out)
+	err := a.t.call(ctx, request{method: http.MethodPost, path: "/api/bash/execute_bash_command", body: req,
+		timeout: time.Duration(req.Timeout+30) * time.Second}, &out)
 	return out, err
 }
 

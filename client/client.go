@@ -69,7 +69,24 @@ func StatusOf(err error) int {
 	if errors.As(err, &e) {
 		return e.Status
 	}
+	var he *HTTPError
+	if errors.As(err, &he) {
+		return he.Status
+	}
 	return 0
+}
+
+// HTTPError is an error answer of an agent server as it was sent: its
+// status and detail, without a domain error. Agents from NewServiceAgent
+// return it, so that their caller decides what the answer means to its own
+// callers.
+type HTTPError struct {
+	Status int
+	Detail string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("agent server: HTTP %d: %s", e.Status, e.Detail)
 }
 
 // transport is what Client and Agent share: a base URL, how requests are
@@ -79,6 +96,9 @@ type transport struct {
 	auth  func(*http.Request)
 	http  *http.Client
 	retry Retry
+	// raw makes an error answer an *HTTPError, and prefixes the other
+	// errors with "agent server".
+	raw bool
 }
 
 // request is one call.
@@ -91,6 +111,8 @@ type request struct {
 	idempotent bool
 	// header is sent with the request.
 	header http.Header
+	// timeout replaces the HTTP client's timeout, when that has one.
+	timeout time.Duration
 }
 
 // send performs r and returns the successful answer (status < 400), whose
@@ -114,7 +136,7 @@ func (t *transport) send(ctx context.Context, r request) (*http.Response, error)
 	for attempt := 1; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, r.method, u, bytes.NewReader(body))
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+			return nil, t.errorf("%s %s: %w", r.method, r.path, err)
 		}
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
@@ -125,9 +147,15 @@ func (t *transport) send(ctx context.Context, r request) (*http.Response, error)
 		if t.auth != nil {
 			t.auth(req)
 		}
-		res, err := t.http.Do(req)
+		hc := t.http
+		if r.timeout > 0 && hc.Timeout > 0 {
+			c := *hc
+			c.Timeout = r.timeout
+			hc = &c
+		}
+		res, err := hc.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", r.method, r.path, err)
+			return nil, t.errorf("%s %s: %w", r.method, r.path, err)
 		}
 		if res.StatusCode < 400 {
 			return res, nil
@@ -138,6 +166,9 @@ func (t *transport) send(ctx context.Context, r request) (*http.Response, error)
 			Err: v1wire.DecodeError(res.StatusCode, res.Header, raw)}
 		wait, retry := t.retryAfter(res, e.Err)
 		if !retry || attempt >= attempts {
+			if t.raw {
+				return nil, &HTTPError{Status: res.StatusCode, Detail: errorDetail(raw)}
+			}
 			return nil, e
 		}
 		timer := time.NewTimer(wait)
@@ -148,6 +179,35 @@ func (t *transport) send(ctx context.Context, r request) (*http.Response, error)
 		case <-timer.C:
 		}
 	}
+}
+
+// errorf is fmt.Errorf, prefixed with "agent server" for a raw transport.
+func (t *transport) errorf(format string, args ...any) error {
+	if t.raw {
+		format = "agent server " + format
+	}
+	return fmt.Errorf(format, args...)
+}
+
+// errorDetail is the detail of an error answer: its JSON "detail" (a string
+// as is, anything else as JSON), else the trimmed body; at most 1000 bytes.
+func errorDetail(raw []byte) string {
+	detail := strings.TrimSpace(string(raw))
+	var d struct {
+		Detail json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &d) == nil && len(d.Detail) > 0 {
+		var s string
+		if json.Unmarshal(d.Detail, &s) == nil {
+			detail = s
+		} else {
+			detail = string(d.Detail)
+		}
+	}
+	if len(detail) > 1000 {
+		detail = detail[:1000]
+	}
+	return detail
 }
 
 // retryAfter says whether an error answer may be retried, and when.
@@ -179,7 +239,7 @@ func (t *transport) call(ctx context.Context, r request, out any) error {
 		return nil
 	}
 	if err := json.NewDecoder(res.Body).Decode(out); err != nil {
-		return fmt.Errorf("%s %s: decode the answer: %w", r.method, r.path, err)
+		return t.errorf("%s %s: decode the answer: %w", r.method, r.path, err)
 	}
 	return nil
 }
@@ -193,7 +253,7 @@ func (t *transport) bytes(ctx context.Context, r request) ([]byte, error) {
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return nil, fmt.Errorf("%s %s: read the answer: %w", r.method, r.path, err)
+		return nil, t.errorf("%s %s: read the answer: %w", r.method, r.path, err)
 	}
 	return b, nil
 }
