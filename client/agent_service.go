@@ -21,12 +21,19 @@ const ServiceTimeout = 30 * time.Second
 // service that calls agent servers on behalf of its own callers, such as
 // the control plane: every request is sent once and bounded by
 // ServiceTimeout, an error answer is an *HTTPError, and the other errors
-// read "agent server ...".
-func NewServiceAgent(baseURL, sessionKey string) *Agent {
-	a := NewAgent(baseURL, sessionKey, WithHTTPClient(&http.Client{Timeout: ServiceTimeout}), WithRetry(Retry{Attempts: 1}))
+// read "agent server ...". opts apply after these settings.
+func NewServiceAgent(baseURL, sessionKey string, opts ...Option) *Agent {
+	opts = append([]Option{WithHTTPClient(&http.Client{Timeout: ServiceTimeout}), WithRetry(Retry{Attempts: 1})}, opts...)
+	a := NewAgent(baseURL, sessionKey, opts...)
 	a.t.raw = true
 	return a
 }
+
+// BaseURL is the agent server's address, without a trailing slash.
+func (a *Agent) BaseURL() string { return a.t.base }
+
+// SessionKey is the session key the client presents.
+func (a *Agent) SessionKey() string { return a.key }
 
 // ErrTooLarge is returned by DownloadAtMost for a file over the limit.
 var ErrTooLarge = errors.New("file too large")

@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/sandbox/agentserver"
-	"github.com/acs-project/acs/shared/agentclient"
 )
 
 // archiveNames decodes a complete gzip tar (checksum included) and returns
@@ -164,7 +164,7 @@ func TestWorkspaceArchive(t *testing.T) {
 
 			// The same through the control plane's client.
 			var buf bytes.Buffer
-			if err := agentclient.New(e.http.URL, testKey).WorkspaceArchive(context.Background(), &buf); err != nil {
+			if err := client.NewServiceAgent(e.http.URL, testKey).WorkspaceArchive(context.Background(), &buf); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := archiveNames(t, buf.Bytes()); strings.Join(got, ",") != strings.Join(names, ",") {
@@ -184,8 +184,8 @@ func TestWorkspaceArchiveErrors(t *testing.T) {
 			t.Fatalf("archive with key %q: %d %s", key, r.status, r.body)
 		}
 		var buf bytes.Buffer
-		err := agentclient.New(e.http.URL, key).WorkspaceArchive(context.Background(), &buf)
-		var he *agentclient.HTTPError
+		err := client.NewServiceAgent(e.http.URL, key).WorkspaceArchive(context.Background(), &buf)
+		var he *client.HTTPError
 		if !errors.As(err, &he) || he.Status != http.StatusUnauthorized || he.Detail != "Unauthorized" || buf.Len() != 0 {
 			t.Fatalf("client archive with key %q: %v (%d bytes)", key, err, buf.Len())
 		}
@@ -207,8 +207,8 @@ func TestWorkspaceArchiveErrors(t *testing.T) {
 		t.Fatalf("detail %q", detail.Detail)
 	}
 	var buf bytes.Buffer
-	err := agentclient.New(e.http.URL, testKey).WorkspaceArchive(context.Background(), &buf)
-	var he *agentclient.HTTPError
+	err := client.NewServiceAgent(e.http.URL, testKey).WorkspaceArchive(context.Background(), &buf)
+	var he *client.HTTPError
 	if !errors.As(err, &he) || he.Status != http.StatusNotFound || buf.Len() != 0 {
 		t.Fatalf("client archive of a missing workspace: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestWorkspaceArchiveAbortedMidway(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &truncateOnWrite{path: big}
-	err = agentclient.New(e.http.URL, testKey).WorkspaceArchive(context.Background(), w)
+	err = client.NewServiceAgent(e.http.URL, testKey).WorkspaceArchive(context.Background(), w)
 	if w.err != nil {
 		t.Fatal(w.err)
 	}
@@ -290,15 +290,14 @@ func TestWorkspaceArchiveClientTimeout(t *testing.T) {
 	defer srv.Close()
 	defer close(release)
 
-	c := agentclient.New(srv.URL, "hang")
 	// Long enough for headers on a loaded machine (100 ms was not, in
 	// CI), shorter than the slow body.
-	c.HTTP.Timeout = time.Second
+	c := client.NewServiceAgent(srv.URL, "hang", client.WithHTTPClient(&http.Client{Timeout: time.Second}))
 	var buf bytes.Buffer
 	if err := c.WorkspaceArchive(context.Background(), &buf); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("no answer: %v, want context.DeadlineExceeded", err)
 	}
-	c.Key = testKey
+	c = client.NewServiceAgent(srv.URL, testKey, client.WithHTTPClient(&http.Client{Timeout: time.Second}))
 	if err := c.WorkspaceArchive(context.Background(), &buf); err != nil || buf.String() != "slow body" {
 		t.Fatalf("slow transfer: %v %q", err, buf.String())
 	}

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/golden"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/conversations"
 )
 
@@ -24,7 +24,7 @@ import (
 // record (go test -run TestAgentErrGolden -update rewrites it).
 func TestAgentErrGolden(t *testing.T) {
 	agentErr := func(status int, detail string) error {
-		return &conversations.AgentError{Err: &agentclient.HTTPError{Status: status, Detail: detail}}
+		return &conversations.AgentError{Err: &client.HTTPError{Status: status, Detail: detail}}
 	}
 	unreachable := &conversations.AgentError{Err: fmt.Errorf("post events: %w", errors.New("dial tcp 10.0.0.7:8000: connect: connection refused"))}
 	conv := acs.Conversation{WorkingDir: "/data/sandboxes/sb1/workspace/app"}
@@ -32,7 +32,7 @@ func TestAgentErrGolden(t *testing.T) {
 	file := reviewPath{param: "file_path", abs: "/data/sandboxes/sb1/workspace/app/docs/a&b<c>.txt", rel: "app/docs/a&b<c>.txt"}
 	review := func(status int, detail string) func(*httptest.ResponseRecorder) {
 		return func(w *httptest.ResponseRecorder) {
-			writeReviewErr(w, &agentclient.HTTPError{Status: status, Detail: detail}, file, conv, sb)
+			writeReviewErr(w, &client.HTTPError{Status: status, Detail: detail}, file, conv, sb)
 		}
 	}
 	convErr := func(err error) func(*httptest.ResponseRecorder) {

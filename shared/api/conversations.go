@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/conversations"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -223,7 +223,7 @@ func writeConvErr(w http.ResponseWriter, err error) {
 
 // writeAgentErr answers a failed call to an agent server (agentError).
 func writeAgentErr(w http.ResponseWriter, err error) {
-	var he *agentclient.HTTPError
+	var he *client.HTTPError
 	if !errors.As(err, &he) {
 		slog.Warn("api: agent server unreachable", "error", err)
 	}
@@ -235,7 +235,7 @@ func writeAgentErr(w http.ResponseWriter, err error) {
 // full: nothing was changed there, and the caller may retry once space is
 // freed) ESTORAGEFULL, any other answer, or none, EUPSTREAM.
 func agentError(err error) *acs.Error {
-	var he *agentclient.HTTPError
+	var he *client.HTTPError
 	if !errors.As(err, &he) {
 		return acs.Errorf(acs.EUPSTREAM, "Failed to reach agent server.")
 	}

@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/internal/httpjson"
 	"github.com/acs-project/acs/internal/pathguard"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -134,13 +134,13 @@ func (a *API) readFile(w http.ResponseWriter, r *http.Request) {
 	if !q.OK(w) {
 		return
 	}
-	sb, client, err := a.conv.Live(r.Context(), c)
+	sb, agent, err := a.conv.Live(r.Context(), c)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	b, err := client.Download(r.Context(), t.abs, maxFileBytes)
-	if errors.Is(err, agentclient.ErrTooLarge) {
+	b, err := agent.DownloadAtMost(r.Context(), t.abs, maxFileBytes)
+	if errors.Is(err, client.ErrTooLarge) {
 		writeFileTooLarge(w, t)
 		return
 	}
@@ -196,12 +196,12 @@ func (a *API) gitDiff(w http.ResponseWriter, r *http.Request) {
 // proxyReview GETs p from the conversation's agent server and passes its
 // JSON on; a failure is answered by writeReviewErr.
 func (a *API) proxyReview(w http.ResponseWriter, r *http.Request, c acs.Conversation, t reviewPath, p string) {
-	sb, client, err := a.conv.Live(r.Context(), c)
+	sb, agent, err := a.conv.Live(r.Context(), c)
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	raw, err := client.Raw(r.Context(), http.MethodGet, p, nil)
+	raw, err := agent.Raw(r.Context(), http.MethodGet, p, nil)
 	if err != nil {
 		writeReviewErr(w, err, t, c, sb)
 		return
@@ -226,7 +226,7 @@ func writeFileTooLarge(w http.ResponseWriter, t reviewPath) {
 // server that cannot be reached. Host paths of the workspace are scrubbed
 // from every detail passed on.
 func writeReviewErr(w http.ResponseWriter, err error, t reviewPath, c acs.Conversation, sb acs.Sandbox) {
-	var he *agentclient.HTTPError
+	var he *client.HTTPError
 	if !errors.As(err, &he) {
 		writeAgentErr(w, err)
 		return
@@ -335,12 +335,12 @@ func (a *API) postProject(w http.ResponseWriter, r *http.Request, path string, o
 		writeErr(w, err)
 		return false
 	}
-	_, client, err := a.conv.Live(r.Context(), c)
+	_, agent, err := a.conv.Live(r.Context(), c)
 	if err != nil {
 		writeErr(w, err)
 		return false
 	}
-	if err := client.Post(r.Context(), path, map[string]any{"project_dir": projectDir(c)}, out); err != nil {
+	if err := agent.Post(r.Context(), path, map[string]any{"project_dir": projectDir(c)}, out); err != nil {
 		writeAgentErr(w, err)
 		return false
 	}

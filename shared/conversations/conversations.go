@@ -13,9 +13,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
@@ -155,7 +155,7 @@ func (s *Service) Update(ctx context.Context, c acs.Conversation, u acs.Conversa
 		// Best effort: the agent server's title follows (if it is running).
 		if sb, err := s.Store.GetSandbox(ctx, c.SandboxID); err == nil && sb.Status == acs.SandboxRunning {
 			if _, st := s.Life.Refresh(ctx, sb); st.Status == acs.SandboxRunning {
-				if err := agentclient.New(st.AgentURL, st.SessionKey).SetTitle(ctx, acs.Dashed(c.ID), *u.Title.Value); err != nil {
+				if err := client.NewServiceAgent(st.AgentURL, st.SessionKey).SetTitle(ctx, acs.Dashed(c.ID), *u.Title.Value); err != nil {
 					slog.Warn("api: rename on the agent server", "conversation", c.ID, "error", err)
 				}
 			}

@@ -6,8 +6,8 @@ import (
 	"log/slog"
 	"slices"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 )
 
 // Delete deletes conversation c (read by Get) and its sub-conversations,
@@ -63,7 +63,7 @@ func (s *Service) remove(ctx context.Context, c acs.Conversation) error {
 			return err
 		}
 		if _, st := s.Life.Refresh(ctx, sb); st.Status == acs.SandboxRunning {
-			if err := agentclient.New(st.AgentURL, st.SessionKey).DeleteConversation(ctx, acs.Dashed(c.ID)); err != nil {
+			if err := client.NewServiceAgent(st.AgentURL, st.SessionKey).DeleteConversation(ctx, acs.Dashed(c.ID)); err != nil {
 				slog.Warn("api: delete on the agent server", "conversation", c.ID, "error", err)
 			}
 		}

@@ -7,17 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
 // AgentError is a failed call to a conversation's agent server (its answer,
-// an *agentclient.HTTPError, or no answer); Err is the client's error.
+// an *client.HTTPError, or no answer); Err is the client's error.
 type AgentError struct{ Err error }
 
 func (e *AgentError) Error() string { return "agent server: " + e.Err.Error() }
@@ -46,7 +46,7 @@ func (s *Service) secretsInMessage(ctx context.Context, c acs.Conversation, cont
 // and returns a client for its agent server. Read-only sandboxes are
 // refused: MISSING (or no sandbox) acs.ErrGone, ERROR acs.ErrSandboxFailed;
 // not ready in time acs.ErrConflict; the running cap acs.ErrCapacity.
-func (s *Service) Live(ctx context.Context, c acs.Conversation) (acs.Sandbox, *agentclient.Client, error) {
+func (s *Service) Live(ctx context.Context, c acs.Conversation) (acs.Sandbox, *client.Agent, error) {
 	sb, err := s.Store.GetSandbox(ctx, c.SandboxID)
 	if errors.Is(err, acs.ErrNotFound) {
 		return sb, nil, acs.ErrArchived

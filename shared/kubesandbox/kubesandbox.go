@@ -38,8 +38,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 )
 
 // Runtime implements acs.Runtime on Kubernetes.
@@ -542,14 +542,13 @@ func (r *Runtime) fetchArchive(ctx context.Context, rid string, w io.Writer, rec
 				if err != nil {
 					return wrap("get the secret of runtime "+rid, err)
 				}
-				c := agentclient.New(r.cfg.agentURL(rid), string(sec.Data[keySession]))
-				c.HTTP = r.cfg.HTTPClient
+				c := client.NewServiceAgent(r.cfg.agentURL(rid), string(sec.Data[keySession]), client.WithHTTPClient(r.cfg.HTTPClient))
 				cw := &countingWriter{w: w}
 				err = c.WorkspaceArchive(ctx, cw)
 				if err == nil || cw.n > 0 || ctx.Err() != nil {
 					return err
 				}
-				var he *agentclient.HTTPError
+				var he *client.HTTPError
 				if errors.As(err, &he) && he.Status != http.StatusBadGateway && he.Status != http.StatusServiceUnavailable && he.Status != http.StatusGatewayTimeout && he.Status != http.StatusNotFound {
 					return fmt.Errorf("kubesandbox: archive runtime %s: %w", rid, err)
 				}

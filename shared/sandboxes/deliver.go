@@ -7,11 +7,11 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 )
 
 // MessageDigest is the digest of a user message's content as the control
@@ -28,7 +28,7 @@ func MessageDigest(content []events.Content) string {
 // the agent server reports for it as the user's. A record that cannot be
 // updated is logged and the message is sent anyway (it is then stored as
 // an unverified message rather than lost). The error is the send's.
-func DeliverMessage(ctx context.Context, st acs.ConversationStore, client *agentclient.Client, convID string, msg *agentwire.SendMessageRequest) error {
+func DeliverMessage(ctx context.Context, st acs.ConversationStore, client *client.Agent, convID string, msg *agentwire.SendMessageRequest) error {
 	RecordDelivery(ctx, st, convID, msg.Content)
 	return client.SendMessage(ctx, convID, msg)
 }
@@ -61,7 +61,7 @@ type PendingStore interface {
 // FlushPending delivers the messages queued under keys to the conversation,
 // in order, with run=true, and removes them (delivered or not, as the
 // reference does; a failure is logged).
-func FlushPending(ctx context.Context, st PendingStore, client *agentclient.Client, convID string, keys ...string) {
+func FlushPending(ctx context.Context, st PendingStore, client *client.Agent, convID string, keys ...string) {
 	for _, key := range keys {
 		msgs, err := st.ListPendingMessages(ctx, key)
 		if err != nil {

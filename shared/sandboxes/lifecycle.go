@@ -13,8 +13,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 )
 
 // Lifecycle runs the sandbox lifecycle the spec and DESIGN.md define:
@@ -409,8 +409,8 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 // FlushQueued. It returns the sandbox and a client for its agent server.
 // Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still
 // not ready after wait is ErrConflict naming its status.
-func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *agentclient.Client, error) {
-	r, err := l.AwaitReady(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *agentclient.Client) bool {
+func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *client.Agent, error) {
+	r, err := l.AwaitReady(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *client.Agent) bool {
 		return c.Alive(ctx) == nil
 	})
 	if err != nil {
@@ -424,7 +424,7 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 type Readiness struct {
 	Sandbox acs.Sandbox
 	// Client is a client for the sandbox's agent server.
-	Client *agentclient.Client
+	Client *client.Agent
 	// Resumed reports that AwaitReady resumed the sandbox.
 	Resumed bool
 }
@@ -437,7 +437,7 @@ type Readiness struct {
 // the agent server. On error, the Readiness holds the sandbox as last
 // read. Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox
 // still not ready after wait is ErrConflict naming its status.
-func (l *Lifecycle) AwaitReady(ctx context.Context, sb acs.Sandbox, wait time.Duration, ask func(context.Context, acs.Sandbox, *agentclient.Client) bool) (Readiness, error) {
+func (l *Lifecycle) AwaitReady(ctx context.Context, sb acs.Sandbox, wait time.Duration, ask func(context.Context, acs.Sandbox, *client.Agent) bool) (Readiness, error) {
 	if err := sb.Usable(); err != nil {
 		return Readiness{Sandbox: sb}, err
 	}
@@ -458,7 +458,7 @@ func (l *Lifecycle) AwaitReady(ctx context.Context, sb acs.Sandbox, wait time.Du
 			}
 			resumed = true
 		case acs.SandboxRunning:
-			client := agentclient.New(st.AgentURL, st.SessionKey)
+			client := client.NewServiceAgent(st.AgentURL, st.SessionKey)
 			actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			answered := ask(actx, sb, client)
 			cancel()
@@ -653,7 +653,7 @@ func latest(ts ...time.Time) time.Time {
 // BuryTombstones deletes, on a ready agent server, the conversations that
 // were deleted while it was paused, and forgets those it deleted. A
 // failure is logged: the tombstone stays for the next time.
-func (l *Lifecycle) BuryTombstones(ctx context.Context, sb acs.Sandbox, client *agentclient.Client) {
+func (l *Lifecycle) BuryTombstones(ctx context.Context, sb acs.Sandbox, client *client.Agent) {
 	if len(sb.Tombstones) == 0 {
 		return
 	}
@@ -793,7 +793,7 @@ func agentRunning(ctx context.Context, st acs.RuntimeStatus) (bool, error) {
 	actx, cancel := context.WithTimeout(ctx, agentCheckTimeout)
 	defer cancel()
 	var n int
-	if err := agentclient.New(st.AgentURL, st.SessionKey).Get(actx, "/api/conversations/count?status=running", &n); err != nil {
+	if err := client.NewServiceAgent(st.AgentURL, st.SessionKey).Get(actx, "/api/conversations/count?status=running", &n); err != nil {
 		return false, fmt.Errorf("count running conversations: %w", err)
 	}
 	return n > 0, nil

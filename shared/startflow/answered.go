@@ -7,9 +7,9 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -31,8 +31,8 @@ type answerCache struct{ m sync.Map }
 type agentAnswer struct{ url, key string }
 
 // note records that sandboxID's agent server answered c.
-func (a *answerCache) note(sandboxID string, c *agentclient.Client) {
-	a.m.Store(sandboxID, agentAnswer{c.BaseURL, c.Key})
+func (a *answerCache) note(sandboxID string, c *client.Agent) {
+	a.m.Store(sandboxID, agentAnswer{c.BaseURL(), c.SessionKey()})
 }
 
 // forget makes the next start on sandboxID ask its agent server again.
@@ -56,7 +56,7 @@ func (a *answerCache) has(sandboxID string) bool {
 // session key at which it answered this worker before, and sb has nothing
 // to deliver or delete on it (what BuryTombstones and FlushQueued do after
 // the answer). It returns sb as refreshed and a client for it.
-func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *agentclient.Client, bool) {
+func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *client.Agent, bool) {
 	if !w.answers.has(sb.ID) {
 		return sb, nil, false
 	}
@@ -65,7 +65,7 @@ func (w *Worker) knownReady(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, *
 		!w.answers.answered(sb.ID, st.AgentURL, st.SessionKey) {
 		return sb, nil, false
 	}
-	return sb, agentclient.New(st.AgentURL, st.SessionKey), true
+	return sb, client.NewServiceAgent(st.AgentURL, st.SessionKey), true
 }
 
 // readyWithoutAsking is probeReady without the round trip, when sb's agent
@@ -98,7 +98,7 @@ type skillsLoad struct {
 }
 
 // startSkillsLoad loads the skills for projectDir in the background.
-func startSkillsLoad(ctx context.Context, task string, c *agentclient.Client, projectDir string) *skillsLoad {
+func startSkillsLoad(ctx context.Context, task string, c *client.Agent, projectDir string) *skillsLoad {
 	l := &skillsLoad{task: task, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
@@ -110,7 +110,7 @@ func startSkillsLoad(ctx context.Context, task string, c *agentclient.Client, pr
 // loadSkillsAhead starts loading task's skills for the rest of the
 // delivery (startConversation waits for it); outside a delivery it does
 // nothing (startConversation loads them).
-func (dl *delivery) loadSkillsAhead(ctx context.Context, task string, c *agentclient.Client, projectDir string) {
+func (dl *delivery) loadSkillsAhead(ctx context.Context, task string, c *client.Agent, projectDir string) {
 	if dl != nil {
 		dl.skills = startSkillsLoad(ctx, task, c, projectDir)
 	}
@@ -121,7 +121,7 @@ func (dl *delivery) loadSkillsAhead(ctx context.Context, task string, c *agentcl
 // the change that records them on the task: the loading the placement
 // started in this delivery, or one started now (a later delivery). When
 // the skills step has its detail, the wait returns no change.
-func (w *Worker) skillsToRecord(ctx context.Context, dl *delivery, t acs.StartTask, c *agentclient.Client) func() (func(*acs.StartTask), error) {
+func (w *Worker) skillsToRecord(ctx context.Context, dl *delivery, t acs.StartTask, c *client.Agent) func() (func(*acs.StartTask), error) {
 	if i := lastStep(t, acs.TaskSettingUpSkills); i < 0 || t.Steps[i].Detail != "" {
 		return func() (func(*acs.StartTask), error) { return nil, nil }
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/events/strictjson"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -209,7 +209,7 @@ func (w *Worker) startConversation(ctx context.Context, dl *delivery, t acs.Star
 type conversationStart struct {
 	t      acs.StartTask
 	sb     acs.Sandbox
-	client *agentclient.Client
+	client *client.Agent
 	conv   acs.Conversation
 	msg    *agentwire.SendMessageRequest
 	// create creates the conversation on the agent server.
@@ -223,7 +223,7 @@ type conversationStart struct {
 // conversationRequest is the agent server's request for t's conversation,
 // with the secrets it gets: the user's settings applied, and the browser
 // tools when sb's agent server can run them.
-func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, client *agentclient.Client) (*agentwire.StartConversationRequest, map[string]string, error) {
+func (w *Worker) conversationRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, client *client.Agent) (*agentwire.StartConversationRequest, map[string]string, error) {
 	settings, err := w.settings(ctx, t.OwnerID)
 	if err != nil {
 		return nil, nil, err
@@ -279,13 +279,13 @@ func (w *Worker) conversationRecord(t acs.StartTask, req v1wire.StartRequest, sb
 // createOnAgent is the creation of the conversation on sb's agent server.
 // It notes that the agent server answered, or forgets that it did when
 // it does not; a refused request fails the start.
-func (w *Worker) createOnAgent(sb acs.Sandbox, client *agentclient.Client, areq *agentwire.StartConversationRequest) func(context.Context) error {
+func (w *Worker) createOnAgent(sb acs.Sandbox, agent *client.Agent, areq *agentwire.StartConversationRequest) func(context.Context) error {
 	return func(ctx context.Context) error {
-		_, err := client.CreateConversation(ctx, areq)
-		var he *agentclient.HTTPError
+		_, err := agent.CreateConversation(ctx, areq)
+		var he *client.HTTPError
 		switch {
 		case err == nil:
-			w.answers.note(sb.ID, client)
+			w.answers.note(sb.ID, agent)
 		case errors.As(err, &he) && he.Status == 422:
 			return failf("The agent server rejected the conversation: %s", he.Detail)
 		case !errors.As(err, &he):
@@ -450,7 +450,7 @@ func (w *Worker) createRecord(ctx context.Context, t acs.StartTask, conv acs.Con
 
 // sendOnce sends the initial message unless the conversation already has a
 // user message (a redelivered step after a successful send).
-func sendOnce(ctx context.Context, store acs.Store, client *agentclient.Client, convID string, msg *agentwire.SendMessageRequest) error {
+func sendOnce(ctx context.Context, store acs.Store, client *client.Agent, convID string, msg *agentwire.SendMessageRequest) error {
 	var count int
 	err := client.Get(ctx, "/api/conversations/"+convID+"/events/count?kind=MessageEvent&source=user", &count)
 	if err != nil {
@@ -474,7 +474,7 @@ const BrowserToolSet = "browser_tool_set"
 // An answer is remembered for the sandbox's agent server at that address
 // (what it found does not change while it runs), so later starts on the
 // sandbox do not ask again.
-func (w *Worker) browserUsable(ctx context.Context, sandboxID string, c *agentclient.Client) bool {
+func (w *Worker) browserUsable(ctx context.Context, sandboxID string, c *client.Agent) bool {
 	if usable, ok := w.browsers.known(sandboxID, c); ok {
 		return usable
 	}
@@ -497,8 +497,8 @@ func (w *Worker) browserUsable(ctx context.Context, sandboxID string, c *agentcl
 type browserCache struct{ m sync.Map }
 
 // known returns what sandboxID's agent server at c's address answered.
-func (b *browserCache) known(sandboxID string, c *agentclient.Client) (usable, ok bool) {
-	v, ok := b.m.Load(sandboxID + " " + c.BaseURL)
+func (b *browserCache) known(sandboxID string, c *client.Agent) (usable, ok bool) {
+	v, ok := b.m.Load(sandboxID + " " + c.BaseURL())
 	if !ok {
 		return false, false
 	}
@@ -506,8 +506,8 @@ func (b *browserCache) known(sandboxID string, c *agentclient.Client) (usable, o
 }
 
 // note records what sandboxID's agent server at c's address answered.
-func (b *browserCache) note(sandboxID string, c *agentclient.Client, usable bool) {
-	b.m.Store(sandboxID+" "+c.BaseURL, usable)
+func (b *browserCache) note(sandboxID string, c *client.Agent, usable bool) {
+	b.m.Store(sandboxID+" "+c.BaseURL(), usable)
 }
 
 // addTool appends the named tool to the agent's tools unless it is there.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -96,7 +96,7 @@ func TestAStartIsPlacedAsItIsSubmitted(t *testing.T) {
 			}
 			st, _ := e.rt.Status(ctx, sb.ID)
 			var n int
-			if err := agentclient.New(st.AgentURL, st.SessionKey).Get(ctx, "/api/conversations/count", &n); err != nil || n != 2 {
+			if err := client.NewServiceAgent(st.AgentURL, st.SessionKey).Get(ctx, "/api/conversations/count", &n); err != nil || n != 2 {
 				t.Fatalf("agent server has %d conversations (%v), want 2", n, err)
 			}
 		})

@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events/strictjson"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -48,7 +48,7 @@ func (w *Worker) waitForSandbox(ctx context.Context, dl *delivery, t acs.StartTa
 // (nothingToPrepare), the skills step's detail (skills loaded).
 type readyProbe struct {
 	sb      acs.Sandbox
-	client  *agentclient.Client
+	client  *client.Agent
 	prepare bool
 	skills  string
 	err     error
@@ -65,7 +65,7 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req v1wire.Sta
 	var r readyProbe
 	var first firstAnswer
 	browser := w.browserProbe(req)
-	ready, err := w.life.AwaitReady(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *agentclient.Client) bool {
+	ready, err := w.life.AwaitReady(ctx, sb, 0, func(actx context.Context, sb acs.Sandbox, c *client.Agent) bool {
 		browser.start(ctx, sb.ID, c)
 		first = w.firstRequest(actx, t, req, sb, c)
 		return first.answered
@@ -100,7 +100,7 @@ type firstAnswer struct {
 
 // firstRequest sends c the first request t, placed on sb, needs: the
 // skills' loading when there is nothing to prepare, else an /alive probe.
-func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, c *agentclient.Client) firstAnswer {
+func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox, c *client.Agent) firstAnswer {
 	var f firstAnswer
 	if f.prepare = !nothingToPrepare(sb, t, req); f.prepare {
 		f.answered = c.Alive(ctx) == nil
@@ -109,7 +109,7 @@ func (w *Worker) firstRequest(ctx context.Context, t acs.StartTask, req v1wire.S
 	placed := t
 	emptyWorkDir(sb, req)(&placed)
 	f.skills, f.skillsErr = loadSkills(ctx, c, placed.ProjectDir)
-	var he *agentclient.HTTPError
+	var he *client.HTTPError
 	f.answered = f.skillsErr == nil || errors.As(f.skillsErr, &he)
 	return f
 }
@@ -131,7 +131,7 @@ func (w *Worker) browserProbe(req v1wire.StartRequest) *browserAsk {
 }
 
 // start asks sandboxID's agent server, once, in the background.
-func (b *browserAsk) start(ctx context.Context, sandboxID string, c *agentclient.Client) {
+func (b *browserAsk) start(ctx context.Context, sandboxID string, c *client.Agent) {
 	if b.off {
 		return
 	}
@@ -157,7 +157,7 @@ func (w *Worker) advanceReady(ctx context.Context, dl *delivery, t acs.StartTask
 
 // readyFn is advanceReady's update of the task.
 func (w *Worker) readyFn(req v1wire.StartRequest, from acs.StartTaskStatus, ready readyProbe, change func(*acs.StartTask)) func(*acs.StartTask) error {
-	url := ready.client.BaseURL
+	url := ready.client.BaseURL()
 	var to []acs.StartTaskStatus
 	if from != acs.TaskWaitingForSandbox {
 		to = append(to, acs.TaskWaitingForSandbox)
@@ -191,7 +191,7 @@ func (w *Worker) deletedWhileStarting(ctx context.Context, t acs.StartTask) erro
 // delivery is a placement outside any delivery, which shares nothing.
 type delivery struct {
 	sb     acs.Sandbox
-	client *agentclient.Client
+	client *client.Agent
 	// skills is the task's skills' loading a placement that did not wait
 	// for it started (readyWithoutAsking).
 	skills *skillsLoad
@@ -214,7 +214,7 @@ func (dl *delivery) request(t acs.StartTask) (v1wire.StartRequest, error) {
 }
 
 // remember keeps sb and its client as ready for the rest of the delivery.
-func (dl *delivery) remember(sb acs.Sandbox, c *agentclient.Client) {
+func (dl *delivery) remember(sb acs.Sandbox, c *client.Agent) {
 	if dl != nil {
 		dl.sb, dl.client = sb, c
 	}
@@ -222,7 +222,7 @@ func (dl *delivery) remember(sb acs.Sandbox, c *agentclient.Client) {
 
 // ready returns the sandbox id and its client when a step of the delivery
 // found it ready.
-func (dl *delivery) ready(id string) (acs.Sandbox, *agentclient.Client, bool) {
+func (dl *delivery) ready(id string) (acs.Sandbox, *client.Agent, bool) {
 	if dl == nil || dl.client == nil || dl.sb.ID != id {
 		return acs.Sandbox{}, nil, false
 	}
@@ -236,7 +236,7 @@ func (dl *delivery) ready(id string) (acs.Sandbox, *agentclient.Client, bool) {
 // call fails and the step is retried in a new delivery, which checks
 // again). An agent server that answered this worker and is knownReady is
 // not asked again (a failed step forgets its answer: see Process).
-func (w *Worker) client(ctx context.Context, dl *delivery, t acs.StartTask) (acs.Sandbox, *agentclient.Client, error) {
+func (w *Worker) client(ctx context.Context, dl *delivery, t acs.StartTask) (acs.Sandbox, *client.Agent, error) {
 	if sb, c, ok := dl.ready(*t.SandboxID); ok {
 		return sb, c, nil
 	}

@@ -7,12 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testwait"
 	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/sandbox/llm/llmtest"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/sandboxes"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -104,24 +104,24 @@ func (e *idleEnv) reconcile(t *testing.T, id string) bool {
 }
 
 // agent returns a client for the sandbox's agent server.
-func (e *idleEnv) agent(t *testing.T, sandboxID string) *agentclient.Client {
+func (e *idleEnv) agent(t *testing.T, sandboxID string) *client.Agent {
 	t.Helper()
 	st, err := e.rt.Status(ctx, sandboxID)
 	if err != nil || st.AgentURL == "" {
 		t.Fatalf("sandbox %s: %+v %v", sandboxID, st, err)
 	}
-	return agentclient.New(st.AgentURL, st.SessionKey)
+	return client.NewServiceAgent(st.AgentURL, st.SessionKey)
 }
 
 // agentStatus waits until the agent server reports the conversation in
 // status want.
-func agentStatus(t *testing.T, c *agentclient.Client, convID string, want agentwire.ExecutionStatus) {
+func agentStatus(t *testing.T, c *client.Agent, convID string, want agentwire.ExecutionStatus) {
 	t.Helper()
-	var infos []*agentclient.Info
+	var infos []*agentwire.ConversationInfo
 	var err error
 	if !testwait.Until(60*time.Second, func() bool {
-		infos, err = c.GetConversations(ctx, []string{convID})
-		return err == nil && len(infos) == 1 && infos[0] != nil && infos[0].ExecutionStatus == string(want)
+		infos, err = c.GetConversations(ctx, convID)
+		return err == nil && len(infos) == 1 && infos[0] != nil && infos[0].ExecutionStatus == want
 	}) {
 		t.Fatalf("conversation %s never became %s on its agent server (%v, %v)", convID, want, infos, err)
 	}

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/acs-project/acs/client"
+	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
@@ -52,7 +53,7 @@ func gitTokenNames(provider *v1wire.GitProvider) []string {
 // by later deliveries. A delivery that finds a recorded command polls it
 // instead of starting another; every step's script is idempotent, so a
 // command started twice (a crash before the record) is harmless.
-func (w *Worker) runCommand(ctx context.Context, t acs.StartTask, c *agentclient.Client, req agentclient.BashRequest) (stdout, stderr string, code int, done bool, err error) {
+func (w *Worker) runCommand(ctx context.Context, t acs.StartTask, c *client.Agent, req *agentwire.ExecuteBashRequest) (stdout, stderr string, code int, done bool, err error) {
 	id := t.Command
 	if id == "" {
 		if id, err = c.StartBash(ctx, req); err != nil {
@@ -146,7 +147,7 @@ func (w *Worker) prepareRepository(ctx context.Context, dl *delivery, t acs.Star
 	if err != nil {
 		return 0, false, err
 	}
-	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script, Timeout: int(cfg.CloneTimeout.Seconds()), Secrets: secrets})
+	out, errOut, code, done, err := w.runCommand(ctx, t, c, &agentwire.ExecuteBashRequest{Command: script, Timeout: int(cfg.CloneTimeout.Seconds()), Secrets: secrets})
 	if err != nil {
 		return 0, false, err
 	}
@@ -289,7 +290,7 @@ func (w *Worker) runSetupScript(ctx context.Context, dl *delivery, t acs.StartTa
 	}
 	script := fmt.Sprintf("cd %s || exit 3\nif [ -f .openhands/setup.sh ]; then chmod +x .openhands/setup.sh && . ./.openhands/setup.sh; else echo 'no .openhands/setup.sh'; fi\n",
 		shellQuote(t.ProjectDir))
-	out, errOut, code, done, err := w.runCommand(ctx, t, c, agentclient.BashRequest{Command: script, Timeout: int(cfg.SetupTimeout.Seconds()), Secrets: envOnly(secrets)})
+	out, errOut, code, done, err := w.runCommand(ctx, t, c, &agentwire.ExecuteBashRequest{Command: script, Timeout: int(cfg.SetupTimeout.Seconds()), Secrets: envOnly(secrets)})
 	if err != nil {
 		return 0, false, err
 	}
@@ -345,7 +346,7 @@ if [ -f .openhands/pre-commit.sh ] && [ -d .git ]; then
   echo installed
 fi
 `, shellQuote(t.ProjectDir), preCommitHook)
-	out, err := c.ExecBash(ctx, agentclient.BashRequest{Command: script, Timeout: 60})
+	out, err := c.ExecuteBash(ctx, &agentwire.ExecuteBashRequest{Command: script, Timeout: 60})
 	if err != nil {
 		return fmt.Errorf("install git hooks: %w", err)
 	}
@@ -383,7 +384,7 @@ func (w *Worker) setUpSkills(ctx context.Context, dl *delivery, t acs.StartTask)
 
 // loadSkills has the agent server load the skills for projectDir and
 // returns the step's detail: how many, and the files that failed.
-func loadSkills(ctx context.Context, c *agentclient.Client, projectDir string) (string, error) {
+func loadSkills(ctx context.Context, c *client.Agent, projectDir string) (string, error) {
 	var resp struct {
 		Skills []struct {
 			Name string `json:"name"`
@@ -394,7 +395,7 @@ func loadSkills(ctx context.Context, c *agentclient.Client, projectDir string) (
 		} `json:"errors"`
 	}
 	if err := c.Post(ctx, "/api/skills", map[string]any{"project_dir": projectDir}, &resp); err != nil {
-		var he *agentclient.HTTPError
+		var he *client.HTTPError
 		if !errors.As(err, &he) || he.Status/100 == 5 {
 			return "", fmt.Errorf("load skills: %w", err)
 		}

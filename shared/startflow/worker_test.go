@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/acs-project/acs/client"
 	"github.com/acs-project/acs/events"
 	"github.com/acs-project/acs/internal/testbin"
 	"github.com/acs-project/acs/sandbox/agentwire"
 	"github.com/acs-project/acs/shared/acs"
-	"github.com/acs-project/acs/shared/agentclient"
 	"github.com/acs-project/acs/shared/startflow"
 	"github.com/acs-project/acs/shared/v1wire"
 )
@@ -88,7 +88,7 @@ func TestRedeliveredStepsMakeOneSandboxAndOneConversation(t *testing.T) {
 			e.checkOneOfEach(t, done, tc.users)
 			if tc.msg != nil && !tc.msg.Run {
 				st, _ := e.rt.Status(ctx, *done.SandboxID)
-				infos, err := agentclient.New(st.AgentURL, st.SessionKey).GetConversations(ctx, []string{done.ConversationID})
+				infos, err := client.NewServiceAgent(st.AgentURL, st.SessionKey).GetConversations(ctx, done.ConversationID)
 				if err != nil || infos[0].ExecutionStatus != "idle" {
 					t.Fatalf("a run=false message ran: %v (%v)", infos, err)
 				}
@@ -124,7 +124,7 @@ func (e *env) checkOneOfEach(t *testing.T, done acs.StartTask, users int) {
 		t.Fatalf("conversations %+v", convs)
 	}
 	st, _ := e.rt.Status(ctx, sbs.Items[0].ID)
-	client := agentclient.New(st.AgentURL, st.SessionKey)
+	client := client.NewServiceAgent(st.AgentURL, st.SessionKey)
 	var n int
 	if err := client.Get(ctx, "/api/conversations/count", &n); err != nil || n != 1 {
 		t.Fatalf("agent server has %d conversations (%v)", n, err)
