@@ -8,7 +8,9 @@
 // (*acs.Error, decoded by v1wire.DecodeError), so
 // errors.Is(err, acs.ErrNotFound) and acs.ErrorCode(err) work on a client
 // error as on a server one. Requests that are safe to repeat are retried on
-// 429 and 503, after the answer's Retry-After (see Retry).
+// 429 and 503, after the answer's Retry-After (see Retry). An Agent from
+// NewServiceAgent is the exception: it sends each request once and returns
+// an error answer as an *HTTPError.
 package client
 
 import (
