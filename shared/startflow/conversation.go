@@ -450,7 +450,7 @@ func (w *Worker) createRecord(ctx context.Context, t acs.StartTask, conv acs.Con
 
 // sendOnce sends the initial message unless the conversation already has a
 // user message (a redelivered step after a successful send).
-func sendOnce(ctx context.Context, store acs.Store, client *client.Agent, convID string, msg *agentwire.SendMessageRequest) error {
+func sendOnce(ctx context.Context, store acs.ConversationStore, client *client.Agent, convID string, msg *agentwire.SendMessageRequest) error {
 	var count int
 	err := client.Get(ctx, "/api/conversations/"+convID+"/events/count?kind=MessageEvent&source=user", &count)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // on submit and the worker's placement all ask it: it reads the owner's
 // settings and sandboxes and applies acs.Place. It reserves nothing.
 type placer struct {
-	store acs.Store
+	store Store
 }
 
 // settings returns the owner's settings, the defaults when never saved.

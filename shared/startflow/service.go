@@ -19,9 +19,18 @@ import (
 	"github.com/acs-project/acs/shared/v1wire"
 )
 
+// Store is what the start flow reads and writes: the lifecycle's records,
+// the owner's settings and secrets, and a start's atomic writes.
+type Store interface {
+	sandboxes.Store
+	acs.SettingsStore
+	acs.SecretStore
+	acs.StartWrites
+}
+
 // Service accepts start requests.
 type Service struct {
-	Store  acs.Store
+	Store  Store
 	Queue  acs.Queue
 	Sealer acs.Sealer
 	// Lifecycle checks the per-user cap on running sandboxes.

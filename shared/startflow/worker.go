@@ -17,7 +17,7 @@ import (
 // Config and builds the sandbox lifecycle over Store and Runtime once:
 // those two and Config.Sandboxes do not change after.
 type Worker struct {
-	Store   acs.Store
+	Store   Store
 	Queue   acs.Queue
 	Runtime acs.Runtime
 	// Sealer opens the sealed secrets of tasks, users and settings.
@@ -41,7 +41,7 @@ type Worker struct {
 // NewWorker returns a worker over its store, queue, runtime and sealer,
 // with cfg's zero settings defaulted (Config.Defaults). Now and AfterStep
 // may be set on it before it runs.
-func NewWorker(store acs.Store, queue acs.Queue, rt acs.Runtime, sealer acs.Sealer, cfg Config) *Worker {
+func NewWorker(store Store, queue acs.Queue, rt acs.Runtime, sealer acs.Sealer, cfg Config) *Worker {
 	w := &Worker{Store: store, Queue: queue, Runtime: rt, Sealer: sealer, Config: cfg.Defaults()}
 	w.life = &sandboxes.Lifecycle{Store: store, Runtime: rt, Config: w.Config.Sandboxes, Now: w.now}
 	return w
@@ -271,7 +271,10 @@ func (w *Worker) fail(ctx context.Context, taskID, detail string) error {
 // releaseSlot gives back the slot tk, a start that ended with ERROR,
 // reserved on its sandbox, unless its conversation record exists (deleting
 // that releases it). A failure is logged: the slot stays.
-func releaseSlot(ctx context.Context, st acs.Store, tk acs.StartTask) {
+func releaseSlot(ctx context.Context, st interface {
+	acs.ConversationStore
+	acs.SandboxStore
+}, tk acs.StartTask) {
 	if tk.SandboxID == nil {
 		return
 	}
