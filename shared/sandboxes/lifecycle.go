@@ -405,9 +405,8 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 }
 
 // Ready makes sure the sandbox can serve requests: AwaitReady with an
-// /alive probe, then the steps a ready sandbox owes, BuryTombstones and
-// FlushQueued. It returns the sandbox and a client for its agent server.
-// Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still
+// /alive probe, then the steps a ready sandbox owes (PayOwed). It
+// returns the sandbox and a client for its agent server. Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still
 // not ready after wait is ErrConflict naming its status.
 func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *client.Agent, error) {
 	r, err := l.AwaitReady(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *client.Agent) bool {
@@ -416,8 +415,15 @@ func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duratio
 	if err != nil {
 		return r.Sandbox, nil, err
 	}
+	return l.PayOwed(ctx, r), r.Client, nil
+}
+
+// PayOwed runs the steps a sandbox found ready owes, in order:
+// BuryTombstones, then FlushQueued. It returns the sandbox as
+// FlushQueued does.
+func (l *Lifecycle) PayOwed(ctx context.Context, r Readiness) acs.Sandbox {
 	l.BuryTombstones(ctx, r.Sandbox, r.Client)
-	return l.FlushQueued(ctx, r), r.Client, nil
+	return l.FlushQueued(ctx, r)
 }
 
 // Readiness is a sandbox found ready: RUNNING, its agent server answering.

@@ -59,7 +59,7 @@ type readyProbe struct {
 // the first request t needs (firstRequest): with nothing to prepare, the
 // skills' loading, else an /alive probe. Whether it can run the browser
 // tools is asked meanwhile (browserProbe). A ready sandbox then gets the
-// steps it owes: its tombstones buried, its queued messages flushed. err
+// steps it owes (Lifecycle.PayOwed). err
 // is the readiness's, or the skills' loading's.
 func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req v1wire.StartRequest, sb acs.Sandbox) readyProbe {
 	var r readyProbe
@@ -73,8 +73,7 @@ func (w *Worker) probeReady(ctx context.Context, t acs.StartTask, req v1wire.Sta
 	r.sb, r.client, r.err = ready.Sandbox, ready.Client, err
 	r.prepare, r.skills = first.prepare, first.skills
 	if err == nil {
-		w.life.BuryTombstones(ctx, ready.Sandbox, ready.Client)
-		r.sb = w.life.FlushQueued(ctx, ready)
+		r.sb = w.life.PayOwed(ctx, ready)
 		r.err = first.skillsErr
 	}
 	if r.err == nil {
