@@ -406,8 +406,9 @@ func (l *Lifecycle) Resume(ctx context.Context, sb acs.Sandbox) (acs.Sandbox, er
 
 // Ready makes sure the sandbox can serve requests: AwaitReady with an
 // /alive probe, then the steps a ready sandbox owes (PayOwed). It
-// returns the sandbox and a client for its agent server. Read-only sandboxes are refused (acs.Sandbox.Usable); a sandbox still
-// not ready after wait is ErrConflict naming its status.
+// returns the sandbox and a client for its agent server. Read-only
+// sandboxes are refused (acs.Sandbox.Usable); a sandbox still not ready
+// after wait is ErrConflict naming its status.
 func (l *Lifecycle) Ready(ctx context.Context, sb acs.Sandbox, wait time.Duration) (acs.Sandbox, *client.Agent, error) {
 	r, err := l.AwaitReady(ctx, sb, wait, func(ctx context.Context, _ acs.Sandbox, c *client.Agent) bool {
 		return c.Alive(ctx) == nil
